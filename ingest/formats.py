@@ -1,0 +1,63 @@
+"""Which ingester reads which file: format sniffing by content, and the registry.
+
+Each format module exposes a ``SPEC``; detection looks at the first few KB of
+text (after stripping log prefixes where the format allows them), never at the
+file name alone, because users rename dumps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import attrs
+
+from tlview.store.records import Record
+
+from .errors import IngestError
+from .lines import ProgressFn, open_binary
+
+Parse = Callable[[str, "ProgressFn | None"], Iterator[Record]]
+
+
+@attrs.frozen
+class FormatSpec:
+    """An input format: its name, a content sniffer and the parser."""
+
+    name: str
+    description: str
+    sniff: Callable[[str, str], bool]  # (head text, path) -> is it mine?
+    parse: Parse
+
+
+def _registry() -> list[FormatSpec]:
+    from . import inductor_ir
+
+    return [inductor_ir.SPEC]
+
+
+def formats() -> dict[str, FormatSpec]:
+    return {f.name: f for f in _registry()}
+
+
+def read_head(path: str, size: int = 64 * 1024) -> str:
+    with open_binary(path) as f:
+        data = f.read(size)
+    return data.decode("utf-8", errors="replace")
+
+
+def detect_format(path: str) -> FormatSpec:
+    """The format of ``path`` by its content, or an IngestError listing what was expected."""
+    head = read_head(path)
+    if not head.strip():
+        raise IngestError(path, 1, "empty file: expected a dump or trace")
+    for spec in _registry():
+        if spec.sniff(head, path):
+            return spec
+    names = ", ".join(f"{f.name} ({f.description})" for f in _registry())
+    first = next((ln for ln in head.splitlines() if ln.strip()), "")[:80]
+    raise IngestError(path, 1, f"unrecognised input {first!r}: expected one of {names}")
+
+
+def is_dump_candidate(path: Path) -> bool:
+    return path.is_file() and not path.name.startswith(".")

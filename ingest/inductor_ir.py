@@ -1,0 +1,577 @@
+"""Inductor scheduler IR dumps (``ir_pre_fusion.txt`` / ``ir_post_fusion.txt``) to events.
+
+The dump is a sequence of top-level nodes in execution order::
+
+    op3: ExternKernelSchedulerNode(ExternKernelOut)     <- header at column 0
+    op3.writes = [StarDep(name='buf3', mode=None)]      <- node fields, may wrap
+    op3.outputs = [
+        buf3: ExternKernelOut                           <- output buffers, indented
+        buf3.layout = FixedLayout('cuda:0', torch.bfloat16, size=[..], stride=[..])
+        buf3.users = [NodeUser(node=SchedulerNode(name='op13'), ..., is_weak=False)]
+    ]
+    op3.node.kernel = extern_kernels.mm
+    arg0_1_layout = FixedLayout(...)                    <- layouts of what it touches
+    class op3_loop_body: ...                            <- kept as text
+    op3 Triton code: ...                                <- kept as text
+
+A ``FusedSchedulerNode`` prints ``opA_opB.snodes[i] =`` and then each sub-node
+in the same form at column 0. The parser is structural: fields it does not
+know are kept in the node's attributes, not dropped.
+
+Liveness rule (see README): a buffer is live from its node's step through the
+largest step among its non-weak users (sub-nodes count at their fused node's
+step, OUTPUT means the last step, no users means only its own step); a buffer
+named in another's ``.mutations``/``.aliases`` lives at least as long as that
+buffer, transitively. Freed events are therefore emitted after the last node.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from tlview.store.records import (
+    BufferAliased,
+    BufferAllocated,
+    BufferFreed,
+    CollectiveIssued,
+    CollectiveWaited,
+    NodeScheduled,
+    Record,
+    Timeline,
+    TimelineNote,
+)
+
+from .errors import IngestError
+from .tensors import split_dims, storage_bytes
+
+FORMAT = "inductor_ir"
+
+_HEADER = re.compile(r"(?P<name>[A-Za-z_]\w*): (?P<cls>[A-Za-z_]\w*)\((?P<ir>[^()]*)\)\s*\Z")
+_FIELD = re.compile(r"(?P<name>[A-Za-z_]\w*?)\.(?P<field>[A-Za-z_][\w.\[\]]*) =\s?(?P<value>.*)\Z")
+_SNODE = re.compile(r"snodes\[(\d+)\]\Z")
+_LAYOUT_LINE = re.compile(r"(?P<name>[A-Za-z_]\w*)_layout = (?P<value>.*)\Z")
+_LOOP_BODY = re.compile(r"class (?P<name>[A-Za-z_]\w*)_loop_body:\s*\Z")
+_CODE_BLOCK = re.compile(r"(?P<name>[A-Za-z_]\w*) (?P<lang>\w+) code:\s*\Z")
+_BUF_HEADER = re.compile(r"\s+(?P<name>[A-Za-z_]\w*): (?P<cls>[A-Za-z_]\w*)\s*\Z")
+_BUF_FIELD = re.compile(r"\s+(?P<name>[A-Za-z_]\w*)\.(?P<field>\w+) = (?P<value>.*)\Z")
+_DEP = re.compile(r"(?P<kind>\w+Dep)\((?:name=)?'(?P<name>[^']+)'")
+_USER = re.compile(
+    r"NodeUser\(node=(?:(?P<output>OUTPUT)|\w+\(name='(?P<node>[^']+)'\))"
+    r"(?P<rest>[^)]*)\)"
+)
+_QUOTED = re.compile(r"'([^']*)'")
+_LAYOUT = re.compile(r"(?P<kind>[A-Za-z_]\w*)\((?P<args>.*)\)\s*\Z")
+_DEVICE_ARG = re.compile(r"device\(type='(?P<type>\w+)'(?:, index=(?P<index>\d+))?\)")
+_ZERO_BYTE_LAYOUTS = {"NoneLayout", "MultiOutputLayout", "MutationLayoutSHOULDREMOVE"}
+
+COLLECTIVE_CLASSES = {"_CollectiveKernel"}
+WAIT_CLASSES = {"_WaitKernel"}
+
+
+def _balance(text: str) -> int:
+    return (
+        text.count("[") + text.count("(") + text.count("{")
+        - text.count("]") - text.count(")") - text.count("}")
+    )
+
+
+@attrs.define
+class _Buffer:
+    name: str
+    ir_class: str
+    line: int
+    fields: dict[str, str] = attrs.field(factory=dict)
+
+
+@attrs.define
+class _Node:
+    name: str
+    cls: str
+    ir: str
+    line: int
+    fields: dict[str, str] = attrs.field(factory=dict)
+    buffers: list[_Buffer] = attrs.field(factory=list)
+    snodes: list[str] = attrs.field(factory=list)
+    layouts: dict[str, str] = attrs.field(factory=dict)
+    blocks: dict[str, str] = attrs.field(factory=dict)
+    unknown: list[str] = attrs.field(factory=list)
+    subs: list[_Node] = attrs.field(factory=list)
+
+
+def parse_layout(text: str) -> dict[str, Any]:
+    """``FixedLayout('cuda:0', torch.bfloat16, size=[2, 3], stride=[3, 1])`` to its parts."""
+    m = _LAYOUT.match(text.strip())
+    if not m:
+        return {"kind": text.strip(), "raw": text.strip()}
+    out: dict[str, Any] = {"kind": m["kind"], "raw": text.strip()}
+    args = split_dims(m["args"])
+    for a in args:
+        if "=" in a and not a.startswith(("'", '"')):
+            key, _, val = a.partition("=")
+            key = key.strip()
+            val = val.strip()
+            if key in ("size", "stride"):
+                out[key] = split_dims(val)
+            elif key == "device":
+                d = _DEVICE_ARG.match(val)
+                out["device"] = (
+                    (d["type"] + (f":{d['index']}" if d["index"] else "")) if d else val
+                )
+            elif key == "dtype":
+                out["dtype"] = val.rsplit(".", 1)[-1]
+            else:
+                out.setdefault("extra", {})[key] = val
+        elif a.startswith(("'", '"')):
+            out["device"] = a.strip("'\"")
+        elif a.startswith("torch."):
+            out["dtype"] = a[len("torch."):]
+        else:
+            d = _DEVICE_ARG.match(a)
+            if d:
+                out["device"] = d["type"] + (f":{d['index']}" if d["index"] else "")
+            else:
+                out.setdefault("positional", []).append(a)
+    return out
+
+
+def dep_names(text: str) -> list[str]:
+    """Buffer names in a dependency list, weak deps excluded, in order, unique."""
+    seen: dict[str, None] = {}
+    for m in _DEP.finditer(text):
+        if m["kind"] != "WeakDep":
+            seen.setdefault(m["name"], None)
+    return list(seen)
+
+
+def _default_timeline_name(path: str) -> str:
+    p = Path(path)
+    parent = p.parent.name
+    if p.stem.startswith("ir_") and parent:
+        return f"{parent}/{p.name}"
+    return p.name
+
+
+def parse_scheduler_ir(
+    lines: Iterable[tuple[int, str]], path: str, *, timeline_name: str | None = None
+) -> Iterator[Record]:
+    """Yield the records of one scheduler-IR dump, in file order (frees at the end)."""
+    key = "ir"
+    yield Timeline(key=key, name=timeline_name or _default_timeline_name(path), format=FORMAT)
+    parser = _Parser(path, key)
+    for number, text in lines:
+        yield from parser.feed(number, text)
+    yield from parser.finish()
+
+
+class _Parser:
+    """Line-driven state machine. Holds one node's text at a time, plus per-buffer facts."""
+
+    def __init__(self, path: str, key: str) -> None:
+        self.path = path
+        self.key = key
+        self.top: _Node | None = None
+        self.current: _Node | None = None  # top or the sub-node being printed
+        self.expect_snode_of: _Node | None = None
+        self.pending: tuple[Any, str, list[str], int] | None = None  # multi-line value
+        self.block: tuple[_Node, str, list[str]] | None = None  # loop body / code block
+        self.in_outputs = False
+        self.step = 0
+        self.last_line = 0
+        # Whole-graph facts (small: names and numbers, never text).
+        self.step_of: dict[str, int] = {}
+        self.produced: dict[str, tuple[str, int]] = {}  # buffer -> (top node, step)
+        self.node_class: dict[str, str] = {}
+        self.users: dict[str, list[tuple[str | None, int]]] = {}  # buffer -> (node|None=OUTPUT)
+        self.links: list[tuple[str, str, int]] = []  # (buffer, target, line): stays live with
+        self.bytes_of: dict[str, int | None] = {}  # bytes of produced buffers and inputs
+        self.referenced: dict[str, int] = {}  # name -> first line (inputs candidates)
+        self.input_layouts: dict[str, tuple[str, int]] = {}
+        self.device: str | None = None
+        self.symbolic: list[str] = []
+
+    def error(self, line: int, message: str) -> IngestError:
+        return IngestError(self.path, line, message)
+
+    # -- line dispatch -------------------------------------------------------------------
+    def feed(self, number: int, text: str) -> Iterator[Record]:
+        self.last_line = number
+        if self.pending is not None:
+            target, field, parts, start = self.pending
+            parts.append(text.strip())
+            if sum(_balance(p) for p in parts) <= 0:
+                self.pending = None
+                self._set_field(target, field, " ".join(parts), start)
+            return
+        if self.block is not None:
+            node, name, body = self.block
+            if text.startswith((" ", "\t")) or not text.strip():
+                body.append(text)
+                return
+            while body and not body[-1].strip():
+                body.pop()
+            node.blocks[name] = "\n".join(body)
+            self.block = None
+        if self.in_outputs:
+            self._output_line(number, text)
+            return
+        if not text.strip():
+            return
+        if text[0] in " \t":
+            if self.current is None:
+                raise self.error(number, "indented text before the first node header")
+            self.current.unknown.append(text)
+            return
+        m = _HEADER.match(text)
+        if m:
+            if self.expect_snode_of is not None:
+                parent = self.expect_snode_of
+                self.expect_snode_of = None
+                sub = _Node(m["name"], m["cls"], m["ir"], number)
+                parent.snodes.append(sub.name)
+                parent.subs.append(sub)
+                self.current = sub
+                return
+            if self.top is not None:
+                yield from self._finish_node()
+            self.top = self.current = _Node(m["name"], m["cls"], m["ir"], number)
+            return
+        if self.current is None:
+            raise self.error(
+                number,
+                "expected an Inductor scheduler node header like "
+                f"'op0: SchedulerNode(ComputedBuffer)', got {text[:80]!r}",
+            )
+        self.expect_snode_of = None
+        m = _LAYOUT_LINE.match(text)
+        if m:
+            self.current.layouts[m["name"]] = m["value"]
+            if self.top is not None and self.top is not self.current:
+                self.top.layouts.setdefault(m["name"], m["value"])
+            self.input_layouts.setdefault(m["name"], (m["value"], number))
+            return
+        m = _LOOP_BODY.match(text)
+        if m:
+            self.block = (self.current, "loop_body", [text])
+            return
+        m = _CODE_BLOCK.match(text)
+        if m and self.top is not None:
+            self.block = (self.top, f"{m['lang'].lower()}_code", [])
+            return
+        m = _FIELD.match(text)
+        if m and m["name"] in (self.current.name, self.top.name if self.top else None):
+            owner = self.current if m["name"] == self.current.name else self.top
+            field, value = m["field"], m["value"]
+            sm = _SNODE.match(field)
+            if sm:
+                self.expect_snode_of = owner
+                return
+            if field == "outputs" and value.strip() == "[":
+                self.in_outputs = owner is self.top
+                if not self.in_outputs:
+                    self._skip_outputs = True
+                    self.in_outputs = True
+                return
+            if _balance(value) > 0:
+                self.pending = (owner, field, [value], number)
+                return
+            if not value.strip():
+                # value on following lines: "op1.met_dependencies = " then "    [ ... ]"
+                self.pending = (owner, field, [], number)
+                self.pending[2].append("")
+                return
+            self._set_field(owner, field, value, number)
+            return
+        self.current.unknown.append(text)
+
+    def _set_field(self, target: _Node | _Buffer, field: str, value: str, line: int) -> None:
+        target.fields[field] = value.strip()
+
+    _skip_outputs = False
+
+    def _output_line(self, number: int, text: str) -> None:
+        if text.strip() == "]" and not text.startswith(" "):
+            self.in_outputs = False
+            self._skip_outputs = False
+            return
+        if self._skip_outputs:
+            return  # a sub-node repeats its fused node's outputs
+        assert self.top is not None
+        if not text.strip():
+            return
+        m = _BUF_HEADER.match(text)
+        if m:
+            self.top.buffers.append(_Buffer(m["name"], m["cls"], number))
+            return
+        m = _BUF_FIELD.match(text)
+        if m and self.top.buffers and m["name"] == self.top.buffers[-1].name:
+            buf = self.top.buffers[-1]
+            if _balance(m["value"]) > 0:
+                self.pending = (buf, m["field"], [m["value"]], number)
+            else:
+                buf.fields[m["field"]] = m["value"].strip()
+            return
+        if text.startswith((" ", "\t")) and not text.strip().startswith("]"):
+            if self.top.buffers:
+                self.top.buffers[-1].fields.setdefault("_unknown", "")
+                self.top.buffers[-1].fields["_unknown"] += text.strip() + "\n"
+                return
+        raise self.error(
+            number, f"expected an output buffer line or ']' closing {self.top.name}.outputs"
+        )
+
+    # -- node completion -----------------------------------------------------------------
+    def _finish_node(self) -> Iterator[Record]:
+        node = self.top
+        assert node is not None
+        step = self.step
+        self.step += 1
+        self.step_of[node.name] = step
+        for sub in node.snodes:
+            self.step_of[sub] = step
+        self.node_class[node.name] = node.ir
+        f = node.fields
+        device = f.get("group.device") or next(
+            (s.fields["group.device"] for s in node.subs if "group.device" in s.fields), None
+        )
+        writes = dep_names(f.get("writes", ""))
+        reads = dep_names(f.get("unmet_dependencies", "")) + [
+            n for n in dep_names(f.get("met_dependencies", "")) if n not in writes
+        ]
+        for name in reads:
+            self.referenced.setdefault(name, node.line)
+        kernel = f.get("node.kernel")
+        if kernel in (None, "None"):
+            kernel = None
+        attrs_: dict[str, Any] = {"line": node.line}
+        for k in ("group.iteration", "sizes"):
+            if k in f:
+                attrs_[k.replace("group.", "group_")] = f[k]
+        weak = [m["name"] for m in _DEP.finditer(f.get("unmet_dependencies", "") + f.get("met_dependencies", "")) if m["kind"] == "WeakDep"]
+        if weak:
+            attrs_["weak_deps"] = weak
+        if node.snodes:
+            attrs_["snodes"] = node.snodes
+        known = {"writes", "unmet_dependencies", "met_dependencies", "group.device",
+                 "group.iteration", "sizes", "node.kernel"}
+        extra = {k: v for k, v in f.items() if k not in known}
+        if extra:
+            attrs_["fields"] = extra
+        attrs_.update(node.blocks)
+        if node.unknown:
+            attrs_["unknown_lines"] = node.unknown
+        buffer_layouts = {b.name: b.fields.get("layout", "") for b in node.buffers}
+        if device is None:
+            for lay in buffer_layouts.values():
+                d = parse_layout(lay).get("device") if lay else None
+                if d:
+                    device = d
+                    break
+        if device and self.device is None:
+            self.device = device
+        yield NodeScheduled(
+            timeline=self.key, step=step, node=node.name, node_class=node.cls,
+            ir_type=node.ir, kernel=kernel, device=device, reads=tuple(reads),
+            writes=tuple(writes), line=node.line,
+            attrs=attrs_,
+        )
+        for buf in node.buffers:
+            yield self._allocate(node, step, buf)
+            for rel in ("mutations", "aliases"):
+                if rel in buf.fields:
+                    for target in _QUOTED.findall(buf.fields[rel]):
+                        self.links.append((buf.name, target, buf.line))
+                        self.referenced.setdefault(target, buf.line)
+                        yield BufferAliased(
+                            timeline=self.key, step=step, buffer=buf.name, target=target,
+                            relation="mutation" if rel == "mutations" else "alias",
+                            node=node.name,
+                        )
+        if node.ir in COLLECTIVE_CLASSES or node.cls in COLLECTIVE_CLASSES:
+            yield self._collective(node, step, kernel, reads)
+        elif node.ir in WAIT_CLASSES or node.cls in WAIT_CLASSES:
+            yield CollectiveWaited(
+                timeline=self.key, step=step, node=node.name,
+                collective=self._waited_collective(reads),
+                attrs={"reads": reads},
+            )
+
+    def _allocate(self, node: _Node, step: int, buf: _Buffer) -> BufferAllocated:
+        lay_text = buf.fields.get("layout")
+        if lay_text is None:
+            raise self.error(buf.line, f"buffer {buf.name} of {node.name} has no .layout line")
+        lay = parse_layout(lay_text)
+        kind = lay["kind"]
+        users: list[tuple[str | None, int]] = []
+        for m in _USER.finditer(buf.fields.get("users", "")):
+            if "is_weak=True" in m["rest"]:
+                continue
+            users.append((None if m["output"] else m["node"], buf.line))
+        self.users[buf.name] = users
+        self.produced[buf.name] = (node.name, step)
+        dtype = lay.get("dtype")
+        size, stride = lay.get("size"), lay.get("stride")
+        attrs_: dict[str, Any] = {"ir_class": buf.ir_class}
+        if lay.get("extra"):
+            attrs_["layout_args"] = lay["extra"]
+        for k, v in buf.fields.items():
+            if k not in ("layout", "users"):
+                attrs_[k] = v
+        size_expr = None
+        if kind in _ZERO_BYTE_LAYOUTS:
+            nbytes: int | None = 0
+        elif size is not None and stride is not None:
+            st = storage_bytes(size, stride, dtype)
+            nbytes, size_expr = st.bytes, st.expr
+            if st.reason:
+                attrs_["bytes_unknown"] = st.reason
+                self.symbolic.append(buf.name)
+            if kind != "FixedLayout":
+                attrs_["layout_rule"] = f"{kind} sized by the FixedLayout storage rule"
+        else:
+            nbytes = None
+            attrs_["bytes_unknown"] = f"layout {kind} has no size/stride"
+            self.symbolic.append(buf.name)
+        self.bytes_of[buf.name] = nbytes
+        return BufferAllocated(
+            timeline=self.key, step=step, buffer=buf.name, bytes=nbytes, node=node.name,
+            layout=kind, dtype=dtype,
+            shape=f"[{', '.join(size)}]" if size is not None else None,
+            stride=f"[{', '.join(stride)}]" if stride is not None else None,
+            device=lay.get("device"), size_expr=size_expr, line=buf.line, attrs=attrs_,
+        )
+
+    def _collective(
+        self, node: _Node, step: int, kernel: str | None, reads: list[str]
+    ) -> CollectiveIssued:
+        op = (kernel or node.ir).split(".")
+        name = op[-2] if len(op) >= 2 and op[-1] in ("default", "out") else op[-1]
+        touched = list(reads)
+        for buf in node.buffers:
+            for rel in ("mutations", "aliases"):
+                touched += _QUOTED.findall(buf.fields.get(rel, ""))
+        touched = list(dict.fromkeys(touched))
+        sizes = [self._bytes(n) for n in touched]
+        known = [b for b in sizes if b is not None]
+        return CollectiveIssued(
+            timeline=self.key, step=step, node=node.name, op=name,
+            bytes=max(known) if known and len(known) == len(sizes) else None,
+            buffers=tuple(touched), attrs={"kernel": kernel},
+        )
+
+    def _bytes(self, name: str) -> int | None:
+        if name in self.bytes_of:
+            return self.bytes_of[name]
+        lay_text = self.input_layouts.get(name, (None, 0))[0]
+        if lay_text is None:
+            return None
+        lay = parse_layout(lay_text)
+        if lay.get("size") is None or lay.get("stride") is None:
+            return None
+        return storage_bytes(lay["size"], lay["stride"], lay.get("dtype")).bytes
+
+    def _waited_collective(self, reads: list[str]) -> str | None:
+        for name in reads:
+            prod = self.produced.get(name)
+            if prod and self.node_class.get(prod[0]) in COLLECTIVE_CLASSES:
+                return prod[0]
+        return None
+
+    # -- end of file ---------------------------------------------------------------------
+    def finish(self) -> Iterator[Record]:
+        end = self.last_line
+        if self.pending is not None:
+            raise self.error(self.pending[3], "file ends inside a bracketed value: truncated?")
+        if self.in_outputs:
+            raise self.error(end, "file ends inside an outputs list (missing ']'): truncated?")
+        if self.expect_snode_of is not None:
+            raise self.error(end, "file ends before a fused node's sub-node: truncated?")
+        if self.block is not None:
+            node, name, body = self.block
+            while body and not body[-1].strip():
+                body.pop()
+            node.blocks[name] = "\n".join(body)
+            self.block = None
+        if self.top is None:
+            raise self.error(end or 1, "no scheduler nodes found: expected lines like "
+                             "'op0: SchedulerNode(ComputedBuffer)'")
+        yield from self._finish_node()
+        last = self.step - 1
+        # Inputs: everything read or mutated that no node produced.
+        for name, first_line in self.referenced.items():
+            if name in self.produced:
+                continue
+            lay_text, lay_line = self.input_layouts.get(name, (None, first_line))
+            lay = parse_layout(lay_text) if lay_text else {}
+            size, stride = lay.get("size"), lay.get("stride")
+            st = storage_bytes(size, stride, lay.get("dtype")) if size is not None and stride is not None else None
+            yield BufferAllocated(
+                timeline=self.key, step=None, buffer=name, bytes=st.bytes if st else None,
+                layout=lay.get("kind"), dtype=lay.get("dtype"),
+                shape=f"[{', '.join(size)}]" if size is not None else None,
+                stride=f"[{', '.join(stride)}]" if stride is not None else None,
+                device=lay.get("device"), size_expr=st.expr if st else None,
+                is_input=True, line=lay_line,
+            )
+        # Last use by the rule, then mutation/alias extension to a fixpoint.
+        last_use: dict[str, int] = {}
+        for name, users in self.users.items():
+            own = self.produced[name][1]
+            best = own
+            for user, line in users:
+                if user is None:
+                    best = last
+                    continue
+                s = self.step_of.get(user)
+                if s is None:
+                    raise self.error(
+                        line, f"{name} is used by {user}, which never appears in the dump: truncated?"
+                    )
+                best = max(best, s)
+            last_use[name] = best
+        changed = True
+        while changed:
+            changed = False
+            for buf, target, _line in self.links:
+                if target in last_use and last_use[buf] > last_use[target]:
+                    last_use[target] = last_use[buf]
+                    changed = True
+        for name, step in last_use.items():
+            yield BufferFreed(timeline=self.key, step=step, buffer=name, reason="last use")
+        yield TimelineNote(
+            timeline=self.key,
+            attrs={"n_steps": self.step, "device": self.device,
+                   "symbolic_buffers": self.symbolic},
+        )
+
+
+def sniff(head: str, path: str) -> bool:
+    """An IR dump starts with a node header followed by its ``.writes`` field."""
+    lines = [ln for ln in head.splitlines() if ln.strip()][:4]
+    return bool(lines) and bool(_HEADER.match(lines[0])) and any(
+        ln.startswith(_HEADER.match(lines[0])["name"] + ".") for ln in lines[1:]
+    )
+
+
+def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
+    from .lines import read_lines
+
+    return parse_scheduler_ir(read_lines(path, progress), path)
+
+
+def _spec() -> Any:
+    from .formats import FormatSpec
+
+    return FormatSpec(
+        name=FORMAT,
+        description="Inductor scheduler IR, ir_pre_fusion.txt / ir_post_fusion.txt",
+        sniff=sniff,
+        parse=parse_file,
+    )
+
+
+SPEC = _spec()

@@ -1,0 +1,82 @@
+-- tlview tables. The events table is the truth and is append-only: rows are
+-- inserted by an ingest (one transaction per input file) and never updated or
+-- deleted. Every other object is a view over it.
+
+-- Key/value facts about the database itself; 'schema_version' is always present.
+CREATE TABLE IF NOT EXISTS tlview_meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR
+);
+
+-- One row per ingested input file: where every timeline and event came from.
+CREATE TABLE IF NOT EXISTS sources (
+    source_id    INTEGER PRIMARY KEY,
+    path         VARCHAR NOT NULL,   -- as given to `tlview ingest`, made absolute
+    size         BIGINT NOT NULL,    -- bytes on disk
+    sha256       VARCHAR NOT NULL,   -- of the file's bytes; re-ingest detection
+    format       VARCHAR NOT NULL,   -- inductor_ir, xla_buffer_assignment, ...
+    tool_version VARCHAR,            -- where the dump states it
+    ingested_at  TIMESTAMP NOT NULL,
+    attrs        JSON                -- ingest summary: counts, warnings, unknown lines
+);
+
+-- One row per timeline: one schedule of one program on one device.
+CREATE TABLE IF NOT EXISTS timeline_records (
+    timeline_id INTEGER PRIMARY KEY,
+    source_id   INTEGER NOT NULL,
+    key         VARCHAR NOT NULL,    -- the ingester's local name for it
+    name        VARCHAR NOT NULL,
+    format      VARCHAR NOT NULL,
+    device      VARCHAR,
+    attrs       JSON
+);
+
+-- Facts learned about a timeline after it began (step count, device, warnings).
+CREATE TABLE IF NOT EXISTS timeline_notes (
+    timeline_id INTEGER NOT NULL,
+    source_id   INTEGER NOT NULL,
+    attrs       JSON
+);
+
+-- The events. One row per record an ingester emitted, in emission order (seq).
+-- kind: node_scheduled | buffer_allocated | buffer_freed | buffer_aliased |
+--       collective_issued | collective_waited | kernel_measured
+-- Columns not used by a kind are NULL; anything else the dump said is in attrs.
+CREATE TABLE IF NOT EXISTS events (
+    source_id   INTEGER NOT NULL,
+    timeline_id INTEGER NOT NULL,
+    seq         BIGINT NOT NULL,     -- order of emission within the source
+    kind        VARCHAR NOT NULL,
+    step        BIGINT,              -- schedule position; for buffer_freed the LAST live step
+    node        VARCHAR,
+    buffer      VARCHAR,
+    target      VARCHAR,             -- buffer_aliased: the buffer whose storage is shared
+    relation    VARCHAR,             -- buffer_aliased: mutation | alias | reuse | view
+    reason      VARCHAR,             -- buffer_freed: why here (last use, del, live range end)
+    node_class  VARCHAR,
+    ir_type     VARCHAR,
+    kernel      VARCHAR,
+    device      VARCHAR,
+    reads       VARCHAR[],
+    writes      VARCHAR[],
+    bytes       BIGINT,              -- NULL when unknown (symbolic), never 0 for unknown
+    layout      VARCHAR,
+    dtype       VARCHAR,
+    shape       VARCHAR,
+    stride      VARCHAR,
+    size_expr   VARCHAR,             -- symbolic byte expression when bytes is NULL
+    is_input    BOOLEAN,
+    allocation  BIGINT,              -- XLA allocation index
+    "offset"    BIGINT,              -- byte offset inside the allocation
+    op          VARCHAR,             -- collective op (all_gather_into_tensor_out, ...)
+    buffers     VARCHAR[],           -- collective: the buffers it touches
+    collective  VARCHAR,             -- collective_waited: the node that issued it
+    name        VARCHAR,             -- kernel_measured: kernel or op name
+    category    VARCHAR,             -- kernel_measured: kernel, gpu_memcpy, cpu_op, ...
+    ts_ns       BIGINT,
+    dur_ns      BIGINT,
+    stream      BIGINT,
+    correlation BIGINT,
+    line        BIGINT,              -- line of the input file the event came from
+    attrs       JSON
+);

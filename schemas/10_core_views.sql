@@ -1,0 +1,157 @@
+-- Core views: the public interface shared by the TUI and by users' SQL.
+-- Every figure tlview prints is derived here from the events table.
+
+-- timelines: one row per timeline, with where it came from and its length.
+--   timeline_id, name, format, source_path, device, n_steps (number of schedule steps),
+--   source_id, attrs (ingester facts), notes (facts learned at the end of the ingest)
+CREATE OR REPLACE VIEW timelines AS
+SELECT t.timeline_id, t.name, t.format, s.path AS source_path,
+       COALESCE(t.device, (SELECT any_value(json_extract_string(n.attrs, '$.device'))
+                           FROM timeline_notes n WHERE n.timeline_id = t.timeline_id)) AS device,
+       COALESCE((SELECT count(*) FROM events e
+                 WHERE e.timeline_id = t.timeline_id AND e.kind = 'node_scheduled'), 0) AS n_steps,
+       t.source_id, t.attrs,
+       (SELECT any_value(n.attrs) FROM timeline_notes n WHERE n.timeline_id = t.timeline_id) AS notes
+FROM timeline_records t JOIN sources s USING (source_id);
+
+-- nodes: the schedule. One row per scheduled node; step is its position (0-based).
+--   node_class: SchedulerNode, FusedSchedulerNode, ExternKernelSchedulerNode, HLO opcode...
+--   ir_type: the IR node type (ComputedBuffer, FallbackKernel, _CollectiveKernel...)
+--   reads/writes: buffer names from its dependencies; attrs: everything else kept.
+CREATE OR REPLACE VIEW nodes AS
+SELECT timeline_id, step, node, node_class, ir_type, kernel, device, reads, writes,
+       line, attrs
+FROM events WHERE kind = 'node_scheduled';
+
+-- _frees: the last live step of each buffer (the latest, if several were recorded).
+CREATE OR REPLACE VIEW _frees AS
+SELECT timeline_id, buffer, max(step) AS last_step, arg_max(reason, step) AS free_reason
+FROM events WHERE kind = 'buffer_freed' GROUP BY timeline_id, buffer;
+
+-- buffers: one row per buffer, with its life.
+--   bytes: storage bytes (NULL = unknown/symbolic, see size_expr);
+--   alloc_step: step of the node that produced it (NULL for graph inputs);
+--   last_step: last step at which it is live (it is freed after that step);
+--   is_input: graph inputs and parameters of the caller, never counted in graph memory;
+--   allocation, offset: placement inside a shared allocation (XLA), else NULL.
+CREATE OR REPLACE VIEW buffers AS
+SELECT a.timeline_id, a.buffer, a.bytes, a.step AS alloc_step, f.last_step,
+       a.dtype, a.shape, a.stride, a.layout, a.device, a.node AS producer,
+       COALESCE(a.is_input, false) AS is_input, a.size_expr, a.allocation, a."offset",
+       f.free_reason, a.line, a.attrs
+FROM events a LEFT JOIN _frees f USING (timeline_id, buffer)
+WHERE a.kind = 'buffer_allocated';
+
+-- _counted: buffers that occupy graph memory over a known interval.
+CREATE OR REPLACE VIEW _counted AS
+SELECT * FROM buffers
+WHERE NOT is_input AND alloc_step IS NOT NULL AND last_step IS NOT NULL;
+
+-- _segments: for buffers placed in a shared allocation, the elementary byte
+-- ranges between consecutive value boundaries, each with the live intervals of
+-- the values covering it. Overlapping values are therefore never counted twice.
+CREATE OR REPLACE VIEW _segments AS
+WITH bounds AS (
+    SELECT DISTINCT timeline_id, allocation, b FROM (
+        SELECT timeline_id, allocation, "offset" AS b FROM _counted
+        WHERE allocation IS NOT NULL AND bytes > 0
+        UNION ALL
+        SELECT timeline_id, allocation, "offset" + bytes FROM _counted
+        WHERE allocation IS NOT NULL AND bytes > 0)
+), seg AS (
+    SELECT timeline_id, allocation, b AS lo,
+           lead(b) OVER (PARTITION BY timeline_id, allocation ORDER BY b) AS hi
+    FROM bounds
+)
+SELECT s.timeline_id, s.allocation, s.lo, s.hi, c.alloc_step, c.last_step
+FROM seg s JOIN _counted c
+  ON c.timeline_id = s.timeline_id AND c.allocation = s.allocation
+ AND c."offset" <= s.lo AND c."offset" + c.bytes >= s.hi
+WHERE s.hi IS NOT NULL;
+
+-- _memory_deltas: +bytes where memory becomes live, -bytes after its last step.
+CREATE OR REPLACE VIEW _memory_deltas AS
+SELECT timeline_id, alloc_step AS step, bytes AS delta, 0 AS unknown_delta
+FROM _counted WHERE allocation IS NULL AND bytes IS NOT NULL
+UNION ALL
+SELECT timeline_id, last_step + 1, -bytes, 0
+FROM _counted WHERE allocation IS NULL AND bytes IS NOT NULL
+UNION ALL
+SELECT timeline_id, alloc_step, 0, 1 FROM _counted WHERE bytes IS NULL
+UNION ALL
+SELECT timeline_id, last_step + 1, 0, -1 FROM _counted WHERE bytes IS NULL
+UNION ALL
+-- shared allocations: merge each segment's covering intervals into islands
+SELECT timeline_id, step, delta, 0 FROM (
+    WITH ordered AS (
+        SELECT *, max(last_step) OVER (
+                   PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+        FROM _segments
+    ), islands AS (
+        SELECT *, sum(CASE WHEN prev_end IS NULL OR alloc_step > prev_end + 1 THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
+                        ROWS UNBOUNDED PRECEDING) AS island
+        FROM ordered
+    ), merged AS (
+        SELECT timeline_id, allocation, lo, hi, min(alloc_step) AS s, max(last_step) AS e
+        FROM islands GROUP BY timeline_id, allocation, lo, hi, island
+    )
+    SELECT timeline_id, s AS step, hi - lo AS delta FROM merged
+    UNION ALL
+    SELECT timeline_id, e + 1, lo - hi FROM merged
+);
+
+-- memory_curve: graph memory live at every step.
+--   live_bytes: bytes of buffers live at the step (alloc_step <= step <= last_step),
+--     inputs excluded, shared allocations counted by the union of their live ranges;
+--   alloc_bytes / freed_bytes: bytes of buffers allocated at / last live at this step;
+--   unknown_live: live buffers of unknown (symbolic) size, which live_bytes leaves out.
+CREATE OR REPLACE VIEW memory_curve AS
+WITH d AS (
+    SELECT timeline_id, step, sum(delta) AS delta, sum(unknown_delta) AS unknown_delta
+    FROM _memory_deltas GROUP BY timeline_id, step
+), a AS (
+    SELECT timeline_id, alloc_step AS step, sum(bytes) AS alloc_bytes, count(*) AS n_alloc
+    FROM _counted GROUP BY ALL
+), f AS (
+    SELECT timeline_id, last_step AS step, sum(bytes) AS freed_bytes, count(*) AS n_freed
+    FROM _counted GROUP BY ALL
+)
+SELECT n.timeline_id, n.step, n.node,
+       CAST(sum(COALESCE(d.delta, 0)) OVER w AS BIGINT) AS live_bytes,
+       CAST(COALESCE(a.alloc_bytes, 0) AS BIGINT) AS alloc_bytes,
+       CAST(COALESCE(f.freed_bytes, 0) AS BIGINT) AS freed_bytes,
+       CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT) AS unknown_live
+FROM nodes n
+LEFT JOIN d USING (timeline_id, step)
+LEFT JOIN a USING (timeline_id, step)
+LEFT JOIN f USING (timeline_id, step)
+WINDOW w AS (PARTITION BY n.timeline_id ORDER BY n.step ROWS UNBOUNDED PRECEDING);
+
+-- peak_memory: per timeline, the first step reaching the maximum of memory_curve.
+CREATE OR REPLACE VIEW peak_memory AS
+SELECT timeline_id, step AS peak_step, live_bytes AS peak_bytes, node
+FROM memory_curve
+QUALIFY row_number() OVER (PARTITION BY timeline_id ORDER BY live_bytes DESC, step) = 1;
+
+-- live_at(timeline_id, step): the buffers live at a step, largest first.
+-- Same rule as memory_curve; graph inputs are not listed.
+CREATE OR REPLACE MACRO live_at(tid, s) AS TABLE
+SELECT timeline_id, buffer, bytes, dtype, shape, producer, alloc_step, last_step,
+       alloc_step = s AS allocated_here, last_step = s AS freed_after_here,
+       allocation, "offset", layout, size_expr
+FROM _counted
+WHERE timeline_id = tid AND alloc_step <= s AND s <= last_step
+ORDER BY bytes DESC NULLS LAST, buffer;
+
+-- collectives: each issued collective and the wait that completes it.
+--   issue_step / wait_step: schedule steps; steps_between: compute that can hide it;
+--   bytes: the largest buffer it touches (the unsharded message).
+CREATE OR REPLACE VIEW collectives AS
+SELECT i.timeline_id, i.node, i.op, i.step AS issue_step, w.node AS wait_node,
+       w.step AS wait_step, i.bytes, w.step - i.step AS steps_between, i.buffers
+FROM events i
+LEFT JOIN events w
+  ON w.kind = 'collective_waited' AND w.timeline_id = i.timeline_id AND w.collective = i.node
+WHERE i.kind = 'collective_issued';

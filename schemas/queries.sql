@@ -1,0 +1,40 @@
+-- Named queries used by tlview's Python code (store.Database.query).
+-- Every value is a ? parameter; nothing is pasted into SQL text.
+
+-- name: insert_source
+INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?);
+
+-- name: insert_timeline
+INSERT INTO timeline_records VALUES (?, ?, ?, ?, ?, ?, ?);
+
+-- name: insert_timeline_note
+INSERT INTO timeline_notes VALUES (?, ?, ?);
+
+-- name: append_events
+INSERT INTO events SELECT * FROM _tlview_batch;
+
+-- name: source_by_sha
+SELECT source_id, path, ingested_at FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1;
+
+-- name: timeline_summary
+SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps,
+       (SELECT count(*) FROM buffers b WHERE b.timeline_id = t.timeline_id AND NOT b.is_input) AS n_buffers,
+       (SELECT count(*) FROM buffers b WHERE b.timeline_id = t.timeline_id AND b.is_input) AS n_inputs,
+       (SELECT count(*) FROM buffers b WHERE b.timeline_id = t.timeline_id AND b.bytes IS NULL AND NOT b.is_input) AS n_unknown_bytes,
+       p.peak_bytes, p.peak_step, p.node AS peak_node
+FROM timelines t LEFT JOIN peak_memory p USING (timeline_id)
+WHERE t.timeline_id = ?;
+
+-- name: list_timelines
+SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps, p.peak_bytes, p.peak_step
+FROM timelines t LEFT JOIN peak_memory p USING (timeline_id)
+ORDER BY t.timeline_id;
+
+-- name: counts
+SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM timeline_records),
+       (SELECT count(*) FROM events);
+
+-- name: timeline_warnings
+SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '["VARCHAR"]'))
+FROM timeline_notes
+WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;

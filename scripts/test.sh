@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The README's test command: makes .venv (if missing), installs tlview with its
+# test extras, and runs the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+exec .venv/bin/python -m pytest -q "$@"

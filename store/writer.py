@@ -1,0 +1,122 @@
+"""Appending an ingest's records to the database: one transaction per input file.
+
+Events are buffered into Arrow batches and appended with one INSERT ... SELECT
+per batch. Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
+database is exactly as it was before.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import pyarrow as pa
+
+from .convert import EVENT_COLUMNS, EVENT_SCHEMA, dumps, event_row
+from .db import Database
+from .records import EVENT_KINDS, Record, Source, Timeline, TimelineNote
+
+BATCH = 20_000
+
+
+@attrs.frozen
+class IngestSummary:
+    """What one ingest wrote: ids of the new source and timelines, event counts."""
+
+    source_id: int
+    timeline_ids: dict[str, int]
+    counts: dict[str, int]
+
+
+def write_records(
+    db: Database, records: Iterable[Record], *, batch_size: int = BATCH,
+    summary_attrs: dict[str, Any] | None = None,
+) -> IngestSummary:
+    """Append one source's records atomically. The first record must be its Source."""
+    con = db.con
+    con.execute("BEGIN TRANSACTION")
+    try:
+        result = _write(db, records, batch_size, summary_attrs)
+        con.execute("COMMIT")
+    except BaseException:
+        try:
+            con.execute("ROLLBACK")
+        except Exception:
+            pass
+        raise
+    return result
+
+
+def _write(db: Database, records: Iterable[Record], batch_size: int,
+           summary_attrs: dict[str, Any] | None) -> IngestSummary:
+    con = db.con
+    it = iter(records)
+    source = next(it, None)
+    if not isinstance(source, Source):
+        raise TypeError("an ingest must begin with its Source record")
+    source_id = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
+    next_tid = con.execute(
+        "SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records").fetchone()[0]
+    tids: dict[str, int] = {}
+    counts: Counter[str] = Counter()
+    columns: dict[str, list[Any]] = {c: [] for c in EVENT_COLUMNS}
+    pending = 0
+    seq = 0
+
+    def flush() -> None:
+        nonlocal columns, pending
+        if not pending:
+            return
+        table = pa.Table.from_pydict(columns, schema=EVENT_SCHEMA)
+        con.register("_tlview_batch", table)
+        try:
+            con.execute(db.queries["append_events"])
+        finally:
+            con.unregister("_tlview_batch")
+        columns = {c: [] for c in EVENT_COLUMNS}
+        pending = 0
+
+    for rec in it:
+        if type(rec) in EVENT_KINDS:
+            row = event_row(rec)  # type: ignore[arg-type]
+            key = row.pop("timeline")
+            tid = tids.get(key)
+            if tid is None:
+                raise ValueError(f"event names timeline {key!r} before it was declared")
+            row["timeline_id"] = tid
+            row["source_id"] = source_id
+            row["seq"] = seq
+            seq += 1
+            for c in EVENT_COLUMNS:
+                columns[c].append(row.get(c))
+            counts[row["kind"]] += 1
+            pending += 1
+            if pending >= batch_size:
+                flush()
+        elif isinstance(rec, Timeline):
+            if rec.key in tids:
+                raise ValueError(f"timeline {rec.key!r} declared twice")
+            tids[rec.key] = next_tid
+            con.execute(
+                db.queries["insert_timeline"],
+                [next_tid, source_id, rec.key, rec.name, rec.format, rec.device,
+                 dumps(rec.attrs or None)],
+            )
+            next_tid += 1
+        elif isinstance(rec, TimelineNote):
+            con.execute(db.queries["insert_timeline_note"],
+                        [tids[rec.timeline], source_id, dumps(rec.attrs)])
+        else:
+            raise TypeError(f"unexpected record {type(rec).__name__}")
+    flush()
+    # The source row goes in last, so that it can carry the ingest's own summary.
+    con.execute(
+        db.queries["insert_source"],
+        [source_id, source.path, source.size, source.sha256, source.format,
+         source.tool_version, _dt.datetime.now(),
+         dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(counts)})],
+    )
+    return IngestSummary(source_id, tids, dict(counts))
