@@ -1,0 +1,85 @@
+"""Shared benchmark plumbing: measured subprocess runs, baselines, and the results table.
+
+Every figure is measured in the same run as its baseline, because this machine
+is shared and noisy: ratios are what we compare, not absolute seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = Path(os.environ.get("TLVIEW_BENCH_DIR", tempfile.gettempdir())) / "tlview-bench"
+
+
+@attrs.define
+class Result:
+    name: str  # what was measured ("ingest inductor_ir", "line scan", ...)
+    input: str  # input label ("IR 100 MB")
+    size_bytes: int
+    wall_s: float
+    peak_rss_mb: float
+    events: int | None = None
+    baseline: dict[str, float] = attrs.field(factory=dict)  # baseline name -> ratio
+    extra: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def mb_s(self) -> float:
+        return self.size_bytes / 1e6 / self.wall_s if self.wall_s else float("inf")
+
+
+def run_child(target: str, *args: str, timeout: float = 3600) -> dict[str, Any]:
+    """Run ``module:function(*args)`` in a fresh interpreter; wall time, peak RSS, result."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.child", target, *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{target} {args} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def line_scan(path: str) -> int:
+    """The floor for a Python parser: read every line of the file and count them."""
+    n = 0
+    with open(path, "rb") as f:
+        for _ in f:
+            n += 1
+    return n
+
+
+def ingest_file(path: str, db: str, fmt: str = "") -> int:
+    """tlview's real ingest of one file into a fresh database; returns the event count."""
+    from tlview.ingest import records_for
+    from tlview.store import open_database, write_records
+
+    if os.path.exists(db):
+        os.remove(db)
+    with open_database(db) as d:
+        summary = write_records(d, records_for(path, fmt or None))
+    return sum(summary.counts.values())
+
+
+def print_table(results: list[Result]) -> None:
+    cols = ["measurement", "input", "size MB", "wall s", "MB/s", "events/s", "peak RSS MB",
+            "ratios"]
+    rows = []
+    for r in results:
+        ev_s = f"{r.events / r.wall_s:,.0f}" if r.events and r.wall_s else "-"
+        ratios = ", ".join(f"{k} {v:.2f}x" for k, v in r.baseline.items()) or "-"
+        rows.append([r.name, r.input, f"{r.size_bytes / 1e6:,.1f}", f"{r.wall_s:.2f}",
+                     f"{r.mb_s:,.1f}", ev_s, f"{r.peak_rss_mb:,.0f}", ratios])
+    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)))
