@@ -31,9 +31,9 @@ class FormatSpec:
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir
+    from . import inductor_ir, kineto
 
-    return [inductor_ir.SPEC]
+    return [inductor_ir.SPEC, *kineto.SPECS]
 
 
 def formats() -> dict[str, FormatSpec]:
