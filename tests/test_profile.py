@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import reference_profile as ref
 from conftest import FIXTURES, ingest_into
-
 from tlview.ingest import IngestError, chrome_trace, detect_format
 from tlview.ingest.kineto import parse_trace
 from tlview.store import open_database
