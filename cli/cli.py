@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
 from tlview.ingest import IngestError
 from tlview.ingest.discover import discover
 from tlview.ingest.lines import stderr_progress

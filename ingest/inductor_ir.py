@@ -27,13 +27,13 @@ buffer, transitively. Freed events are therefore emitted after the last node.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-
 from tlview.store.records import (
     BufferAliased,
     BufferAllocated,
@@ -101,8 +101,13 @@ class _Node:
     blocks: dict[str, str] = attrs.field(factory=dict)
     unknown: list[str] = attrs.field(factory=list)
     subs: list[_Node] = attrs.field(factory=list)
+    prefix: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        self.prefix = self.name + "."
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_layout(text: str) -> dict[str, Any]:
     """``FixedLayout('cuda:0', torch.bfloat16, size=[2, 3], stride=[3, 1])`` to its parts."""
     m = _LAYOUT.match(text.strip())
@@ -163,8 +168,15 @@ def parse_scheduler_ir(
     key = "ir"
     yield Timeline(key=key, name=timeline_name or _default_timeline_name(path), format=FORMAT)
     parser = _Parser(path, key)
+    feed = parser.feed
     for number, text in lines:
-        yield from parser.feed(number, text)
+        block = parser.block
+        if block is not None and (not text or text[0] in " \t"):
+            block[2].append(text)  # loop body / code block lines: the bulk of a dump
+            continue
+        out = feed(number, text)
+        if out:
+            yield from out
     yield from parser.finish()
 
 
@@ -178,6 +190,7 @@ class _Parser:
         self.current: _Node | None = None  # top or the sub-node being printed
         self.expect_snode_of: _Node | None = None
         self.pending: tuple[Any, str, list[str], int] | None = None  # multi-line value
+        self.pending_balance = 0
         self.block: tuple[_Node, str, list[str]] | None = None  # loop body / code block
         self.in_outputs = False
         self.step = 0
@@ -198,95 +211,112 @@ class _Parser:
         return IngestError(self.path, line, message)
 
     # -- line dispatch -------------------------------------------------------------------
-    def feed(self, number: int, text: str) -> Iterator[Record]:
+    def feed(self, number: int, text: str) -> list[Record] | None:
+        """Consume one line; returns the records of a node that this line completed."""
         self.last_line = number
         if self.pending is not None:
             target, field, parts, start = self.pending
+            if not self.pending_balance and text[:1] not in (" ", "\t"):
+                # "op5.writes = " with nothing after it: an empty value; dispatch this line.
+                self.pending = None
+                self._set_field(target, field, "", start)
+                return self.feed(number, text)
             parts.append(text.strip())
-            if sum(_balance(p) for p in parts) <= 0:
+            self.pending_balance += _balance(text)
+            if self.pending_balance <= 0:
                 self.pending = None
                 self._set_field(target, field, " ".join(parts), start)
-            return
+            return None
         if self.block is not None:
             node, name, body = self.block
             if text.startswith((" ", "\t")) or not text.strip():
                 body.append(text)
-                return
+                return None
             while body and not body[-1].strip():
                 body.pop()
             node.blocks[name] = "\n".join(body)
             self.block = None
         if self.in_outputs:
             self._output_line(number, text)
-            return
+            return None
         if not text.strip():
-            return
+            return None
         if text[0] in " \t":
             if self.current is None:
                 raise self.error(number, "indented text before the first node header")
             self.current.unknown.append(text)
-            return
-        m = _HEADER.match(text)
-        if m:
-            if self.expect_snode_of is not None:
-                parent = self.expect_snode_of
-                self.expect_snode_of = None
-                sub = _Node(m["name"], m["cls"], m["ir"], number)
-                parent.snodes.append(sub.name)
-                parent.subs.append(sub)
-                self.current = sub
-                return
-            if self.top is not None:
-                yield from self._finish_node()
-            self.top = self.current = _Node(m["name"], m["cls"], m["ir"], number)
-            return
-        if self.current is None:
+            return None
+        cur = self.current
+        if cur is not None:
+            owner = None
+            if text.startswith(cur.prefix):
+                owner, rest = cur, text[len(cur.prefix):]
+            elif self.top is not None and text.startswith(self.top.prefix):
+                owner, rest = self.top, text[len(self.top.prefix):]
+            if owner is not None:
+                field, sep, value = rest.partition(" =")
+                if sep and " " not in field:
+                    self._field(owner, field, value[1:] if value[:1] == " " else value, number)
+                    return None
+        if text[-1:] == ")":
+            m = _HEADER.match(text)
+            if m:
+                return self._header(m, number)
+        if cur is None:
             raise self.error(
                 number,
                 "expected an Inductor scheduler node header like "
                 f"'op0: SchedulerNode(ComputedBuffer)', got {text[:80]!r}",
             )
         self.expect_snode_of = None
-        m = _LAYOUT_LINE.match(text)
-        if m:
-            self.current.layouts[m["name"]] = m["value"]
-            if self.top is not None and self.top is not self.current:
-                self.top.layouts.setdefault(m["name"], m["value"])
-            self.input_layouts.setdefault(m["name"], (m["value"], number))
+        if "_layout = " in text:
+            m = _LAYOUT_LINE.match(text)
+            if m:
+                cur.layouts[m["name"]] = m["value"]
+                if self.top is not None and self.top is not cur:
+                    self.top.layouts.setdefault(m["name"], m["value"])
+                self.input_layouts.setdefault(m["name"], (m["value"], number))
+                return None
+        if text.startswith("class ") and _LOOP_BODY.match(text):
+            self.block = (cur, "loop_body", [text])
+            return None
+        if text.endswith(" code:"):
+            m = _CODE_BLOCK.match(text)
+            if m and self.top is not None:
+                self.block = (self.top, f"{m['lang'].lower()}_code", [])
+                return None
+        cur.unknown.append(text)
+        return None
+
+    def _header(self, m: re.Match[str], number: int) -> list[Record] | None:
+        if self.expect_snode_of is not None:
+            parent = self.expect_snode_of
+            self.expect_snode_of = None
+            sub = _Node(m["name"], m["cls"], m["ir"], number)
+            parent.snodes.append(sub.name)
+            parent.subs.append(sub)
+            self.current = sub
+            return None
+        done = list(self._finish_node()) if self.top is not None else None
+        self.top = self.current = _Node(m["name"], m["cls"], m["ir"], number)
+        return done
+
+    def _field(self, owner: _Node, field: str, value: str, number: int) -> None:
+        self.expect_snode_of = None
+        if field.startswith("snodes[") and _SNODE.match(field):
+            self.expect_snode_of = owner
             return
-        m = _LOOP_BODY.match(text)
-        if m:
-            self.block = (self.current, "loop_body", [text])
+        if field == "outputs" and value.strip() == "[":
+            self._skip_outputs = owner is not self.top  # a sub-node repeats them
+            self.in_outputs = True
             return
-        m = _CODE_BLOCK.match(text)
-        if m and self.top is not None:
-            self.block = (self.top, f"{m['lang'].lower()}_code", [])
+        bal = _balance(value)
+        if bal > 0 or not value.strip():
+            # wraps onto following lines, or "op1.met_dependencies = " then "    [ ... ]"
+            self.pending = (owner, field, [value], number)
+            self.pending_balance = bal
             return
-        m = _FIELD.match(text)
-        if m and m["name"] in (self.current.name, self.top.name if self.top else None):
-            owner = self.current if m["name"] == self.current.name else self.top
-            field, value = m["field"], m["value"]
-            sm = _SNODE.match(field)
-            if sm:
-                self.expect_snode_of = owner
-                return
-            if field == "outputs" and value.strip() == "[":
-                self.in_outputs = owner is self.top
-                if not self.in_outputs:
-                    self._skip_outputs = True
-                    self.in_outputs = True
-                return
-            if _balance(value) > 0:
-                self.pending = (owner, field, [value], number)
-                return
-            if not value.strip():
-                # value on following lines: "op1.met_dependencies = " then "    [ ... ]"
-                self.pending = (owner, field, [], number)
-                self.pending[2].append("")
-                return
-            self._set_field(owner, field, value, number)
-            return
-        self.current.unknown.append(text)
+        owner.fields[field] = value.strip()
 
     def _set_field(self, target: _Node | _Buffer, field: str, value: str, line: int) -> None:
         target.fields[field] = value.strip()
@@ -303,17 +333,23 @@ class _Parser:
         assert self.top is not None
         if not text.strip():
             return
+        body = text.lstrip()
+        name, dot, rest = body.partition(".")
+        bufs = self.top.buffers
+        if dot and bufs and name == bufs[-1].name:
+            field, sep, value = rest.partition(" = ")
+            if sep:
+                buf = bufs[-1]
+                bal = _balance(value)
+                if bal > 0:
+                    self.pending = (buf, field, [value], number)
+                    self.pending_balance = bal
+                else:
+                    buf.fields[field] = value.strip()
+                return
         m = _BUF_HEADER.match(text)
         if m:
-            self.top.buffers.append(_Buffer(m["name"], m["cls"], number))
-            return
-        m = _BUF_FIELD.match(text)
-        if m and self.top.buffers and m["name"] == self.top.buffers[-1].name:
-            buf = self.top.buffers[-1]
-            if _balance(m["value"]) > 0:
-                self.pending = (buf, m["field"], [m["value"]], number)
-            else:
-                buf.fields[m["field"]] = m["value"].strip()
+            bufs.append(_Buffer(m["name"], m["cls"], number))
             return
         if text.startswith((" ", "\t")) and not text.strip().startswith("]"):
             if self.top.buffers:
