@@ -47,6 +47,7 @@ from tlview.store.records import (
 )
 
 from .errors import IngestError
+from .last_use import LastUse
 from .tensors import split_dims, storage_bytes
 
 FORMAT = "inductor_ir"
@@ -195,15 +196,11 @@ class _Parser:
         self.in_outputs = False
         self.step = 0
         self.last_line = 0
-        # Whole-graph facts (small: names and numbers, never text).
-        self.step_of: dict[str, int] = {}
-        self.produced: dict[str, tuple[str, int]] = {}  # buffer -> (top node, step)
-        self.node_class: dict[str, str] = {}
-        self.users: dict[str, list[tuple[str | None, int]]] = {}  # buffer -> (node|None=OUTPUT)
-        self.links: list[tuple[str, str, int]] = []  # (buffer, target, line): stays live with
-        self.bytes_of: dict[str, int | None] = {}  # bytes of produced buffers and inputs
-        self.referenced: dict[str, int] = {}  # name -> first line (inputs candidates)
-        self.input_layouts: dict[str, tuple[str, int]] = {}
+        # Whole-graph facts: names only; per-buffer detail lives in the last-use frontier.
+        self.live = LastUse()
+        self.produced: set[str] = set()
+        self.inputs: dict[str, int | None] = {}  # graph input -> bytes
+        self.collective_nodes: set[str] = set()
         self.device: str | None = None
         self.symbolic: list[str] = []
 
@@ -275,7 +272,6 @@ class _Parser:
                 cur.layouts[m["name"]] = m["value"]
                 if self.top is not None and self.top is not cur:
                     self.top.layouts.setdefault(m["name"], m["value"])
-                self.input_layouts.setdefault(m["name"], (m["value"], number))
                 return None
         if text.startswith("class ") and _LOOP_BODY.match(text):
             self.block = (cur, "loop_body", [text])
@@ -366,10 +362,6 @@ class _Parser:
         assert node is not None
         step = self.step
         self.step += 1
-        self.step_of[node.name] = step
-        for sub in node.snodes:
-            self.step_of[sub] = step
-        self.node_class[node.name] = node.ir
         f = node.fields
         device = f.get("group.device") or next(
             (s.fields["group.device"] for s in node.subs if "group.device" in s.fields), None
@@ -378,8 +370,6 @@ class _Parser:
         reads = dep_names(f.get("unmet_dependencies", "")) + [
             n for n in dep_names(f.get("met_dependencies", "")) if n not in writes
         ]
-        for name in reads:
-            self.referenced.setdefault(name, node.line)
         kernel = f.get("node.kernel")
         if kernel in (None, "None"):
             kernel = None
@@ -415,25 +405,54 @@ class _Parser:
             writes=tuple(writes), line=node.line,
             attrs=attrs_,
         )
+        links = [
+            (buf, target, "mutation" if rel == "mutations" else "alias")
+            for buf in node.buffers for rel in ("mutations", "aliases") if rel in buf.fields
+            for target in _QUOTED.findall(buf.fields[rel])
+        ]
+        yield from self._declare_inputs(node, reads + [t for _, t, _ in links])
         for buf in node.buffers:
             yield self._allocate(node, step, buf)
-            for rel in ("mutations", "aliases"):
-                if rel in buf.fields:
-                    for target in _QUOTED.findall(buf.fields[rel]):
-                        self.links.append((buf.name, target, buf.line))
-                        self.referenced.setdefault(target, buf.line)
-                        yield BufferAliased(
-                            timeline=self.key, step=step, buffer=buf.name, target=target,
-                            relation="mutation" if rel == "mutations" else "alias",
-                            node=node.name,
-                        )
+        for buf, target, relation in links:
+            self.live.link(buf.name, target)
+            yield BufferAliased(timeline=self.key, step=step, buffer=buf.name, target=target,
+                                relation=relation, node=node.name)
         if node.ir in COLLECTIVE_CLASSES or node.cls in COLLECTIVE_CLASSES:
+            self.collective_nodes.add(node.name)
             yield self._collective(node, step, kernel, reads)
         elif node.ir in WAIT_CLASSES or node.cls in WAIT_CLASSES:
             yield CollectiveWaited(
                 timeline=self.key, step=step, node=node.name,
                 collective=self._waited_collective(reads),
                 attrs={"reads": reads},
+            )
+        self.live.node([node.name, *node.snodes], step)
+        yield from self._frees()
+
+    def _frees(self) -> Iterator[BufferFreed]:
+        for c in self.live.drain():
+            if c.buffer not in self.inputs:
+                yield BufferFreed(timeline=self.key, step=c.last, buffer=c.buffer,
+                                  reason=c.reason)
+
+    def _declare_inputs(self, node: _Node, names: list[str]) -> Iterator[BufferAllocated]:
+        """Names read or mutated that no node produced: graph inputs, recorded once."""
+        for name in names:
+            if name in self.produced or name in self.inputs:
+                continue
+            lay_text = node.layouts.get(name)
+            lay = parse_layout(lay_text) if lay_text else {}
+            size, stride = lay.get("size"), lay.get("stride")
+            st = (storage_bytes(size, stride, lay.get("dtype"))
+                  if size is not None and stride is not None else None)
+            self.inputs[name] = st.bytes if st else None
+            yield BufferAllocated(
+                timeline=self.key, step=None, buffer=name, bytes=st.bytes if st else None,
+                node=None, layout=lay.get("kind"), dtype=lay.get("dtype"),
+                shape=f"[{', '.join(size)}]" if size is not None else None,
+                stride=f"[{', '.join(stride)}]" if stride is not None else None,
+                device=lay.get("device"), size_expr=st.expr if st else None,
+                is_input=True, line=node.line,
             )
 
     def _allocate(self, node: _Node, step: int, buf: _Buffer) -> BufferAllocated:
@@ -442,13 +461,12 @@ class _Parser:
             raise self.error(buf.line, f"buffer {buf.name} of {node.name} has no .layout line")
         lay = parse_layout(lay_text)
         kind = lay["kind"]
-        users: list[tuple[str | None, int]] = []
-        for m in _USER.finditer(buf.fields.get("users", "")):
-            if "is_weak=True" in m["rest"]:
-                continue
-            users.append((None if m["output"] else m["node"], buf.line))
-        self.users[buf.name] = users
-        self.produced[buf.name] = (node.name, step)
+        users = [
+            None if m["output"] else m["node"]
+            for m in _USER.finditer(buf.fields.get("users", ""))
+            if "is_weak=True" not in m["rest"]
+        ]
+        self.produced.add(buf.name)
         dtype = lay.get("dtype")
         size, stride = lay.get("size"), lay.get("stride")
         attrs_: dict[str, Any] = {"ir_class": buf.ir_class}
@@ -472,7 +490,7 @@ class _Parser:
             nbytes = None
             attrs_["bytes_unknown"] = f"layout {kind} has no size/stride"
             self.symbolic.append(buf.name)
-        self.bytes_of[buf.name] = nbytes
+        self.live.buffer(buf.name, step, users, buf.line, nbytes, node.name)
         return BufferAllocated(
             timeline=self.key, step=step, buffer=buf.name, bytes=nbytes, node=node.name,
             layout=kind, dtype=dtype,
@@ -500,21 +518,16 @@ class _Parser:
         )
 
     def _bytes(self, name: str) -> int | None:
-        if name in self.bytes_of:
-            return self.bytes_of[name]
-        lay_text = self.input_layouts.get(name, (None, 0))[0]
-        if lay_text is None:
-            return None
-        lay = parse_layout(lay_text)
-        if lay.get("size") is None or lay.get("stride") is None:
-            return None
-        return storage_bytes(lay["size"], lay["stride"], lay.get("dtype")).bytes
+        b = self.live.open.get(name)
+        if b is not None:
+            return b.nbytes
+        return self.inputs.get(name)
 
     def _waited_collective(self, reads: list[str]) -> str | None:
         for name in reads:
-            prod = self.produced.get(name)
-            if prod and self.node_class.get(prod[0]) in COLLECTIVE_CLASSES:
-                return prod[0]
+            b = self.live.open.get(name)
+            if b is not None and b.producer in self.collective_nodes:
+                return b.producer
         return None
 
     # -- end of file ---------------------------------------------------------------------
@@ -536,48 +549,13 @@ class _Parser:
             raise self.error(end or 1, "no scheduler nodes found: expected lines like "
                              "'op0: SchedulerNode(ComputedBuffer)'")
         yield from self._finish_node()
-        last = self.step - 1
-        # Inputs: everything read or mutated that no node produced.
-        for name, first_line in self.referenced.items():
-            if name in self.produced:
-                continue
-            lay_text, lay_line = self.input_layouts.get(name, (None, first_line))
-            lay = parse_layout(lay_text) if lay_text else {}
-            size, stride = lay.get("size"), lay.get("stride")
-            st = storage_bytes(size, stride, lay.get("dtype")) if size is not None and stride is not None else None
-            yield BufferAllocated(
-                timeline=self.key, step=None, buffer=name, bytes=st.bytes if st else None,
-                layout=lay.get("kind"), dtype=lay.get("dtype"),
-                shape=f"[{', '.join(size)}]" if size is not None else None,
-                stride=f"[{', '.join(stride)}]" if stride is not None else None,
-                device=lay.get("device"), size_expr=st.expr if st else None,
-                is_input=True, line=lay_line,
+        missing = self.live.finish(self.step - 1)
+        if missing:
+            buf, user, line = missing[0]
+            raise self.error(
+                line, f"{buf} is used by {user}, which never appears in the dump: truncated?"
             )
-        # Last use by the rule, then mutation/alias extension to a fixpoint.
-        last_use: dict[str, int] = {}
-        for name, users in self.users.items():
-            own = self.produced[name][1]
-            best = own
-            for user, line in users:
-                if user is None:
-                    best = last
-                    continue
-                s = self.step_of.get(user)
-                if s is None:
-                    raise self.error(
-                        line, f"{name} is used by {user}, which never appears in the dump: truncated?"
-                    )
-                best = max(best, s)
-            last_use[name] = best
-        changed = True
-        while changed:
-            changed = False
-            for buf, target, _line in self.links:
-                if target in last_use and last_use[buf] > last_use[target]:
-                    last_use[target] = last_use[buf]
-                    changed = True
-        for name, step in last_use.items():
-            yield BufferFreed(timeline=self.key, step=step, buffer=name, reason="last use")
+        yield from self._frees()
         yield TimelineNote(
             timeline=self.key,
             attrs={"n_steps": self.step, "device": self.device,
