@@ -566,9 +566,8 @@ class _Parser:
 def sniff(head: str, path: str) -> bool:
     """An IR dump starts with a node header followed by its ``.writes`` field."""
     lines = [ln for ln in head.splitlines() if ln.strip()][:4]
-    return bool(lines) and bool(_HEADER.match(lines[0])) and any(
-        ln.startswith(_HEADER.match(lines[0])["name"] + ".") for ln in lines[1:]
-    )
+    m = _HEADER.match(lines[0]) if lines else None
+    return m is not None and any(ln.startswith(m["name"] + ".") for ln in lines[1:])
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:

@@ -44,7 +44,7 @@ def _hook(cls: type) -> Any:
 
 def event_row(event: Event) -> dict[str, Any]:
     """One event as a dict keyed by events-table column (timeline still the local key)."""
-    cls = type(event)
+    cls: Any = type(event)
     row = _hook(cls)(event)
     row["kind"] = EVENT_KINDS[cls]
     extra = row.pop("attrs", None)

@@ -57,9 +57,8 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     source = next(it, None)
     if not isinstance(source, Source):
         raise TypeError("an ingest must begin with its Source record")
-    source_id = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
-    next_tid = con.execute(
-        "SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records").fetchone()[0]
+    source_id = db.scalar("next_source_id")
+    next_tid = db.scalar("next_timeline_id")
     tids: dict[str, int] = {}
     counts: Counter[str] = Counter()
     rows: list[tuple[Any, ...]] = []

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import duckdb
-
 import tlview.api as tl
 from conftest import SEED_000, SEED_002, ingest_into
 from reference_ir import reference
