@@ -106,7 +106,7 @@ def parse_only(path: str) -> int:
     """tlview's streaming reader and record building, without the database."""
     from tlview.ingest.kineto import parse_trace
 
-    return sum(1 for _ in parse_trace(path))
+    return sum(len(r) for r in parse_trace(path) if hasattr(r, "columns"))
 
 
 def hta_overlap(trace_dir: str) -> float:

@@ -7,9 +7,10 @@ top-level value (a metadata value, or one event of ``traceEvents``) is parsed
 on its own with the C JSON scanner (``JSONDecoder.raw_decode``). Memory stays
 at about one chunk plus one event, whatever the file size.
 
-Numbers with a fraction are kept as their text (``FloatText``), so that
-microsecond timestamps such as ``4449116405799.195`` convert to integer
-nanoseconds exactly (``us_to_ns``) instead of through a binary float.
+Each event comes with its own text (``raw``), verbatim. Timestamps are
+microseconds with up to three decimals; ``exact_ns`` turns them into integer
+nanoseconds exactly: through the float's shortest repr where the float can hold
+every 1 ns step (below 2**43 us, about 101 days), else from the event's text.
 """
 
 from __future__ import annotations
@@ -31,16 +32,14 @@ CHUNK = 1 << 20
 MAX_VALUE = 256 << 20
 EVENTS_KEY = "traceEvents"
 _WS = re.compile(r"[ \t\n\r]*")
+_SEP = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
 
-class FloatText(str):
-    """A JSON number with a fraction or an exponent, as written in the file."""
-
-    __slots__ = ()
+_EXACT_FLOAT_US = float(2**43)  # below this a double tells apart every 0.001 us
 
 
 def us_to_ns(value: Any) -> int:
-    """Microseconds (int, ``FloatText`` or float) to integer nanoseconds.
+    """Microseconds written as decimal text (or int) to integer nanoseconds.
 
     Up to three decimals convert exactly; more are rounded half-even.
     """
@@ -48,22 +47,31 @@ def us_to_ns(value: Any) -> int:
         return value * 1000
     text = str(value)
     whole, _, frac = text.partition(".")
-    if len(frac) <= 3 and frac.isdigit() and "e" not in whole.lower():
+    if len(frac) <= 3 and frac.isdigit() and whole.lstrip("-").isdigit():
         ns = int(whole) * 1000
-        part = int(frac.ljust(3, "0")) if frac else 0
+        part = int(frac.ljust(3, "0"))
         return ns - part if whole.startswith("-") else ns + part
     return int((Decimal(text) * 1000).to_integral_value())
 
 
-def plain(value: Any) -> Any:
-    """``value`` with every ``FloatText`` inside turned back into a float (for attrs)."""
-    if type(value) is FloatText:
-        return float(value)
-    if type(value) is list:
-        return [plain(v) for v in value]
-    if type(value) is dict:
-        return {k: plain(v) for k, v in value.items()}
-    return value
+def exact_ns(value: Any, key: str, raw: str | None) -> int:
+    """The number ``value`` (parsed from ``raw`` under ``key``) as integer nanoseconds.
+
+    Below 2**43 us a double is within 0.49 ns of the written three-decimal value,
+    so rounding its fraction (``v - int(v)`` is exact) gives the written ns.
+    """
+    if type(value) is float and -_EXACT_FLOAT_US < value < _EXACT_FLOAT_US:
+        whole = int(value)
+        return whole * 1000 + round((value - whole) * 1000)
+    if type(value) is int:
+        return value * 1000
+    if type(value) is float:
+        if raw is not None:
+            m = re.search(rf'"{re.escape(key)}"\s*:\s*(-?[0-9.eE+-]+)', raw)
+            if m:
+                return us_to_ns(m.group(1))
+        return int((Decimal(repr(value)) * 1000).to_integral_value())
+    raise TypeError(f"{key!r} is {value!r}: expected a number")
 
 
 class _Reader:
@@ -78,11 +86,12 @@ class _Reader:
         if self.raw.peek(2)[:2] == b"\x1f\x8b":
             self.f = gzip.GzipFile(fileobj=self.raw, mode="rb")
         self.decoder = codecs.getincrementaldecoder("utf-8")()
-        self.json = json.JSONDecoder(parse_float=FloatText)
+        self.json = json.JSONDecoder()
         self.text = ""
         self.pos = 0
         self.eof = False
         self.line_base = 1  # line number of text[0]
+        self.start = 0  # where the last value() began in text
         self.next_report = 4 << 20
 
     def close(self) -> None:
@@ -156,15 +165,19 @@ class _Reader:
             if end >= len(self.text) and not self.eof and not isinstance(obj, dict | list | str):
                 self.fill()  # a number at the window's end may go on in the next chunk
                 continue
+            self.start = self.pos
             self.pos = end
             return obj
 
 
-def read_trace(path: str, progress: ProgressFn | None = None) -> Iterator[tuple[str, Any]]:
-    """Yield ``(key, value)`` for each top-level entry of the trace, in file order.
+def read_trace(
+    path: str, progress: ProgressFn | None = None
+) -> Iterator[tuple[str, Any, str | None]]:
+    """Yield ``(key, value, raw)`` for each top-level entry of the trace, in file order.
 
-    Each event of ``traceEvents`` is yielded on its own as ``("traceEvents", event)``;
-    any other key (``distributedInfo``, ``deviceProperties``, ...) once, with its value.
+    Each event of ``traceEvents`` is yielded on its own as ``("traceEvents", event, raw)``
+    with ``raw`` its JSON text as written; any other key (``distributedInfo``,
+    ``deviceProperties``, ...) once, with its value and ``raw=None``.
     A bare top-level array is read as ``traceEvents``.
     """
     r = _Reader(path, progress)
@@ -181,7 +194,7 @@ def read_trace(path: str, progress: ProgressFn | None = None) -> Iterator[tuple[
         r.close()
 
 
-def _object(r: _Reader) -> Iterator[tuple[str, Any]]:
+def _object(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
     if r.peek() == "}":
         r.pos += 1
         return
@@ -193,20 +206,41 @@ def _object(r: _Reader) -> Iterator[tuple[str, Any]]:
         if key == EVENTS_KEY:
             yield from _events(r)
         else:
-            yield key, r.value(f"the value of {key!r}")
+            yield key, r.value(f"the value of {key!r}"), None
         if r.expect(",}", "',' or '}' between top-level entries") == "}":
             return
 
 
-def _events(r: _Reader) -> Iterator[tuple[str, Any]]:
+def _events(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
     r.expect("[", "'[' opening traceEvents")
     if r.peek() == "]":
         r.pos += 1
         return
+    decode = r.json.raw_decode
+    sep = _SEP.match
+    r.pos = _WS.match(r.text, r.pos).end()
     while True:
-        event = r.value("an event object")
-        if not isinstance(event, dict):
+        # the common case inline: a whole event inside the window, then ',' or ']'
+        start = r.pos
+        try:
+            event, end = decode(r.text, start)
+        except json.JSONDecodeError:
+            event, end = None, len(r.text)
+        if end >= len(r.text) - 1:  # cut by the window's end (or bad): the slow path
+            event = r.value("an event object")
+            raw = r.text[r.start:r.pos]
+        else:
+            raw = r.text[start:end]
+            r.pos = end
+        if type(event) is not dict:
             raise r.fail(f"expected an event object in traceEvents, found {type(event).__name__}")
-        yield EVENTS_KEY, event
+        yield EVENTS_KEY, event, raw
+        m = sep(r.text, r.pos)
+        if m is not None and m.end() < len(r.text):
+            r.pos = m.end()
+            if m.group(1) == "]":
+                return
+            continue
         if r.expect(",]", "',' or ']' between events (truncated trace?)") == "]":
             return
+        r.pos = _WS.match(r.text, r.pos).end()

@@ -24,6 +24,9 @@ other          any other duration event, its ``cat`` kept in attrs
 
 ``device`` is ``cuda:N`` for GPU activity and memory of a GPU, else ``cpu``.
 ``stream`` is the GPU stream for GPU events and the thread id for CPU events.
+``attrs`` is the event exactly as the trace wrote it (its JSON text), so nothing
+the profiler said is lost: ``attrs.args."External id"``, ``attrs.args.grid``, ...
+Events are yielded in columnar ``MeasuredBatch`` records (the fast path).
 Flow arrows (``ac2g``, ``fwdbwd``), metadata and other instants are counted,
 not stored. ``distributedInfo`` (rank, world size, groups) goes to the
 timeline's attributes; top-level keys seen after the events go to a note.
@@ -36,15 +39,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import KernelMeasured, Record, Timeline, TimelineNote
+from tlview.store.records import MeasuredBatch, Record, Timeline, TimelineNote
 
-from .chrome_trace import EVENTS_KEY, FloatText, plain, read_trace, us_to_ns
+from .chrome_trace import EVENTS_KEY, exact_ns, read_trace
 from .errors import IngestError
 from .lines import ProgressFn
 
 FORMAT_KINETO = "kineto"
 FORMAT_JAX = "jax_trace"
 KEY = "trace"
+BATCH = 20_000
 
 _GPU_CATEGORIES = {
     "kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset",
@@ -62,9 +66,9 @@ _DTYPE_BYTES = {
     "Char": 1, "Byte": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1,
     "ComplexFloat": 8, "ComplexDouble": 16,
 }
-# args promoted to columns (not repeated in attrs)
-_PROMOTED = {"correlation", "correlation_id", "stream", "device", "bytes", "Bytes",
-             "External id", "Ev Idx", "Record function id"}
+_EMPTY: dict[str, Any] = {}
+COLUMNS = ("name", "category", "device", "stream", "ts_ns", "dur_ns", "correlation", "bytes",
+           "attrs")
 
 
 def is_comm_kernel(name: str) -> bool:
@@ -73,13 +77,12 @@ def is_comm_kernel(name: str) -> bool:
     return "nccl" in low or "rccl" in low
 
 
-def _ts(event: dict[str, Any], key: str, r_line: str) -> int:
-    v = event.get(key)
-    if type(v) is int or type(v) is FloatText:
-        return us_to_ns(v)
-    if v is None and key == "dur":
-        return 0
-    raise IngestError(r_line, None, f"event {event.get('name')!r}: expected a number in {key!r}")
+def _int_or_none(v: Any) -> int | None:
+    if type(v) is int:
+        return v
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return None
 
 
 class _Trace:
@@ -95,6 +98,14 @@ class _Trace:
         self.kept: Counter[str] = Counter()
         self.gpu_pids: dict[Any, str] = {}  # jax: pid of "/device:GPU:N" -> cuda:N
         self.devices: set[str] = set()
+        self.cols: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+
+    def take(self) -> MeasuredBatch:
+        self.kept.update(self.cols["category"])
+        self.devices.update(self.cols["device"])
+        batch = MeasuredBatch(timeline=KEY, columns=self.cols)
+        self.cols = {c: [] for c in COLUMNS}
+        return batch
 
     def timeline(self) -> Timeline:
         info = self.meta.get("distributedInfo") or {}
@@ -102,7 +113,7 @@ class _Trace:
         name = Path(self.path).name
         if rank is not None:
             name = f"rank{rank} {name}"
-        attrs = {k: plain(v) for k, v in self.meta.items() if k != "deviceProperties"}
+        attrs = {k: v for k, v in self.meta.items() if k != "deviceProperties"}
         if "deviceProperties" in self.meta:
             attrs["gpus"] = [d.get("name") for d in self.meta["deviceProperties"]
                              if isinstance(d, dict)]
@@ -119,7 +130,7 @@ class _Trace:
         }
         if len(devices) == 1:
             attrs["device"] = devices[0]
-        attrs.update({k: plain(v) for k, v in self.late_meta.items()})
+        attrs.update(self.late_meta)
         return TimelineNote(timeline=KEY, attrs=attrs)
 
     def metadata_event(self, ev: dict[str, Any]) -> None:
@@ -128,86 +139,114 @@ class _Trace:
             if label.startswith("/device:GPU:"):
                 self.gpu_pids[ev.get("pid")] = "cuda:" + label.rsplit(":", 1)[1]
 
-    def record(self, ev: dict[str, Any]) -> KernelMeasured | None:
+    def consume(self, items: Iterator[tuple[str, Any, str | None]]) -> Iterator[Record]:
+        """The records of the trace's entries: timeline, event batches, note.
+
+        The hot loop: one pass per event, locals only, counts taken per batch.
+        """
+        gpu_cats = _GPU_CATEGORIES
+        cpu_cats = _CPU_CATEGORIES
+        devices: dict[Any, str] = {}
+        cols = self.cols
+        for key, ev, raw in items:
+            if key != EVENTS_KEY:
+                (self.late_meta if self.started else self.meta)[key] = ev
+                continue
+            if not self.started:
+                self.started = True
+                yield self.timeline()
+            if ev.get("ph") != "X":
+                self.other_event(ev, raw)
+            else:
+                cat = ev.get("cat")
+                name = ev.get("name")
+                args = ev.get("args") or _EMPTY
+                category = gpu_cats.get(cat)
+                nbytes = None
+                if category is not None or (cat is None and ev.get("pid") in self.gpu_pids):
+                    pid = ev.get("pid")
+                    if category is None:  # jax: GPU activity is told by its process
+                        category = _jax_gpu_category(name)
+                        device = self.gpu_pids[pid]
+                    else:
+                        dev = args.get("device", pid)
+                        device = devices.get(dev)
+                        if device is None:
+                            device = devices[dev] = f"cuda:{dev}"
+                    if category == "kernel":
+                        if is_comm_kernel(name):
+                            category = "comm"
+                            nbytes = _message_bytes(args)
+                    elif category != "gpu_annotation":
+                        nbytes = _int_or_none(args.get("bytes"))
+                    stream = args.get("stream", ev.get("tid"))
+                else:
+                    category = cpu_cats.get(cat)
+                    if category is None:
+                        if cat in _SKIPPED_CATEGORIES:
+                            self.skipped[cat] += 1
+                            continue
+                        category = "other" if cat is not None else "cpu_op"
+                    elif category == "cpu_op" and name == "record_param_comms":
+                        category = "comm_call"
+                        nbytes = _message_bytes(args)
+                    device = "cpu"
+                    stream = ev.get("tid")
+                if type(name) is not str:
+                    raise IngestError(self.path, None,
+                                      f"an 'X' event without a name: {str(ev)[:120]}")
+                ts = ev.get("ts")
+                dur = ev.get("dur")
+                corr = args.get("correlation")
+                cols["name"].append(name)
+                cols["category"].append(category)
+                cols["device"].append(device)
+                cols["stream"].append(stream if type(stream) is int else None)
+                cols["ts_ns"].append(
+                    ts * 1000 if type(ts) is int else exact_ns(ts, "ts", raw))
+                cols["dur_ns"].append(
+                    0 if dur is None else dur * 1000 if type(dur) is int
+                    else exact_ns(dur, "dur", raw))
+                cols["correlation"].append(
+                    corr if type(corr) is int else _int_or_none(
+                        args.get("correlation_id") if corr is None else corr))
+                cols["bytes"].append(nbytes)
+                cols["attrs"].append(raw)
+            if len(cols["name"]) >= BATCH:
+                yield self.take()
+                cols = self.cols
+        if not self.started:
+            raise IngestError(self.path, None,
+                              "no traceEvents: expected a Chrome trace with events")
+        if cols["name"]:
+            yield self.take()
+        yield self.note()
+
+    def other_event(self, ev: dict[str, Any], raw: str | None) -> None:
         ph = ev.get("ph")
-        if ph == "X":
-            return self.duration_event(ev)
         if ph in ("i", "I") and ev.get("name") == "[memory]":
-            return self.memory_event(ev)
+            self.memory_event(ev, raw)
+            return
         if ph == "M":
             self.metadata_event(ev)
         self.skipped[f"ph={ph}"] += 1
-        return None
 
-    def duration_event(self, ev: dict[str, Any]) -> KernelMeasured | None:
-        cat = ev.get("cat")
-        name = ev.get("name")
-        if not isinstance(name, str):
-            raise IngestError(self.path, None, f"an 'X' event without a name: {str(ev)[:120]}")
-        args = ev.get("args") or {}
-        pid = ev.get("pid")
-        gpu = cat in _GPU_CATEGORIES or (cat is None and pid in self.gpu_pids)
-        if gpu:
-            if cat is None:  # jax: GPU activity is told by its process
-                category = _jax_gpu_category(name)
-                device = self.gpu_pids[pid]
-            else:
-                category = _GPU_CATEGORIES[cat]
-                dev = args.get("device", pid)
-                device = f"cuda:{dev}"
-            if category == "kernel" and is_comm_kernel(name):
-                category = "comm"
-            stream = args.get("stream", ev.get("tid"))
-        elif cat in _SKIPPED_CATEGORIES:
-            self.skipped[cat] += 1
-            return None
-        else:
-            category = _CPU_CATEGORIES.get(cat, "other") if cat is not None else "cpu_op"
-            if category == "cpu_op" and name == "record_param_comms":
-                category = "comm_call"
-            device = "cpu"
-            stream = ev.get("tid")
-        attrs = {k: plain(v) for k, v in args.items() if k not in _PROMOTED}
-        ext = args.get("External id")
-        if ext is not None:
-            attrs["ext"] = ext
-        if category == "other":
-            attrs["cat"] = cat
-        if not isinstance(stream, int):
-            attrs["thread"] = stream
-            stream = None
-        correlation = args.get("correlation", args.get("correlation_id"))
-        if correlation is not None and not isinstance(correlation, int):
-            try:
-                correlation = int(correlation)
-            except ValueError:
-                attrs["correlation"] = correlation
-                correlation = None
-        self.kept[category] += 1
-        self.devices.add(device)
-        return KernelMeasured(
-            timeline=KEY, name=name, ts_ns=_ts(ev, "ts", self.path),
-            dur_ns=_ts(ev, "dur", self.path), category=category, device=device,
-            stream=stream, correlation=correlation, bytes=_message_bytes(category, args),
-            attrs=attrs,
-        )
-
-    def memory_event(self, ev: dict[str, Any]) -> KernelMeasured:
+    def memory_event(self, ev: dict[str, Any], raw: str | None) -> None:
         args = ev.get("args") or {}
         device = "cpu"
         if args.get("Device Type") == 1:
             device = f"cuda:{args.get('Device Id')}"
-        attrs = {
-            "addr": args.get("Addr"), "total_allocated": args.get("Total Allocated"),
-            "total_reserved": args.get("Total Reserved"),
-        }
         tid = ev.get("tid")
-        self.kept["memory"] += 1
-        return KernelMeasured(
-            timeline=KEY, name="[memory]", ts_ns=_ts(ev, "ts", self.path), dur_ns=0,
-            category="memory", device=device, stream=tid if isinstance(tid, int) else None,
-            bytes=args.get("Bytes"), attrs=attrs,
-        )
+        c = self.cols
+        c["name"].append("[memory]")
+        c["category"].append("memory")
+        c["device"].append(device)
+        c["stream"].append(tid if type(tid) is int else None)
+        c["ts_ns"].append(exact_ns(ev.get("ts"), "ts", raw))
+        c["dur_ns"].append(0)
+        c["correlation"].append(None)
+        c["bytes"].append(_int_or_none(args.get("Bytes")))
+        c["attrs"].append(raw)
 
 
 def _jax_gpu_category(name: str) -> str:
@@ -219,38 +258,29 @@ def _jax_gpu_category(name: str) -> str:
     return "kernel"
 
 
-def _message_bytes(category: str, args: dict[str, Any]) -> int | None:
-    """Bytes moved: memcpy/memset say it; collectives give element counts and dtype."""
-    if category in ("memcpy", "memset"):
-        b = args.get("bytes")
-        return b if isinstance(b, int) else None
-    if category in ("comm", "comm_call"):
-        size = _DTYPE_BYTES.get(str(args.get("dtype")))
-        counts = [args.get("In msg nelems"), args.get("Out msg nelems")]
-        counts = [c for c in counts if isinstance(c, int)]
-        if size and counts:
-            return max(counts) * size
+def _message_bytes(args: dict[str, Any]) -> int | None:
+    """Bytes of a collective's larger message: element count times the dtype's size."""
+    size = _DTYPE_BYTES.get(str(args.get("dtype")))
+    counts = [c for c in (args.get("In msg nelems"), args.get("Out msg nelems"))
+              if type(c) is int]
+    if size and counts:
+        return max(counts) * size
     return None
 
 
 def parse_trace(path: str, progress: ProgressFn | None = None, fmt: str = FORMAT_KINETO
                 ) -> Iterator[Record]:
-    """The timeline of one trace, then one record per kept event, then a closing note."""
-    t = _Trace(path, fmt)
-    record = t.record
-    for key, value in read_trace(path, progress):
-        if key != EVENTS_KEY:
-            (t.late_meta if t.started else t.meta)[key] = value
-            continue
-        if not t.started:
-            t.started = True
-            yield t.timeline()
-        rec = record(value)
-        if rec is not None:
-            yield rec
-    if not t.started:
-        raise IngestError(path, None, "no traceEvents: expected a Chrome trace with events")
-    yield t.note()
+    """The timeline of one trace, then its kept events in batches, then a closing note."""
+    return _Trace(path, fmt).consume(read_trace(path, progress))
+
+
+def measured_records(path: str, fmt: str = FORMAT_KINETO) -> list[Any]:
+    """Every kept event of a trace as ``KernelMeasured`` values (tests, small traces)."""
+    out: list[Any] = []
+    for rec in parse_trace(path, None, fmt):
+        if isinstance(rec, MeasuredBatch):
+            out.extend(rec.records())
+    return out
 
 
 def sniff_kineto(head: str, path: str) -> bool:

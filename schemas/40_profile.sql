@@ -7,11 +7,13 @@
 --   stream: the GPU stream for GPU events, the thread id for CPU events;
 --   correlation: joins a GPU event to the runtime call that launched it;
 --   ext: Kineto's External id, joins a runtime call to the CPU op it ran under;
---   rank: the trace's distributed rank (NULL when the trace does not say).
+--   rank: the trace's distributed rank (NULL when the trace does not say);
+--   attrs: the event as the trace wrote it (JSON), e.g. attrs.args.grid.
 CREATE OR REPLACE VIEW measured AS
 SELECT e.timeline_id, e.seq, e.name, e.category, e.device, e.stream, e.ts_ns, e.dur_ns,
        e.ts_ns + e.dur_ns AS end_ns, e.correlation, e.bytes,
-       TRY_CAST(json_extract(e.attrs, '$.ext') AS BIGINT) AS ext,
+       CASE WHEN e.category IN ('runtime', 'cpu_op', 'comm_call')
+            THEN TRY_CAST(json_extract(e.attrs, '$.args."External id"') AS BIGINT) END AS ext,
        TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, e.attrs
 FROM events e JOIN timeline_records t USING (timeline_id)
 WHERE e.kind = 'kernel_measured';
@@ -127,8 +129,8 @@ WITH ov AS (
 SELECT c.timeline_id, c.rank, c.device, c.stream, c.name, c.ts_ns, c.dur_ns,
        COALESCE(ov.ov, 0) AS overlapped_ns, c.dur_ns - COALESCE(ov.ov, 0) AS exposed_ns,
        round(100.0 * COALESCE(ov.ov, 0) / nullif(c.dur_ns, 0), 2) AS overlap_pct,
-       json_extract_string(c.attrs, '$."Collective name"') AS op,
-       TRY_CAST(json_extract(c.attrs, '$."Group size"') AS INTEGER) AS group_size,
+       json_extract_string(c.attrs, '$.args."Collective name"') AS op,
+       TRY_CAST(json_extract(c.attrs, '$.args."Group size"') AS INTEGER) AS group_size,
        c.bytes, c.correlation, c.seq
 FROM gpu_activity c LEFT JOIN ov USING (timeline_id, seq)
 WHERE c.category = 'comm';
@@ -193,9 +195,9 @@ GROUP BY p.timeline_id, p.step, p.name, p.dur_ns;
 --   the allocator's totals just after it.
 CREATE OR REPLACE VIEW measured_memory AS
 SELECT timeline_id, device, ts_ns, seq, bytes,
-       TRY_CAST(json_extract(attrs, '$.total_allocated') AS BIGINT) AS total_allocated,
-       TRY_CAST(json_extract(attrs, '$.total_reserved') AS BIGINT) AS total_reserved,
-       TRY_CAST(json_extract(attrs, '$.addr') AS UBIGINT) AS addr
+       TRY_CAST(json_extract(attrs, '$.args."Total Allocated"') AS BIGINT) AS total_allocated,
+       TRY_CAST(json_extract(attrs, '$.args."Total Reserved"') AS BIGINT) AS total_reserved,
+       TRY_CAST(json_extract(attrs, '$.args.Addr') AS UBIGINT) AS addr
 FROM measured WHERE category = 'memory';
 
 -- measured_peak_memory: per trace and device, the largest total_allocated seen

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from .convert import EVENT_COLUMNS, EVENT_SCHEMA, dumps, event_row
 from .db import Database
-from .records import EVENT_KINDS, Record, Source, Timeline, TimelineNote
+from .records import EVENT_KINDS, MeasuredBatch, Record, Source, Timeline, TimelineNote
 
 BATCH = 20_000
 
@@ -96,6 +96,15 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
             counts[row["kind"]] += 1
             if len(rows) >= batch_size:
                 flush()
+        elif isinstance(rec, MeasuredBatch):
+            flush()
+            n = len(rec)
+            tid = tids.get(rec.timeline)
+            if tid is None:
+                raise ValueError(f"events name timeline {rec.timeline!r} before it was declared")
+            _append_batch(db, rec, source_id, tid, seq)
+            seq += n
+            counts["kernel_measured"] += n
         elif isinstance(rec, Timeline):
             if rec.key in tids:
                 raise ValueError(f"timeline {rec.key!r} declared twice")
@@ -120,3 +129,29 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(counts)})],
     )
     return IngestSummary(source_id, tids, dict(counts))
+
+
+def _append_batch(db: Database, batch: MeasuredBatch, source_id: int, tid: int, seq: int) -> None:
+    """Append a columnar batch of kernel_measured events (no per-event records)."""
+    n = len(batch)
+    arrays = []
+    for field in EVENT_SCHEMA:
+        values = batch.columns.get(field.name)
+        if values is not None:
+            arrays.append(pa.array(values, type=field.type))
+        elif field.name == "source_id":
+            arrays.append(pa.array([source_id] * n, type=field.type))
+        elif field.name == "timeline_id":
+            arrays.append(pa.array([tid] * n, type=field.type))
+        elif field.name == "seq":
+            arrays.append(pa.array(range(seq, seq + n), type=field.type))
+        elif field.name == "kind":
+            arrays.append(pa.array(["kernel_measured"] * n, type=field.type))
+        else:
+            arrays.append(pa.nulls(n, type=field.type))
+    table = pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
+    db.con.register("_tlview_batch", table)
+    try:
+        db.con.execute(db.queries["append_events"])
+    finally:
+        db.con.unregister("_tlview_batch")

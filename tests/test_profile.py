@@ -15,9 +15,8 @@ import pytest
 import reference_profile as ref
 from conftest import FIXTURES, ingest_into
 from tlview.ingest import IngestError, chrome_trace, detect_format
-from tlview.ingest.kineto import parse_trace
+from tlview.ingest.kineto import measured_records, parse_trace
 from tlview.store import open_database
-from tlview.store.records import KernelMeasured
 
 PROFILE = FIXTURES / "profile"
 SINGLE = PROFILE / "single" / "compiled_step.pt.trace.json.gz"
@@ -48,24 +47,35 @@ class TestStreamingReader:
         items = list(chrome_trace.read_trace(str(path)))
         with gzip.open(path, "rt") as f:
             whole = json.load(f)
-        events = [chrome_trace.plain(v) for k, v in items if k == "traceEvents"]
-        assert events == whole["traceEvents"]
-        meta = {k: chrome_trace.plain(v) for k, v in items if k != "traceEvents"}
+        assert [v for k, v, _ in items if k == "traceEvents"] == whole["traceEvents"]
+        # each event's raw text is exactly that event
+        assert [json.loads(raw) for k, _, raw in items if k == "traceEvents"] == \
+            whole["traceEvents"]
+        meta = {k: v for k, v, _ in items if k != "traceEvents"}
         assert meta == {k: v for k, v in whole.items() if k != "traceEvents"}
 
     def test_bare_array_trace(self, tmp_path):
         p = tmp_path / "bare.json"
         p.write_text('[{"ph": "X", "name": "a", "ts": 1.5, "dur": 2}]\n')
         assert list(chrome_trace.read_trace(str(p))) == [
-            ("traceEvents", {"ph": "X", "name": "a", "ts": "1.5", "dur": 2})]
+            ("traceEvents", {"ph": "X", "name": "a", "ts": 1.5, "dur": 2},
+             '{"ph": "X", "name": "a", "ts": 1.5, "dur": 2}')]
 
     @pytest.mark.parametrize("text, expect", [
         ("1", 1000), ("4449116405799.195", 4449116405799195), ("0.5", 500),
         ("-1.25", -1250), ("17.393999999999998", 17394), ("1e3", 1000000),
     ])
     def test_microseconds_to_exact_nanoseconds(self, text, expect):
-        value = int(text) if text.isdigit() else chrome_trace.FloatText(text)
-        assert chrome_trace.us_to_ns(value) == expect
+        assert chrome_trace.us_to_ns(text) == expect
+        value = json.loads(text)
+        assert chrome_trace.exact_ns(value, "ts", None) == expect
+
+    def test_timestamps_beyond_float_precision_come_from_the_text(self):
+        # 9e12 us (104 days): a double cannot hold every ns step there
+        raw = '{"ph": "X", "ts": 9007199254740.993, "dur": 1.001}'
+        ev = json.loads(raw)
+        assert chrome_trace.exact_ns(ev["ts"], "ts", raw) == 9007199254740993
+        assert chrome_trace.exact_ns(ev["dur"], "dur", raw) == 1001
 
 
 class TestBadInput:
@@ -122,15 +132,14 @@ class TestKinetoRecords:
                 expect[names[e["cat"]]] += 1
             elif e.get("ph") == "i" and e.get("name") == "[memory]":
                 expect["memory"] += 1
-        got = Counter(r.category for r in parse_trace(str(SINGLE))
-                      if isinstance(r, KernelMeasured))
+        got = Counter(r.category for r in measured_records(str(SINGLE)))
         assert got == expect
         assert got["kernel"] == 303 and got["memory"] == 672
 
     def test_kernel_fields_exact(self):
         trace = ref.load(RANKS[0])
         first = min(ref.gpu_events(trace), key=lambda e: ref.ns(e["ts"]))
-        recs = [r for r in parse_trace(str(RANKS[0])) if isinstance(r, KernelMeasured)]
+        recs = measured_records(str(RANKS[0]))
         got = next(r for r in recs if r.correlation == first["args"]["correlation"]
                    and r.category in ("kernel", "comm"))
         assert (got.name, got.ts_ns, got.dur_ns) == (
@@ -138,7 +147,10 @@ class TestKinetoRecords:
         assert got.category == "comm" and got.device == "cuda:0" and got.stream == 17
         assert first["args"]["dtype"] == "BFloat16"
         assert got.bytes == first["args"]["Out msg nelems"] * 2 == 4096 * 4096 * 2
-        assert got.attrs["grid"] == [24, 1, 1]
+        assert got.attrs["args"]["grid"] == [24, 1, 1]
+        assert {k: v for k, v in got.attrs["args"].items() if type(v) is not float} == \
+            {k: v for k, v in first["args"].items() if type(v) is int or type(v) is str
+             or type(v) is list}
 
     def test_distributed_info_on_the_timeline(self, coll_db):
         with open_database(coll_db, read_only=True) as db:
@@ -156,8 +168,8 @@ class TestKinetoRecords:
                     and e["args"]["name"].startswith("/device:GPU")}
         expect = sum(1 for e in trace["traceEvents"]
                      if e.get("ph") == "X" and e.get("pid") in gpu_pids)
-        recs = [r for r in parse_trace(str(JAX), fmt="jax_trace")
-                if isinstance(r, KernelMeasured) and r.device == "cuda:0"]
+        recs = [r for r in measured_records(str(JAX), fmt="jax_trace")
+                if r.device == "cuda:0"]
         assert len(recs) == expect == 33
 
 
