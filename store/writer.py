@@ -1,15 +1,21 @@
 """Appending an ingest's records to the database: one transaction per input file.
 
 Events are buffered into Arrow batches and appended with one INSERT ... SELECT
-per batch. Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
+per batch; profiler traces hand whole columnar batches (``MeasuredBatch``). The
+parser runs in a thread while DuckDB appends (which releases the GIL), and DuckDB's
+memory is capped during the ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 512MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
 database is exactly as it was before.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import os
+import queue
+import re
+import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -20,6 +26,11 @@ from .db import Database
 from .records import EVENT_KINDS, MeasuredBatch, Record, Source, Timeline, TimelineNote
 
 BATCH = 20_000
+# DuckDB's memory while one ingest's transaction is open (it writes the rest to the
+# file as it goes), so a 1 GB trace never makes a 1 GB process.
+INGEST_MEMORY_LIMIT = os.environ.get("TLVIEW_INGEST_MEMORY_LIMIT", "512MB")
+if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", INGEST_MEMORY_LIMIT):
+    raise ValueError(f"TLVIEW_INGEST_MEMORY_LIMIT={INGEST_MEMORY_LIMIT!r}: expected e.g. 512MB")
 
 
 @attrs.frozen
@@ -37,6 +48,8 @@ def write_records(
 ) -> IngestSummary:
     """Append one source's records atomically. The first record must be its Source."""
     con = db.con
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
     con.execute("BEGIN TRANSACTION")
     try:
         result = _write(db, records, batch_size, summary_attrs)
@@ -47,13 +60,15 @@ def write_records(
         except Exception:
             pass
         raise
+    finally:
+        con.execute(f"SET memory_limit = '{limit}'")
     return result
 
 
 def _write(db: Database, records: Iterable[Record], batch_size: int,
            summary_attrs: dict[str, Any] | None) -> IngestSummary:
     con = db.con
-    it = iter(records)
+    it = _in_background(records)
     source = next(it, None)
     if not isinstance(source, Source):
         raise TypeError("an ingest must begin with its Source record")
@@ -155,3 +170,60 @@ def _append_batch(db: Database, batch: MeasuredBatch, source_id: int, tid: int, 
         db.con.execute(db.queries["append_events"])
     finally:
         db.con.unregister("_tlview_batch")
+
+
+_DONE = object()
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _in_background(records: Iterable[Record], chunk: int = 256) -> Iterator[Record]:
+    """``records``, produced by a thread so that parsing overlaps the database's work.
+
+    DuckDB releases the GIL while it appends a batch, so the parser (in the thread)
+    runs meanwhile. An exception in the parser is raised here, in the caller's thread;
+    when the caller stops early (an error, Ctrl-C) the thread is told to stop and joined.
+    """
+    q: queue.Queue[Any] = queue.Queue(maxsize=4)
+    stop = threading.Event()
+
+    def produce() -> None:
+        it = iter(records)
+        buf: list[Record] = []
+        try:
+            for rec in it:
+                buf.append(rec)
+                if len(buf) >= chunk or isinstance(rec, MeasuredBatch):
+                    q.put(buf)
+                    buf = []
+                if stop.is_set():
+                    return
+            q.put(buf)
+            q.put(_DONE)
+        except BaseException as e:  # handed to the caller's thread
+            q.put(_Failed(e))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="tlview-parse", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failed):
+                raise item.exc
+            yield from item
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                thread.join(0.01)
