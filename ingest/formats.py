@@ -31,9 +31,9 @@ class FormatSpec:
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir
+    from . import inductor_ir, torch_log
 
-    return [inductor_ir.SPEC]
+    return [inductor_ir.SPEC, torch_log.SPEC]
 
 
 def formats() -> dict[str, FormatSpec]:
