@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-
 from tlview.store.records import (
     BufferAliased,
     BufferAllocated,

@@ -36,7 +36,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
-
 from tlview.store.records import Record, TimelineNote
 
 from .errors import IngestError

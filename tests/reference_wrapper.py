@@ -40,7 +40,7 @@ FX_LONG = {"b8": "bool", "u8": "uint8", "i8": "int8", "i16": "int16", "i32": "in
 def nbytes(sizes: list[int], strides: list[int], dtype: str) -> int:
     if any(s == 0 for s in sizes):
         return 0
-    return (1 + sum((s - 1) * t for s, t in zip(sizes, strides))) * ITEMSIZE[dtype]
+    return (1 + sum((s - 1) * t for s, t in zip(sizes, strides, strict=True))) * ITEMSIZE[dtype]
 
 
 def _ints(text: str) -> list[int]:
@@ -288,7 +288,7 @@ def simulate_fx(body: list[str]) -> int:
         code, _, rel = rest.partition(";")
         nodes.append((name, ann, code.strip(), [x.strip() for x in rel.split("=")[:-1]]))
     getitems: dict[str, dict[int, str]] = {}
-    for name, ann, code, _ in nodes:
+    for _name, ann, code, _ in nodes:
         g = re.match(r"(\w+)\[(\d+)\]$", code)
         if g:
             getitems.setdefault(g[1], {})[int(g[2])] = ann

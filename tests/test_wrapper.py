@@ -18,7 +18,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 import reference_wrapper as ref
 from conftest import FIXTURES, SEED_004, ingest_into
 from tlview.ingest.errors import IngestError
