@@ -30,9 +30,9 @@ class FormatSpec:
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir, kineto
+    from . import inductor_ir, kineto, torch_log
 
-    return [inductor_ir.SPEC, *kineto.SPECS]
+    return [inductor_ir.SPEC, torch_log.SPEC, *kineto.SPECS]
 
 
 def formats() -> dict[str, FormatSpec]:
