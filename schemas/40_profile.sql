@@ -208,3 +208,236 @@ SELECT timeline_id, device, total_allocated AS peak_allocated, ts_ns AS peak_ts_
 FROM measured_memory
 QUALIFY row_number() OVER (PARTITION BY timeline_id, device
                            ORDER BY total_allocated DESC, ts_ns, seq) = 1;
+
+-- ===== Attaching measured GPU work to the nodes of the output code =====
+-- A trace's compiled regions are the CPU ranges of its '## Call CompiledFxGraph
+-- <key> ##' annotations. A GPU event belongs to a call when the runtime call that
+-- launched it ran on the call's thread inside that range. Output-code timelines are
+-- the timelines with a node whose kernel is a Triton kernel (triton_*), whatever
+-- ingester made them; their nodes carry the kernel name the trace shows: the Triton
+-- name itself, aten::X for extern_kernels.X, NS::OP for torch.ops.NS.OP.overload.
+--   A call is matched to an output-code timeline when it launches the same Triton
+--   kernels in the same order (and on the same device, where both say). A graph
+--   launching no Triton kernel cannot be told apart this way and is not attached.
+--   Triton kernels attach by name and launch order within the call (the k-th launch
+--   of triton_X to the k-th node of triton_X): method 'triton_name_order'.
+--   Extern kernels (cuBLAS nvjet_*, attention, NCCL ...) attach through the CPU op
+--   that launched them: the k-th CPU op named aten::mm in the call is the k-th
+--   extern_kernels.mm node, and every non-Triton GPU event launched inside it is
+--   that node's: method 'extern_cpu_op'. confidence 1.0 when the call holds as many
+--   such ops as the graph has nodes of that name, else 0.5.
+
+-- _compiled_calls: each call of a compiled graph in a trace.
+CREATE OR REPLACE VIEW _compiled_calls AS
+SELECT timeline_id, seq AS call_seq,
+       trim(regexp_replace(name, '^## Call CompiledFxGraph|##$', '', 'g')) AS graph_key,
+       stream AS thread, ts_ns, end_ns
+FROM measured
+WHERE category = 'annotation' AND name LIKE '## Call CompiledFxGraph%';
+
+-- _call_launches: the GPU events launched during each compiled call.
+CREATE OR REPLACE VIEW _call_launches AS
+SELECT c.timeline_id, c.call_seq, l.seq, l.kernel, l.category, l.device, l.ts_ns, l.dur_ns,
+       l.launch_ts_ns
+FROM _compiled_calls c JOIN kernel_launches l
+  ON l.timeline_id = c.timeline_id AND l.thread = c.thread
+ AND l.launch_ts_ns >= c.ts_ns AND l.launch_ts_ns < c.end_ns;
+
+-- _output_nodes: the nodes of output-code timelines with the name a trace gives them.
+--   kind: triton | extern | NULL (not a launch: return, ...); occurrence: 1 for the
+--   first node of that profiler_name in the timeline, 2 for the next, ...
+CREATE OR REPLACE VIEW _output_nodes AS
+WITH n AS (
+    SELECT timeline_id, step, node, kernel, device,
+           CASE WHEN kernel LIKE 'triton!_%' ESCAPE '!' THEN 'triton'
+                WHEN kernel LIKE 'extern!_kernels.%' ESCAPE '!' OR kernel LIKE 'torch.ops.%'
+                THEN 'extern' END AS kind,
+           CASE WHEN kernel LIKE 'triton!_%' ESCAPE '!' THEN kernel
+                WHEN kernel LIKE 'extern!_kernels.%' ESCAPE '!'
+                THEN 'aten::' || regexp_extract(kernel, '[^.]+$')
+                WHEN kernel LIKE 'torch.ops.%'
+                THEN split_part(kernel, '.', 3) || '::' || split_part(kernel, '.', 4)
+           END AS profiler_name
+    FROM nodes
+)
+SELECT *, count(*) OVER (PARTITION BY timeline_id, profiler_name) AS same_name,
+       row_number() OVER (PARTITION BY timeline_id, profiler_name ORDER BY step) AS occurrence
+FROM n
+WHERE timeline_id IN (SELECT timeline_id FROM n WHERE kind = 'triton');
+
+-- call_graphs: each compiled call and the output-code timeline(s) it ran.
+--   candidates: how many output-code timelines match equally well (the same output
+--   code ingested twice, e.g. from output_code.py and from a TORCH_LOGS log).
+CREATE OR REPLACE VIEW call_graphs AS
+WITH cs AS (
+    SELECT timeline_id, call_seq, any_value(device) AS device,
+           list(kernel ORDER BY launch_ts_ns, seq) AS sig
+    FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
+    GROUP BY timeline_id, call_seq
+), gs AS (
+    SELECT timeline_id, any_value(device) AS device, list(kernel ORDER BY step) AS sig
+    FROM _output_nodes WHERE kind = 'triton' GROUP BY timeline_id
+)
+SELECT cs.timeline_id, cs.call_seq, c.graph_key, gs.timeline_id AS graph_timeline_id,
+       count(*) OVER (PARTITION BY cs.timeline_id, cs.call_seq) AS candidates
+FROM cs
+JOIN _compiled_calls c ON c.timeline_id = cs.timeline_id AND c.call_seq = cs.call_seq
+JOIN gs ON gs.sig = cs.sig AND (gs.device IS NULL OR cs.device IS NULL OR gs.device = cs.device);
+
+-- _extern_ops: the CPU ops of each matched call that stand for extern nodes.
+CREATE OR REPLACE VIEW _extern_ops AS
+WITH ops AS (
+    SELECT c.timeline_id, c.call_seq, o.seq AS op_seq, o.name, o.ts_ns, o.end_ns,
+           count(*) OVER (PARTITION BY c.timeline_id, c.call_seq, o.name) AS same_name,
+           row_number() OVER (PARTITION BY c.timeline_id, c.call_seq, o.name
+                              ORDER BY o.ts_ns, o.seq) AS occurrence
+    FROM _compiled_calls c JOIN measured o
+      ON o.timeline_id = c.timeline_id AND o.category = 'cpu_op' AND o.stream = c.thread
+     AND o.ts_ns >= c.ts_ns AND o.end_ns <= c.end_ns
+    WHERE o.name IN (SELECT profiler_name FROM _output_nodes WHERE kind = 'extern')
+)
+SELECT ops.*, g.graph_timeline_id, g.candidates, n.step, n.node,
+       CASE WHEN ops.same_name = n.same_name THEN 1.0 ELSE 0.5 END AS confidence
+FROM ops
+JOIN call_graphs g ON g.timeline_id = ops.timeline_id AND g.call_seq = ops.call_seq
+JOIN _output_nodes n
+  ON n.timeline_id = g.graph_timeline_id AND n.kind = 'extern'
+ AND n.profiler_name = ops.name AND n.occurrence = ops.occurrence;
+
+-- kernel_attachments: every GPU event of a compiled call attached to its node.
+--   timeline_id/seq: the measured event; graph_timeline_id/step/node: the output-code
+--   node; method: triton_name_order | extern_cpu_op; confidence: see above.
+CREATE OR REPLACE VIEW kernel_attachments AS
+WITH t AS (
+    SELECT *, row_number() OVER (PARTITION BY timeline_id, call_seq, kernel
+                                 ORDER BY launch_ts_ns, seq) AS occurrence
+    FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
+)
+SELECT t.timeline_id, t.seq, t.call_seq, t.kernel, t.dur_ns, g.graph_timeline_id, n.step, n.node,
+       'triton_name_order' AS method, 1.0 AS confidence, g.candidates
+FROM t
+JOIN call_graphs g ON g.timeline_id = t.timeline_id AND g.call_seq = t.call_seq
+JOIN _output_nodes n
+  ON n.timeline_id = g.graph_timeline_id AND n.kind = 'triton' AND n.kernel = t.kernel
+ AND n.occurrence = t.occurrence
+UNION ALL
+SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.dur_ns, e.graph_timeline_id, e.step, e.node,
+       'extern_cpu_op', e.confidence, e.candidates
+FROM _extern_ops e JOIN _call_launches l
+  ON l.timeline_id = e.timeline_id AND l.call_seq = e.call_seq
+ AND l.launch_ts_ns >= e.ts_ns AND l.launch_ts_ns < e.end_ns
+WHERE l.kernel NOT LIKE 'triton!_%' ESCAPE '!';
+
+-- node_times: per output-code node and trace, its measured GPU time.
+--   invocations: calls of the graph in which the node was found; n_gpu_events: GPU
+--   events attached; total_ns / mean_ns (per invocation): their summed durations;
+--   attach_method: triton_name_order | extern_cpu_op | no_gpu_work (its CPU op ran
+--   and launched nothing, e.g. wait_tensor) | not_a_launch (return) | unattached
+--   (no trace call matched this node: see unattached_nodes).
+CREATE OR REPLACE VIEW node_times AS
+WITH calls AS (
+    SELECT graph_timeline_id, step, timeline_id AS measured_timeline_id, call_seq,
+           sum(dur_ns) AS ns, count(*) AS n_events, any_value(method) AS method,
+           min(confidence) AS confidence
+    FROM kernel_attachments GROUP BY ALL
+    UNION ALL
+    SELECT e.graph_timeline_id, e.step, e.timeline_id, e.call_seq, 0, 0, 'no_gpu_work',
+           e.confidence
+    FROM _extern_ops e
+    WHERE NOT EXISTS (SELECT 1 FROM kernel_attachments a
+                      WHERE a.timeline_id = e.timeline_id AND a.call_seq = e.call_seq
+                        AND a.graph_timeline_id = e.graph_timeline_id AND a.step = e.step)
+), agg AS (
+    SELECT graph_timeline_id, step, measured_timeline_id, count(DISTINCT call_seq) AS invocations,
+           CAST(sum(n_events) AS BIGINT) AS n_gpu_events, CAST(sum(ns) AS BIGINT) AS total_ns,
+           COALESCE(any_value(method) FILTER (WHERE method <> 'no_gpu_work'), 'no_gpu_work')
+               AS method,
+           min(confidence) AS confidence
+    FROM calls GROUP BY ALL
+)
+SELECT n.timeline_id, n.step, n.node, n.kernel, n.kind, a.measured_timeline_id,
+       COALESCE(a.invocations, 0) AS invocations, COALESCE(a.n_gpu_events, 0) AS n_gpu_events,
+       COALESCE(a.total_ns, 0) AS total_ns,
+       CAST(a.total_ns / a.invocations AS BIGINT) AS mean_ns,
+       COALESCE(a.method, CASE WHEN n.kind IS NULL THEN 'not_a_launch' ELSE 'unattached' END)
+           AS attach_method,
+       a.confidence
+FROM _output_nodes n
+LEFT JOIN agg a ON a.graph_timeline_id = n.timeline_id AND a.step = n.step;
+
+-- unattached_kernels: GPU events launched in a compiled call that no node claims, why.
+CREATE OR REPLACE VIEW unattached_kernels AS
+SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.category, l.dur_ns,
+       CASE WHEN NOT EXISTS (SELECT 1 FROM call_graphs g
+                             WHERE g.timeline_id = l.timeline_id AND g.call_seq = l.call_seq)
+            THEN 'no output-code timeline launches this call''s Triton kernels in this order'
+            WHEN l.kernel LIKE 'triton!_%' ESCAPE '!'
+            THEN 'more launches of this Triton kernel than the output code has'
+            ELSE 'launched outside every extern op of the output code' END AS reason
+FROM _call_launches l
+WHERE NOT EXISTS (SELECT 1 FROM kernel_attachments a
+                  WHERE a.timeline_id = l.timeline_id AND a.seq = l.seq);
+
+-- unattached_nodes: launch nodes of an output-code timeline that a matched call ran
+-- without any measured work being attached to them, why.
+CREATE OR REPLACE VIEW unattached_nodes AS
+SELECT g.timeline_id AS measured_timeline_id, g.call_seq, n.timeline_id, n.step, n.node,
+       n.kernel, n.kind,
+       CASE n.kind WHEN 'triton' THEN 'the call launched fewer ' || n.kernel || ' kernels'
+                   ELSE 'no CPU op ' || n.profiler_name || ' at this position in the call'
+       END AS reason
+FROM call_graphs g JOIN _output_nodes n ON n.timeline_id = g.graph_timeline_id
+WHERE n.kind IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM kernel_attachments a
+                  WHERE a.timeline_id = g.timeline_id AND a.call_seq = g.call_seq
+                    AND a.graph_timeline_id = n.timeline_id AND a.step = n.step)
+  AND NOT EXISTS (SELECT 1 FROM _extern_ops e
+                  WHERE e.timeline_id = g.timeline_id AND e.call_seq = g.call_seq
+                    AND e.graph_timeline_id = n.timeline_id AND e.step = n.step);
+
+-- ir_node_times: scheduler-IR nodes with the measured time of the output-code node
+-- they became. The IR timeline and the output code of the same compile are paired
+-- as in ir_vs_wrapper_peak (same folder); the IR nodes that launch work (all but
+-- MultiOutput and Nop nodes) map in order onto the output code's launches, and the
+-- mapping is used only when it agrees everywhere: as many launches on both sides,
+-- each extern IR node on an extern launch of the same kernel, each other on a Triton
+-- launch (method 'ir_launch_order'); otherwise attach_method says 'ir_order_mismatch'.
+--   attach_method 'no_launch': MultiOutput / Nop nodes, which launch nothing.
+CREATE OR REPLACE VIEW ir_node_times AS
+WITH ir AS (
+    SELECT n.timeline_id, n.step, n.node, n.node_class, n.ir_type, n.kernel,
+           NOT (n.ir_type = 'MultiOutput' OR n.node_class LIKE 'Nop%') AS launches
+    FROM nodes n JOIN timeline_records t USING (timeline_id)
+    WHERE t.format = 'inductor_ir'
+), ir_l AS (
+    SELECT *, row_number() OVER (PARTITION BY timeline_id ORDER BY step) AS k
+    FROM ir WHERE launches
+), w_l AS (
+    SELECT *, row_number() OVER (PARTITION BY timeline_id ORDER BY step) AS k
+    FROM _output_nodes WHERE kind IS NOT NULL
+), pairs AS (
+    SELECT DISTINCT ir_timeline_id, wrapper_timeline_id FROM ir_vs_wrapper_peak
+), matched AS (
+    SELECT p.ir_timeline_id, p.wrapper_timeline_id, i.step AS ir_step, w.step AS wrapper_step,
+           COALESCE(i.node_class LIKE 'ExternKernel%' AND w.kind = 'extern' AND i.kernel = w.kernel
+                    OR i.node_class NOT LIKE 'ExternKernel%' AND w.kind = 'triton', false) AS agrees
+    FROM pairs p
+    JOIN ir_l i ON i.timeline_id = p.ir_timeline_id
+    FULL JOIN w_l w ON w.timeline_id = p.wrapper_timeline_id AND w.k = i.k
+), ok AS (
+    SELECT ir_timeline_id, wrapper_timeline_id, bool_and(agrees AND ir_step IS NOT NULL
+                                                         AND wrapper_step IS NOT NULL) AS all_agree
+    FROM matched WHERE ir_timeline_id IS NOT NULL GROUP BY ALL
+)
+SELECT ir.timeline_id, ir.step, ir.node, ir.node_class, ir.ir_type, m.wrapper_timeline_id,
+       m.wrapper_step, t.kernel, t.measured_timeline_id, t.invocations, t.total_ns, t.mean_ns,
+       CASE WHEN NOT ir.launches THEN 'no_launch'
+            WHEN NOT o.all_agree THEN 'ir_order_mismatch'
+            WHEN t.attach_method IN ('triton_name_order', 'extern_cpu_op', 'no_gpu_work')
+            THEN 'ir_launch_order+' || t.attach_method
+            ELSE t.attach_method END AS attach_method
+FROM ir
+LEFT JOIN matched m ON m.ir_timeline_id = ir.timeline_id AND m.ir_step = ir.step
+LEFT JOIN ok o ON o.ir_timeline_id = m.ir_timeline_id AND o.wrapper_timeline_id = m.wrapper_timeline_id
+LEFT JOIN node_times t ON t.timeline_id = m.wrapper_timeline_id AND t.step = m.wrapper_step
+                      AND o.all_agree;
