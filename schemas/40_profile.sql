@@ -441,3 +441,11 @@ LEFT JOIN matched m ON m.ir_timeline_id = ir.timeline_id AND m.ir_step = ir.step
 LEFT JOIN ok o ON o.ir_timeline_id = m.ir_timeline_id AND o.wrapper_timeline_id = m.wrapper_timeline_id
 LEFT JOIN node_times t ON t.timeline_id = m.wrapper_timeline_id AND t.step = m.wrapper_step
                       AND o.all_agree;
+
+-- collectives_measured: the scheduler IR's collectives (core view `collectives`) with
+-- the measured time of the node that issued them, where attached (see ir_node_times).
+--   total_ns / mean_ns / invocations: of the issuing node's GPU work (the NCCL kernel).
+CREATE OR REPLACE VIEW collectives_measured AS
+SELECT c.*, t.measured_timeline_id, t.invocations, t.total_ns, t.mean_ns, t.attach_method
+FROM collectives c
+LEFT JOIN ir_node_times t ON t.timeline_id = c.timeline_id AND t.node = c.node;

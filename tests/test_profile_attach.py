@@ -1,0 +1,185 @@
+"""Measured kernels attached to output-code and scheduler-IR nodes, on the real fixtures.
+
+The reference reads the trace with json.load and the output code with a regex over
+its launch lines, and pairs them by hand; the views must agree with it exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import reference_profile as ref
+from conftest import FIXTURES, ingest_into
+
+from tlview.store import open_database
+
+PROFILE = FIXTURES / "profile"
+SINGLE = PROFILE / "single"
+RANK0 = PROFILE / "coll" / "rank0"
+RANK1 = PROFILE / "coll" / "rank1"
+_LAUNCH = re.compile(
+    r"^\s+(?:\w+ = )?(?P<k>triton_\w+)\.run\(|^\s+(?:\w+ = )?(?P<e>extern_kernels\.\w+|torch\.ops\.[\w.]+)\(")
+
+
+def _debug_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*")
+                  if p.name in ("output_code.py", "ir_post_fusion.txt")
+                  or p.name.endswith(".pt.trace.json.gz"))
+
+
+def output_launches(path: Path) -> list[str]:
+    """Kernel names launched by call(), in order (Triton names, extern callee names)."""
+    out = []
+    for line in path.read_text().splitlines():
+        m = _LAUNCH.match(line)
+        if m:
+            out.append(m["k"] or m["e"])
+    return out
+
+
+def trace_calls(trace_path: Path) -> list[list[dict]]:
+    """Per '## Call CompiledFxGraph' range: the GPU events its thread launched, in launch order."""
+    trace = ref.load(trace_path)
+    events = trace["traceEvents"]
+    launch = {e["args"]["correlation"]: e for e in events
+              if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    calls = [e for e in events if e.get("cat") == "user_annotation"
+             and e["name"].startswith("## Call CompiledFxGraph")]
+    out = []
+    for c in calls:
+        s, end = ref.ns(c["ts"]), ref.ns(c["ts"]) + ref.ns(c["dur"])
+        mine = []
+        for g in ref.gpu_events(trace):
+            r = launch.get(g["args"]["correlation"])
+            if r is not None and r["tid"] == c["tid"] and s <= ref.ns(r["ts"]) < end:
+                mine.append((ref.ns(r["ts"]), g))
+        out.append([g for _, g in sorted(mine, key=lambda x: x[0])])
+    return out
+
+
+@pytest.fixture(scope="module")
+def rank0_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("a0") / "a.duckdb"
+    ingest_into(path, *_debug_files(RANK0))
+    return path
+
+
+@pytest.fixture(scope="module")
+def single_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("a1") / "a.duckdb"
+    ingest_into(path, *_debug_files(SINGLE))
+    return path
+
+
+class TestTritonKernels:
+    """Every Triton launch inside a compiled call lands on its output-code node."""
+
+    @pytest.mark.parametrize("which", ["single", "rank0"])
+    def test_every_triton_launch_attached(self, which, single_db, rank0_db):
+        folder, db_path = (SINGLE, single_db) if which == "single" else (RANK0, rank0_db)
+        trace = next(folder.glob("*.pt.trace.json.gz"))
+        calls = trace_calls(trace)
+        n_triton = sum(1 for c in calls for g in c if g["name"].startswith("triton_"))
+        with open_database(db_path, read_only=True) as db:
+            got = db.sql("SELECT count(DISTINCT seq) FROM kernel_attachments "
+                         "WHERE method = 'triton_name_order'").fetchone()[0]
+            unattached = db.sql("SELECT count(*) FROM unattached_kernels").fetchone()[0]
+        assert got == n_triton > 0
+        assert unattached == 0
+
+    def test_node_time_is_the_kth_launch_in_each_call(self, single_db):
+        """The k-th triton_X node's total is the sum, over calls, of the k-th triton_X launch."""
+        calls = trace_calls(next(SINGLE.glob("*.pt.trace.json.gz")))
+        graphs = {p.parent.name: output_launches(p) for p in SINGLE.rglob("output_code.py")}
+        expect: dict[tuple[str, int], int] = defaultdict(int)
+        for call in calls:
+            triton = [g["name"] for g in call if g["name"].startswith("triton_")]
+            graph = next(name for name, launches in graphs.items()
+                         if [k for k in launches if k.startswith("triton_")] == triton)
+            seen: dict[str, int] = defaultdict(int)
+            for g in call:
+                if g["name"].startswith("triton_"):
+                    expect[(graph, g["name"], seen[g["name"]])] += ref.ns(g["dur"])
+                    seen[g["name"]] += 1
+        with open_database(single_db, read_only=True) as db:
+            rows = db.sql(
+                "SELECT regexp_extract(s.path, '(model__[^/]+)/output_code.py', 1), nt.kernel, "
+                "row_number() OVER (PARTITION BY nt.timeline_id, nt.kernel ORDER BY nt.step) - 1, "
+                "nt.total_ns, nt.invocations FROM node_times nt "
+                "JOIN timeline_records t ON t.timeline_id = nt.timeline_id "
+                "JOIN sources s USING (source_id) "
+                "WHERE nt.kind = 'triton' AND s.path LIKE '%output_code.py'").fetchall()
+        got = {(g, k, i): total for g, k, i, total, _ in rows}
+        assert got == dict(expect)
+        assert {r[4] for r in rows} == {3}  # three profiled steps, one call each
+
+
+class TestExternKernels:
+    def test_mm_nodes_get_the_kernels_their_cpu_op_launched(self, rank0_db):
+        trace = ref.load(next(RANK0.glob("*.pt.trace.json.gz")))
+        events = trace["traceEvents"]
+        launch = {e["args"]["correlation"]: e for e in events
+                  if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+        ops = sorted((ref.ns(e["ts"]), ref.ns(e["ts"]) + ref.ns(e["dur"]), e["tid"])
+                     for e in events if e.get("cat") == "cpu_op" and e["name"] == "aten::mm")
+        per_op = []
+        for s, end, tid in ops:
+            per_op.append(sum(
+                ref.ns(g["dur"]) for g in ref.gpu_events(trace)
+                if (r := launch.get(g["args"]["correlation"])) is not None
+                and r["tid"] == tid and s <= ref.ns(r["ts"]) < end))
+        # four mm nodes per call, three calls: op i is node (i % 4)
+        expect = [sum(per_op[i::4]) for i in range(4)]
+        with open_database(rank0_db, read_only=True) as db:
+            got = db.sql("SELECT total_ns, attach_method, confidence FROM node_times "
+                         "WHERE kernel = 'extern_kernels.mm' ORDER BY step").fetchall()
+        assert [g[0] for g in got] == expect
+        assert {(g[1], float(g[2])) for g in got} == {("extern_cpu_op", 1.0)}
+
+    def test_collectives_and_waits(self, rank0_db):
+        with open_database(rank0_db, read_only=True) as db:
+            rows = db.sql("SELECT kernel, attach_method, count(*), sum(n_gpu_events) "
+                          "FROM node_times WHERE kernel LIKE 'torch.ops._c10d%' "
+                          "GROUP BY ALL ORDER BY 1").fetchall()
+        assert rows == [
+            ("torch.ops._c10d_functional.all_gather_into_tensor.default", "extern_cpu_op", 4, 12),
+            ("torch.ops._c10d_functional.reduce_scatter_tensor.default", "extern_cpu_op", 4, 12),
+            ("torch.ops._c10d_functional.wait_tensor.default", "no_gpu_work", 8, 0),
+        ]
+
+
+class TestSchedulerIR:
+    @pytest.mark.parametrize("which", ["single", "rank0"])
+    def test_ir_nodes_that_launch_work_have_durations(self, which, single_db, rank0_db):
+        db_path = single_db if which == "single" else rank0_db
+        with open_database(db_path, read_only=True) as db:
+            rows = db.sql("SELECT ir_type, attach_method, total_ns FROM ir_node_times").fetchall()
+        launching = [r for r in rows if r[1] != "no_launch"]
+        timed = [r for r in launching
+                 if r[1] in ("ir_launch_order+triton_name_order", "ir_launch_order+extern_cpu_op")
+                 and r[2] > 0]
+        waits = [r for r in launching if r[1] == "ir_launch_order+no_gpu_work"]
+        assert {r[0] for r in rows if r[1] == "no_launch"} <= {"MultiOutput"}
+        assert {r[0] for r in waits} <= {"_WaitKernel"}
+        assert len(timed) + len(waits) == len(launching)  # 100%, waits marked as such
+
+    def test_collectives_gain_measured_durations(self, rank0_db):
+        with open_database(rank0_db, read_only=True) as db:
+            rows = db.sql("SELECT op, total_ns, invocations FROM collectives_measured "
+                          "ORDER BY issue_step").fetchall()
+        assert len(rows) == 8 and all(r[1] > 0 and r[2] == 3 for r in rows)
+
+
+def test_unmatched_call_is_listed_with_its_reason(tmp_path):
+    """Without the right output code, nothing is guessed: the calls' kernels are listed."""
+    db_path = tmp_path / "t.duckdb"
+    wrong = next(SINGLE.rglob("model__0_forward_1.0/output_code.py"))
+    ingest_into(db_path, next(RANK0.glob("*.pt.trace.json.gz")), wrong)
+    with open_database(db_path, read_only=True) as db:
+        assert db.sql("SELECT count(*) FROM kernel_attachments").fetchone()[0] == 0
+        reasons = db.sql("SELECT reason, count(*) FROM unattached_kernels GROUP BY ALL").fetchall()
+    assert reasons == [
+        ("no output-code timeline launches this call's Triton kernels in this order", 60)]
