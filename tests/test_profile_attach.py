@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import reference_profile as ref
 from conftest import FIXTURES, ingest_into
-
 from tlview.store import open_database
 
 PROFILE = FIXTURES / "profile"
