@@ -125,6 +125,9 @@ def print_timeline_summary(db: Database, tid: int) -> None:
     if not rows:
         return
     r = rows[0]
+    if r["format"] in ("kineto", "jax_trace"):
+        print_measured_summary(db, r)
+        return
     line = (f"timeline {r['timeline_id']} {r['name']} [{r['format']}"
             f"{', ' + r['device'] if r['device'] else ''}]: {r['n_steps']} steps, "
             f"{r['n_buffers']} buffers, {r['n_inputs']} inputs")
@@ -138,6 +141,19 @@ def print_timeline_summary(db: Database, tid: int) -> None:
               "not counted in the peak (see buffers.size_expr)")
     for note in db.query("timeline_warnings", tid):
         print(f"  note: {note[0]}")
+
+
+def print_measured_summary(db: Database, r: dict[str, Any]) -> None:
+    """One line for a profiler trace: events, GPU kernels, and the comm overlap."""
+    tid = r["timeline_id"]
+    m = db.query_dicts("measured_summary", tid, tid)[0]
+    line = (f"timeline {tid} {r['name']} [{r['format']}"
+            f"{', ' + r['device'] if r['device'] else ''}]: {m['n_events']:,} events, "
+            f"{m['n_kernels']:,} GPU kernels ({m['kernel_ns'] / 1e6:,.3f} ms)")
+    if m["n_comm"]:
+        pct = ", ".join(f"{float(p):.2f}%" for p in m["overlap_pct"] or [])
+        line += f", {m['n_comm']:,} communication kernels, overlapped by compute {pct}"
+    print(line)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
