@@ -150,6 +150,15 @@ def open_database(path: str | Path, *, read_only: bool = False, create: bool = T
     return Database(path, con, read_only)
 
 
+def schema_version_of(path: str | Path) -> int:
+    """The schema version recorded in a database file (0 if none), read without migrating."""
+    con = _connect(str(path), True)
+    try:
+        return int(_meta(con, "schema_version") or 0) if _has_meta(con) else 0
+    finally:
+        con.close()
+
+
 def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
     if not _has_meta(con):
         raise SchemaError(f"{path} is not a tlview database (no tlview_meta table)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +17,10 @@ def snapshot(db_path: Path) -> tuple:
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         out = []
-        for t in ("sources", "timeline_records", "timeline_notes", "events"):
-            n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            rows = con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
-            out.append((t, n, hashlib.sha256(repr(rows).encode()).hexdigest()))
+        for t in ("sources", "timeline_records", "timeline_notes", "events", "tlview_meta"):
+            # row count and an order-independent checksum of every row's content
+            out.append((t, *con.execute(
+                f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {t} t").fetchone()))
         return tuple(out)
     finally:
         con.close()
