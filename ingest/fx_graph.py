@@ -226,23 +226,25 @@ class FxGraphParser:
             else:
                 self._keep_unknown(number, text)
             return
-        if " class " in f" {s}" and s.endswith("(torch.nn.Module):"):
-            return
-        m = _FORWARD.search(s)
-        if m and not self.saw_forward:
-            self.saw_forward = True
-            for d in _DECL.finditer(m["params"]):
-                self._input(d["name"], d["ann"], number)
-            return
+        if not self.saw_forward:
+            if s.endswith("(torch.nn.Module):") and " class " in f" {s}":
+                return
+            m = _FORWARD.search(s)
+            if m:
+                self.saw_forward = True
+                for d in _DECL.finditer(m["params"]):
+                    self._input(d["name"], d["ann"], number)
+                return
         if s.startswith("return"):
             self._return(s[len("return"):].strip(), number)
             return
+        if s.endswith(";") and " = " not in s:  # the joint graph's placeholder line
+            decls = list(_DECL.finditer(s))
+            if decls:
+                for d in decls:
+                    self._input(d["name"], d["ann"], number)
+                return
         if "fx_pytree.tree_flatten_spec" in s:
-            return
-        decls = list(_DECL.finditer(s))
-        if decls and s.endswith(";") and " = " not in s:
-            for d in decls:
-                self._input(d["name"], d["ann"], number)
             return
         code, _, release = s.partition(";")
         release = release.strip()

@@ -148,39 +148,37 @@ class _Name:
     op: _OpResult | None = None
 
 
+_SPECIAL = re.compile(r"[()\[\]{},'\"\\]")
+
+
 def split_args(text: str) -> list[str]:
     """Top-level comma split of a Python argument list (brackets and quotes respected)."""
+    if "(" not in text and "[" not in text and "{" not in text and "'" not in text \
+            and '"' not in text:
+        return [a.strip() for a in text.split(",") if a.strip()]
     out: list[str] = []
     depth = 0
     quote: str | None = None
-    cur: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
+    start = 0
+    escaped_at = -1
+    for m in _SPECIAL.finditer(text):
+        ch = m.group()
+        i = m.start()
         if quote:
-            cur.append(ch)
-            if ch == "\\" and i + 1 < len(text):
-                cur.append(text[i + 1])
-                i += 2
-                continue
-            if ch == quote:
+            if ch == "\\":
+                escaped_at = i + 1
+            elif ch == quote and i != escaped_at:
                 quote = None
         elif ch in "'\"":
             quote = ch
-            cur.append(ch)
         elif ch in "([{":
             depth += 1
-            cur.append(ch)
         elif ch in ")]}":
             depth -= 1
-            cur.append(ch)
         elif ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    last = "".join(cur).strip()
+            out.append(text[start:i].strip())
+            start = i + 1
+    last = text[start:].strip()
     if last:
         out.append(last)
     return out
@@ -214,6 +212,9 @@ def _contiguous(sizes: list[str]) -> list[str]:
 
 
 def _balance(text: str) -> int:
+    opened = text.count("(") + text.count("[") + text.count("{")
+    if opened == text.count(")") + text.count("]") + text.count("}"):
+        return 0
     depth = 0
     quote: str | None = None
     for ch in text:
@@ -982,6 +983,8 @@ class WrapperParser:
 
 def _split_comment(s: str) -> tuple[str, str, str]:
     """Code and trailing ``# comment`` (quotes respected)."""
+    if "#" not in s:
+        return s, "", ""
     quote: str | None = None
     for i, ch in enumerate(s):
         if quote:
@@ -995,6 +998,8 @@ def _split_comment(s: str) -> tuple[str, str, str]:
 
 
 def _split_semicolons(code: str) -> list[str]:
+    if ";" not in code:
+        return [code]
     out: list[str] = []
     depth = 0
     quote: str | None = None

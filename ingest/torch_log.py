@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 from tlview.store.records import Record, TimelineNote
@@ -52,11 +52,12 @@ _PY_WARNING = re.compile(r"\S.*:\d+: \w*(?:Warning|Error): ")
 _TRACEBACK = "Traceback (most recent call last):"
 _GRAPH_TITLE = re.compile(r"\s*=====\s*(?P<title>.*?)\s*=====\s*\Z")
 
+_FX_KEPT = 64  # FX graph summaries kept for the wrapper modules that follow them
+
 _LEVELS = {"V": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL"}
 
 
-@attrs.frozen
-class LogLine:
+class LogLine(NamedTuple):
     """One line of a log with its dress removed.
 
     ``record`` numbers the log records (0 before the first); ``meta`` holds the
@@ -194,7 +195,10 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str) -> Iterator[Rec
         parser, current = current.parser, None
         yield from parser.finish()
         if isinstance(parser, FxGraphParser) and parser.aot_id:
+            fx_by_aot.pop(parser.aot_id, None)
             fx_by_aot[parser.aot_id] = parser.summary()
+            while len(fx_by_aot) > _FX_KEPT:  # a wrapper follows its graphs closely
+                del fx_by_aot[next(iter(fx_by_aot))]
         if note is not None:
             yield note
         note = parser.note

@@ -10,6 +10,12 @@ INSERT INTO timeline_records VALUES (?, ?, ?, ?, ?, ?, ?);
 -- name: insert_timeline_note
 INSERT INTO timeline_notes VALUES (?, ?, ?);
 
+-- name: append_timelines
+INSERT INTO timeline_records SELECT * FROM _tlview_rows;
+
+-- name: append_timeline_notes
+INSERT INTO timeline_notes SELECT * FROM _tlview_rows;
+
 -- name: append_events
 INSERT INTO events SELECT * FROM _tlview_batch;
 
