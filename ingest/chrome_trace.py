@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -110,7 +111,7 @@ class _Reader:
             return False
         try:
             data = self.f.read(CHUNK)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise self.fail(f"unreadable compressed data ({e}): expected a gzip trace") from None
         if self.pos:
             self.line_base += self.text.count("\n", 0, self.pos)

@@ -7,6 +7,8 @@ file name alone, because users rename dumps.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -40,8 +42,11 @@ def formats() -> dict[str, FormatSpec]:
 
 
 def read_head(path: str, size: int = 64 * 1024) -> str:
-    with open_binary(path) as f:
-        data = f.read(size)
+    try:
+        with open_binary(path) as f:
+            data = f.read(size)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise IngestError(path, 1, f"corrupt gzip data ({e}): expected a gzip file") from None
     return data.decode("utf-8", errors="replace")
 
 

@@ -12,6 +12,7 @@ import gzip
 import os
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -52,7 +53,11 @@ def read_text(
         raw.seek(0)
         f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
         while True:
-            data = f.read(CHUNK)
+            try:
+                data = f.read(CHUNK)
+            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+                line = lines_before + tail.count("\n") + 1
+                raise IngestError(str(path), line, f"corrupt gzip data ({e})") from None
             final = not data
             nul = data.find(b"\x00")
             if nul >= 0:
