@@ -24,8 +24,9 @@ other          any other duration event, its ``cat`` kept in attrs
 
 ``device`` is ``cuda:N`` for GPU activity and memory of a GPU, else ``cpu``.
 ``stream`` is the GPU stream for GPU events and the thread id for CPU events.
-``attrs`` is the event exactly as the trace wrote it (its JSON text), so nothing
-the profiler said is lost: ``attrs.args."External id"``, ``attrs.args.grid``, ...
+``attrs`` is the rest of the event as compact JSON (everything but name, ph, ts and
+dur, which are columns), so nothing the profiler said is lost:
+``attrs.args."External id"``, ``attrs.args.grid``, ``attrs.cat``, ``attrs.pid``, ...
 Events are yielded in columnar ``MeasuredBatch`` records (the fast path).
 Flow arrows (``ac2g``, ``fwdbwd``), metadata and other instants are counted,
 not stored. ``distributedInfo`` (rank, world size, groups) goes to the
@@ -34,6 +35,7 @@ timeline's attributes; top-level keys seen after the events go to a note.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +69,7 @@ _DTYPE_BYTES = {
     "ComplexFloat": 8, "ComplexDouble": 16,
 }
 _EMPTY: dict[str, Any] = {}
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 COLUMNS = ("name", "category", "device", "stream", "ts_ns", "dur_ns", "correlation", "bytes",
            "attrs")
 
@@ -146,6 +149,7 @@ class _Trace:
         """
         gpu_cats = _GPU_CATEGORIES
         cpu_cats = _CPU_CATEGORIES
+        encode = _ENCODER.encode
         devices: dict[Any, str] = {}
         cols = self.cols
         for key, ev, raw in items:
@@ -211,7 +215,10 @@ class _Trace:
                     corr if type(corr) is int else _int_or_none(
                         args.get("correlation_id") if corr is None else corr))
                 cols["bytes"].append(nbytes)
-                cols["attrs"].append(raw)
+                del ev["name"], ev["ph"]
+                ev.pop("ts", None)
+                ev.pop("dur", None)
+                cols["attrs"].append(encode(ev))
             if len(cols["name"]) >= BATCH:
                 yield self.take()
                 cols = self.cols
@@ -246,7 +253,9 @@ class _Trace:
         c["dur_ns"].append(0)
         c["correlation"].append(None)
         c["bytes"].append(_int_or_none(args.get("Bytes")))
-        c["attrs"].append(raw)
+        for k in ("name", "ph", "ts"):
+            ev.pop(k, None)
+        c["attrs"].append(_ENCODER.encode(ev))
 
 
 def _jax_gpu_category(name: str) -> str:

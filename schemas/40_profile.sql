@@ -8,7 +8,7 @@
 --   correlation: joins a GPU event to the runtime call that launched it;
 --   ext: Kineto's External id, joins a runtime call to the CPU op it ran under;
 --   rank: the trace's distributed rank (NULL when the trace does not say);
---   attrs: the event as the trace wrote it (JSON), e.g. attrs.args.grid.
+--   attrs: the rest of the trace event (JSON: cat, pid, tid, args), e.g. attrs.args.grid.
 CREATE OR REPLACE VIEW measured AS
 SELECT e.timeline_id, e.seq, e.name, e.category, e.device, e.stream, e.ts_ns, e.dur_ns,
        e.ts_ns + e.dur_ns AS end_ns, e.correlation, e.bytes,
