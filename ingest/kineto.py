@@ -293,8 +293,13 @@ def measured_records(path: str, fmt: str = FORMAT_KINETO) -> list[Any]:
 
 
 def sniff_kineto(head: str, path: str) -> bool:
-    """A Chrome trace that is not jax's: Kineto's header keys or its categories."""
-    return '"traceEvents"' in head and not _is_jax(head)
+    """A Chrome trace that is not jax's (its traceEvents key, or Kineto's header keys
+    where a long distributedInfo pushes traceEvents past the head)."""
+    if _is_jax(head):
+        return False
+    return '"traceEvents"' in head or (
+        head.lstrip().startswith("{") and '"schemaVersion"' in head
+        and ('"deviceProperties"' in head or '"distributedInfo"' in head))
 
 
 def sniff_jax(head: str, path: str) -> bool:

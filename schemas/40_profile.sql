@@ -266,8 +266,10 @@ FROM n
 WHERE timeline_id IN (SELECT timeline_id FROM n WHERE kind = 'triton');
 
 -- call_graphs: each compiled call and the output-code timeline(s) it ran.
---   candidates: how many output-code timelines match equally well (the same output
---   code ingested twice, e.g. from output_code.py and from a TORCH_LOGS log).
+--   Where several output-code timelines match, those whose file lies under the
+--   trace's own folder are preferred (rank0/'s output_code.py for rank0/'s trace).
+--   candidates: how many remain, matching equally well (the same output code
+--   ingested twice, e.g. from output_code.py and from a TORCH_LOGS log).
 CREATE OR REPLACE VIEW call_graphs AS
 WITH cs AS (
     SELECT timeline_id, call_seq, any_value(device) AS device,
@@ -277,12 +279,25 @@ WITH cs AS (
 ), gs AS (
     SELECT timeline_id, any_value(device) AS device, list(kernel ORDER BY step) AS sig
     FROM _output_nodes WHERE kind = 'triton' GROUP BY timeline_id
+), paths AS (
+    SELECT t.timeline_id, s.path, regexp_replace(s.path, '/[^/]*$', '') AS folder
+    FROM timeline_records t JOIN sources s USING (source_id)
+), m AS (
+    SELECT cs.timeline_id, cs.call_seq, gs.timeline_id AS graph_timeline_id,
+           starts_with(gp.path, tp.folder || '/') AS near
+    FROM cs
+    JOIN gs ON gs.sig = cs.sig
+           AND (gs.device IS NULL OR cs.device IS NULL OR gs.device = cs.device)
+    JOIN paths tp ON tp.timeline_id = cs.timeline_id
+    JOIN paths gp ON gp.timeline_id = gs.timeline_id
+), kept AS (
+    SELECT * FROM m
+    QUALIFY near OR NOT bool_or(near) OVER (PARTITION BY timeline_id, call_seq)
 )
-SELECT cs.timeline_id, cs.call_seq, c.graph_key, gs.timeline_id AS graph_timeline_id,
-       count(*) OVER (PARTITION BY cs.timeline_id, cs.call_seq) AS candidates
-FROM cs
-JOIN _compiled_calls c ON c.timeline_id = cs.timeline_id AND c.call_seq = cs.call_seq
-JOIN gs ON gs.sig = cs.sig AND (gs.device IS NULL OR cs.device IS NULL OR gs.device = cs.device);
+SELECT k.timeline_id, k.call_seq, c.graph_key, k.graph_timeline_id,
+       count(*) OVER (PARTITION BY k.timeline_id, k.call_seq) AS candidates
+FROM kept k
+JOIN _compiled_calls c ON c.timeline_id = k.timeline_id AND c.call_seq = k.call_seq;
 
 -- _extern_ops: the CPU ops of each matched call that stand for extern nodes.
 CREATE OR REPLACE VIEW _extern_ops AS
