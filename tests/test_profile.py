@@ -269,3 +269,22 @@ def test_folder_ingest_finds_every_trace(tmp_path):
     found = discover(PROFILE)
     fmts = Counter(f for _, f in found)
     assert fmts["kineto"] == 3 and fmts["jax_trace"] == 1
+
+
+def test_kineto_sniffed_when_a_long_header_hides_trace_events(tmp_path):
+    groups = [{"pg_name": str(i), "ranks": list(range(64))} for i in range(400)]
+    p = tmp_path / "big_header.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": {"rank": 3, "pg_config": groups},
+                             "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0,
+                                              "tid": 7, "ts": 1.5, "dur": 2.25,
+                                              "args": {"device": 0, "stream": 7}}]}))
+    assert '"traceEvents"' not in chrome_trace_head(p)
+    assert detect_format(str(p)).name == "kineto"
+    [rec] = measured_records(str(p))
+    assert (rec.ts_ns, rec.dur_ns, rec.device, rec.stream) == (1500, 2250, "cuda:0", 7)
+
+
+def chrome_trace_head(path: Path) -> str:
+    from tlview.ingest.formats import read_head
+
+    return read_head(str(path))

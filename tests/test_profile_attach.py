@@ -182,3 +182,22 @@ def test_unmatched_call_is_listed_with_its_reason(tmp_path):
         reasons = db.sql("SELECT reason, count(*) FROM unattached_kernels GROUP BY ALL").fetchall()
     assert reasons == [
         ("no output-code timeline launches this call's Triton kernels in this order", 60)]
+
+
+def test_each_rank_runs_its_own_folders_output_code(tmp_path):
+    """The whole 2-rank folder (both debug trees and the log holding both ranks' output
+    code): each rank's calls are matched to the output_code.py under its own folder."""
+    from tlview.ingest.discover import discover
+
+    db_path = tmp_path / "t.duckdb"
+    ingest_into(db_path, *[Path(p) for p, _ in discover(PROFILE / "coll")])
+    with open_database(db_path, read_only=True) as db:
+        rows = db.sql(
+            "SELECT DISTINCT regexp_extract(ts.path, 'coll/(rank\\d)/', 1), "
+            "regexp_extract(gs.path, 'coll/(rank\\d)/', 1), g.candidates "
+            "FROM call_graphs g "
+            "JOIN timeline_records tt ON tt.timeline_id = g.timeline_id "
+            "JOIN sources ts ON ts.source_id = tt.source_id "
+            "JOIN timeline_records gt ON gt.timeline_id = g.graph_timeline_id "
+            "JOIN sources gs ON gs.source_id = gt.source_id ORDER BY 1").fetchall()
+    assert rows == [("rank0", "rank0", 1), ("rank1", "rank1", 1)]
