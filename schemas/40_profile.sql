@@ -464,3 +464,15 @@ CREATE OR REPLACE VIEW collectives_measured AS
 SELECT c.*, t.measured_timeline_id, t.invocations, t.total_ns, t.mean_ns, t.attach_method
 FROM collectives c
 LEFT JOIN ir_node_times t ON t.timeline_id = c.timeline_id AND t.node = c.node;
+
+-- kernel_times: per output-code kernel (the wrapper's `kernels` view), its measured GPU
+-- time summed over its nodes: launches = nodes x invocations attached.
+CREATE OR REPLACE VIEW kernel_times AS
+SELECT timeline_id, kernel, any_value(kind) AS kind, measured_timeline_id,
+       count(*) AS nodes, CAST(sum(invocations) AS BIGINT) AS launches,
+       CAST(sum(n_gpu_events) AS BIGINT) AS n_gpu_events,
+       CAST(sum(total_ns) AS BIGINT) AS total_ns,
+       CAST(sum(total_ns) / nullif(sum(invocations), 0) AS BIGINT) AS mean_ns_per_launch
+FROM node_times
+WHERE kind IS NOT NULL AND measured_timeline_id IS NOT NULL
+GROUP BY timeline_id, kernel, measured_timeline_id;

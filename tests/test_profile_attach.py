@@ -201,3 +201,11 @@ def test_each_rank_runs_its_own_folders_output_code(tmp_path):
             "JOIN timeline_records gt ON gt.timeline_id = g.graph_timeline_id "
             "JOIN sources gs ON gs.source_id = gt.source_id ORDER BY 1").fetchall()
     assert rows == [("rank0", "rank0", 1), ("rank1", "rank1", 1)]
+
+
+def test_kernel_times_account_for_every_gpu_event_of_the_calls(rank0_db):
+    calls = trace_calls(next(RANK0.glob("*.pt.trace.json.gz")))
+    expect = sum(ref.ns(g["dur"]) for call in calls for g in call)
+    with open_database(rank0_db, read_only=True) as db:
+        got = db.sql("SELECT sum(total_ns), sum(n_gpu_events) FROM kernel_times").fetchone()
+    assert got == (expect, sum(len(c) for c in calls))
