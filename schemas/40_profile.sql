@@ -20,7 +20,11 @@ WHERE e.kind = 'kernel_measured';
 
 -- gpu_activity: what ran on a GPU: kernels, communication kernels, copies and fills.
 CREATE OR REPLACE VIEW gpu_activity AS
-SELECT * FROM measured WHERE category IN ('kernel', 'comm', 'memcpy', 'memset');
+SELECT e.timeline_id, e.seq, e.name, e.category, e.device, e.stream, e.ts_ns, e.dur_ns,
+       e.ts_ns + e.dur_ns AS end_ns, e.correlation, e.bytes, CAST(NULL AS BIGINT) AS ext,
+       TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, e.attrs
+FROM events e JOIN timeline_records t USING (timeline_id)
+WHERE e.kind = 'kernel_measured' AND e.category IN ('kernel', 'comm', 'memcpy', 'memset');
 
 -- kernels_measured: per timeline and kernel name, its launches and durations.
 --   p50_ns / p99_ns are nearest-rank quantiles (the smallest duration with at
@@ -110,30 +114,43 @@ SELECT * FROM (
 ) WHERE gap_ns > min_ns
 ORDER BY gap_ns DESC, timeline_id, gap_start_ns;
 
+-- _compute_cover: the compute islands of each device with the compute time covered
+-- before each (cum_before), so that the compute time inside any [t0, t1) is
+-- cover(t1) - cover(t0), cover(t) = cum_before + clamp(t - s, 0, e - s) of the last
+-- island starting at or before t (an ASOF join: linear, no pairwise comparison).
+CREATE OR REPLACE VIEW _compute_cover AS
+SELECT timeline_id, device, s, e,
+       COALESCE(sum(e - s) OVER (PARTITION BY timeline_id, device ORDER BY s
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+           AS cum_before
+FROM _islands WHERE class = 'compute';
+
 -- comm_overlap: per communication kernel, how much of it computation hid.
 --   overlapped_ns: the part of [ts, end) during which at least one compute
 --   kernel (category 'kernel', any stream of the same device) ran;
 --   exposed_ns = dur_ns - overlapped_ns. Copies/fills and CPU events never count.
 --   op / group_size / bytes: from the kernel's collective record where the trace has it.
 CREATE OR REPLACE VIEW comm_overlap AS
-WITH ov AS (
-    SELECT c.timeline_id, c.seq,
-           CAST(COALESCE(sum(least(c.end_ns, k.e) - greatest(c.ts_ns, k.s)), 0) AS BIGINT) AS ov
-    FROM gpu_activity c
-    JOIN _islands k
-      ON k.timeline_id = c.timeline_id AND k.device = c.device AND k.class = 'compute'
-     AND k.s < c.end_ns AND k.e > c.ts_ns
-    WHERE c.category = 'comm'
-    GROUP BY c.timeline_id, c.seq
+WITH c AS (SELECT * FROM gpu_activity WHERE category = 'comm'),
+a AS (
+    SELECT c.seq, c.timeline_id,
+           COALESCE(k.cum_before + least(greatest(c.ts_ns - k.s, 0), k.e - k.s), 0) AS cover_s
+    FROM c ASOF LEFT JOIN _compute_cover k
+      ON k.timeline_id = c.timeline_id AND k.device = c.device AND c.ts_ns >= k.s
+), b AS (
+    SELECT c.seq, c.timeline_id,
+           COALESCE(k.cum_before + least(greatest(c.end_ns - k.s, 0), k.e - k.s), 0) AS cover_e
+    FROM c ASOF LEFT JOIN _compute_cover k
+      ON k.timeline_id = c.timeline_id AND k.device = c.device AND c.end_ns >= k.s
 )
 SELECT c.timeline_id, c.rank, c.device, c.stream, c.name, c.ts_ns, c.dur_ns,
-       COALESCE(ov.ov, 0) AS overlapped_ns, c.dur_ns - COALESCE(ov.ov, 0) AS exposed_ns,
-       round(100.0 * COALESCE(ov.ov, 0) / nullif(c.dur_ns, 0), 2) AS overlap_pct,
+       CAST(b.cover_e - a.cover_s AS BIGINT) AS overlapped_ns,
+       CAST(c.dur_ns - (b.cover_e - a.cover_s) AS BIGINT) AS exposed_ns,
+       round(100.0 * (b.cover_e - a.cover_s) / nullif(c.dur_ns, 0), 2) AS overlap_pct,
        json_extract_string(c.attrs, '$.args."Collective name"') AS op,
        TRY_CAST(json_extract(c.attrs, '$.args."Group size"') AS INTEGER) AS group_size,
        c.bytes, c.correlation, c.seq
-FROM gpu_activity c LEFT JOIN ov USING (timeline_id, seq)
-WHERE c.category = 'comm';
+FROM c JOIN a USING (timeline_id, seq) JOIN b USING (timeline_id, seq);
 
 -- comm_overlap_summary: per timeline (rank) and device, the overlap of
 -- communication with computation, as defined in the README:
@@ -143,33 +160,44 @@ WHERE c.category = 'comm';
 --   overlap_pct = 100 * overlapped_ns / comm_ns.
 -- Communication = collective kernels (NCCL, RCCL); computation = all other GPU
 -- kernels; memcpy/memset are neither; CPU events never count.
+-- Computed by one sweep over kernel starts (+1) and ends (-1) per class.
 CREATE OR REPLACE VIEW comm_overlap_summary AS
-WITH c AS (
-    SELECT timeline_id, device, CAST(sum(e - s) AS BIGINT) AS comm_ns, count(*) AS n_islands
-    FROM _islands WHERE class = 'comm' GROUP BY timeline_id, device
-), o AS (
-    SELECT c.timeline_id, c.device,
-           CAST(sum(least(c.e, k.e) - greatest(c.s, k.s)) AS BIGINT) AS overlapped_ns
-    FROM _islands c JOIN _islands k
-      ON k.timeline_id = c.timeline_id AND k.device = c.device
-     AND c.class = 'comm' AND k.class = 'compute' AND k.s < c.e AND k.e > c.s
-    GROUP BY c.timeline_id, c.device
+WITH k AS (
+    SELECT timeline_id, device, ts_ns AS s, end_ns AS e, category = 'comm' AS is_comm
+    FROM gpu_activity WHERE category IN ('kernel', 'comm') AND dur_ns > 0
+), d AS (
+    SELECT timeline_id, device, s AS t, CASE WHEN is_comm THEN 1 ELSE 0 END AS dc,
+           CASE WHEN is_comm THEN 0 ELSE 1 END AS dk FROM k
+    UNION ALL
+    SELECT timeline_id, device, e, CASE WHEN is_comm THEN -1 ELSE 0 END,
+           CASE WHEN is_comm THEN 0 ELSE -1 END FROM k
+), g AS (
+    SELECT timeline_id, device, t, sum(dc) AS dc, sum(dk) AS dk FROM d GROUP BY ALL
+), r AS (
+    SELECT timeline_id, device, t,
+           sum(dc) OVER w AS n_comm, sum(dk) OVER w AS n_comp,
+           lead(t) OVER (PARTITION BY timeline_id, device ORDER BY t) - t AS len
+    FROM g WINDOW w AS (PARTITION BY timeline_id, device ORDER BY t ROWS UNBOUNDED PRECEDING)
+), sums AS (
+    SELECT timeline_id, device,
+           CAST(COALESCE(sum(len) FILTER (WHERE n_comm > 0), 0) AS BIGINT) AS comm_ns,
+           CAST(COALESCE(sum(len) FILTER (WHERE n_comm > 0 AND n_comp > 0), 0) AS BIGINT)
+               AS overlapped_ns
+    FROM r GROUP BY timeline_id, device
 ), n AS (
     SELECT timeline_id, device, count(*) AS n_comm_kernels
     FROM gpu_activity WHERE category = 'comm' GROUP BY timeline_id, device
 )
-SELECT c.timeline_id, TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, c.device,
-       n.n_comm_kernels, c.comm_ns, COALESCE(o.overlapped_ns, 0) AS overlapped_ns,
-       c.comm_ns - COALESCE(o.overlapped_ns, 0) AS exposed_ns,
-       round(100.0 * COALESCE(o.overlapped_ns, 0) / nullif(c.comm_ns, 0), 2) AS overlap_pct
-FROM c JOIN timeline_records t ON t.timeline_id = c.timeline_id
-LEFT JOIN o ON o.timeline_id = c.timeline_id AND o.device = c.device
-LEFT JOIN n ON n.timeline_id = c.timeline_id AND n.device = c.device;
+SELECT n.timeline_id, TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, n.device,
+       n.n_comm_kernels, s.comm_ns, s.overlapped_ns, s.comm_ns - s.overlapped_ns AS exposed_ns,
+       round(100.0 * s.overlapped_ns / nullif(s.comm_ns, 0), 2) AS overlap_pct
+FROM n JOIN timeline_records t ON t.timeline_id = n.timeline_id
+JOIN sums s ON s.timeline_id = n.timeline_id AND s.device = n.device;
 
 -- profiler_steps: the ProfilerStep#N ranges of each trace (CPU side).
 CREATE OR REPLACE VIEW profiler_steps AS
 SELECT timeline_id, TRY_CAST(split_part(name, '#', 2) AS BIGINT) AS step, name,
-       ts_ns, dur_ns, end_ns
+       ts_ns, dur_ns, end_ns, seq
 FROM measured
 WHERE category = 'annotation' AND name LIKE 'ProfilerStep#%';
 
@@ -178,6 +206,12 @@ WHERE category = 'annotation' AND name LIKE 'ProfilerStep#%';
 --   kernel_ns / comm_ns / memcpy_ns / memset_ns: summed durations by category;
 --   n_kernels: GPU events launched; gpu_first_ns / gpu_last_ns: their extent.
 CREATE OR REPLACE VIEW step_totals AS
+WITH l AS (
+    SELECT l.*, p.seq AS p_seq
+    FROM kernel_launches l ASOF JOIN profiler_steps p
+      ON p.timeline_id = l.timeline_id AND l.launch_ts_ns >= p.ts_ns
+    WHERE l.launch_ts_ns < p.end_ns
+)
 SELECT p.timeline_id, p.step, p.name, p.dur_ns AS cpu_dur_ns,
        count(l.seq) AS n_gpu_events,
        CAST(COALESCE(sum(l.dur_ns) FILTER (WHERE l.category = 'kernel'), 0) AS BIGINT) AS kernel_ns,
@@ -186,9 +220,8 @@ SELECT p.timeline_id, p.step, p.name, p.dur_ns AS cpu_dur_ns,
        CAST(COALESCE(sum(l.dur_ns) FILTER (WHERE l.category = 'memset'), 0) AS BIGINT) AS memset_ns,
        min(l.ts_ns) AS gpu_first_ns, max(l.ts_ns + l.dur_ns) AS gpu_last_ns
 FROM profiler_steps p
-LEFT JOIN kernel_launches l
-  ON l.timeline_id = p.timeline_id AND l.launch_ts_ns >= p.ts_ns AND l.launch_ts_ns < p.end_ns
-GROUP BY p.timeline_id, p.step, p.name, p.dur_ns;
+LEFT JOIN l ON l.timeline_id = p.timeline_id AND l.p_seq = p.seq
+GROUP BY p.timeline_id, p.seq, p.step, p.name, p.dur_ns;
 
 -- measured_memory: the allocator's own curve from [memory] events, per device.
 --   bytes: this event's change (+alloc, -free); total_allocated / total_reserved:
