@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from tlview.store.records import (
     BufferAllocated,
     BufferFreed,

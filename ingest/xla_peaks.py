@@ -64,7 +64,7 @@ def union_curve(values: Iterable[Placed], n_steps: int) -> list[int]:
         bounds = sorted(opens.keys() | closes.keys())
         active: set[int] = set()
         # Sweep the elementary byte segments; merge the live intervals covering each.
-        for lo, hi in zip(bounds, bounds[1:]):
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             active.difference_update(closes.get(lo, ()))
             active.update(opens.get(lo, ()))
             spans = sorted((vals[i].start, vals[i].end) for i in active)
