@@ -79,7 +79,8 @@ _KIND = re.compile(r", kind=(k\w+)")
 _CALLS = re.compile(r", calls=(%[\w.\-]+)")
 _REPORT_SPACE = re.compile(r"Memory Space: (?P<space>.*)\Z")
 _REPORT_TOTAL = re.compile(r"Total bytes: (?P<bytes>\d+)")
-_MAX_LISTED = 20  # names listed in a warning before "and N more"
+_MAX_LISTED = 20
+_NONE: tuple[Record, ...] = ()  # names listed in a warning before "and N more"
 
 
 def split_part(path: str) -> tuple[str, str] | None:
@@ -204,12 +205,12 @@ def _braced(text: str, start: int) -> str | None:
 def instruction_facts(instruction: str) -> dict[str, Any]:
     """What a person needs from an HLO instruction line: opcode, shape, op metadata, fusion."""
     facts: dict[str, Any] = {"instruction": instruction}
-    opcode = instruction_opcode(instruction)
-    if opcode:
-        facts["opcode"] = opcode
     shape = instruction_shape(instruction)
     if shape:
         facts["shape"] = shape
+    opcode = instruction_opcode(instruction, shape)
+    if opcode:
+        facts["opcode"] = opcode
     meta = parse_metadata(instruction)
     for key in ("op_type", "op_name", "source_file", "source_line"):
         if key in meta:
@@ -294,12 +295,13 @@ class _Parser:
         return None
 
     # -- the line dispatcher -----------------------------------------------------------
-    def feed(self, number: int, text: str) -> Iterator[Record]:
-        if not text.strip():
-            return
-        if not text.startswith(" "):
-            yield from self.top_level(number, text)
-            return
+    def feed(self, number: int, text: str) -> tuple[Record, ...]:
+        """The records one line completes (most lines complete none)."""
+        if not text or text.isspace():
+            return _NONE
+        if text[0] != " ":
+            self.top_level(number, text)
+            return _NONE
         section = self.section
         if section == "live" and text.strip() == "InstructionSequence:":
             self.section = "sequence"
@@ -308,9 +310,9 @@ class _Parser:
         elif section == "used":
             self.used_line(number, text)
         elif section == "sequence":
-            yield from self.sequence_line(number, text)
+            return self.sequence_line(number, text)
         elif section == "ranges":
-            yield from self.range_line(number, text)
+            return self.range_line(number, text)
         elif section == "peak":
             self.peak_line(number, text)
         elif section == "report":
@@ -320,8 +322,9 @@ class _Parser:
                 self.stack_trace.append(text)
         else:
             self.keep_unknown(number, text)
+        return _NONE
 
-    def top_level(self, number: int, text: str) -> Iterator[Record]:
+    def top_level(self, number: int, text: str) -> None:
         if text.startswith("allocation "):
             m = _ALLOCATION.match(text)
             if not m:
@@ -359,8 +362,6 @@ class _Parser:
             self.report[self.report_space or "default"] = int(m["bytes"])
         else:
             self.keep_unknown(number, text)
-        return
-        yield  # a generator, for symmetry with the other handlers
 
     def allocation_header(self, number: int, m: re.Match[str]) -> None:
         rest = m["rest"] or ""
@@ -418,6 +419,11 @@ class _Parser:
         if u is None:
             self.keep_unknown(number, text)
             return
+        if text.startswith("  ") and self.used_list is not None:  # a position or a use
+            s = text.strip()
+            if s != "(none)":
+                self.used_list.append(s)
+            return
         s = text.strip()
         if s == "positions:":
             self.used_list = u.positions
@@ -435,14 +441,13 @@ class _Parser:
         else:
             self.keep_unknown(number, text)
 
-    def sequence_line(self, number: int, text: str) -> Iterator[Record]:
-        s = text.strip()
-        if s == "BufferLiveRange:":
-            self.check_sequence_complete(number)
-            self.section = "ranges"
-            return
+    def sequence_line(self, number: int, text: str) -> tuple[Record, ...]:
         m = _SEQ.match(text)
         if not m:
+            if text.strip() == "BufferLiveRange:":
+                self.check_sequence_complete(number)
+                self.section = "ranges"
+                return _NONE
             raise self.error(number, "expected 'N:instruction' in the InstructionSequence")
         i = int(m["i"])
         if i != self.n_instructions:
@@ -450,9 +455,9 @@ class _Parser:
         self.n_instructions += 1
         name = m["name"]
         facts = self.instructions.get(name, {})
-        attrs_ = {k: v for k, v in facts.items() if k not in ("opcode", "instruction")}
-        yield NodeScheduled(timeline=self.key, step=i, node=name, node_class=facts.get("opcode"),
-                            line=number, attrs=attrs_)
+        attrs_ = {k: v for k, v in facts.items() if k != "opcode"}
+        return (NodeScheduled(timeline=self.key, step=i, node=name,
+                              node_class=facts.get("opcode"), line=number, attrs=attrs_),)
 
     def check_sequence_complete(self, number: int) -> None:
         if self.schedule_end is not None and self.n_instructions != self.schedule_end:
@@ -460,26 +465,26 @@ class _Parser:
                 number, f"truncated live-range section: 'HloLiveRange (max {self.schedule_end})' "
                         f"promises {self.schedule_end} instructions, found {self.n_instructions}")
 
-    def range_line(self, number: int, text: str) -> Iterator[Record]:
-        if m := _PEAK_HEADER.match(text):
-            self.peak_step = int(m["k"])
-            self.section = "peak"
-            return
-        if "Peak memory could not be determined" in text:
-            self.peak_unknown = text.strip()
-            self.section = "after_peak"
-            return
+    def range_line(self, number: int, text: str) -> tuple[Record, ...]:
         m = _RANGE.match(text)
         if not m:
+            if m := _PEAK_HEADER.match(text):
+                self.peak_step = int(m["k"])
+                self.section = "peak"
+                return _NONE
+            if "Peak memory could not be determined" in text:
+                self.peak_unknown = text.strip()
+                self.section = "after_peak"
+                return _NONE
             raise self.error(number, "expected 'name{index}:start-end' in BufferLiveRange")
         start, end = int(m["start"]), int(m["end"])
         assert self.schedule_end is not None
         if not 0 <= start <= end <= self.schedule_end:
             raise self.error(number, f"live range {start}-{end} outside 0-{self.schedule_end}")
-        yield from self.value_records(m["name"], m["index"], start, end, number)
+        return self.value_records(m["name"], m["index"], start, end, number)
 
     def value_records(self, name: str, index: str, start: int, end: int,
-                      number: int) -> Iterator[Record]:
+                      number: int) -> tuple[Record, ...]:
         key = name + index
         v = self.values.get(key)
         facts = self.instructions.get(name, {})
@@ -495,17 +500,18 @@ class _Parser:
             self.ranges.append((key, start, end))
             a["no_allocation"] = True
             shape = parse_shape(facts["shape"]) if index == "{}" and "shape" in facts else None
-            yield BufferAllocated(
+            allocated = BufferAllocated(
                 timeline=self.key, step=start, buffer=key, bytes=None, node=name,
                 size_expr="unknown: no allocation line for this value",
                 dtype=shape.dtype if shape else None, shape=shape.dims if shape else None,
                 line=number, attrs=a)
         else:
             v.live = True
-            yield self.allocated(v, start, a)
+            allocated = self.allocated(v, start, a)
             self.placed.append(Placed(v.allocation, v.offset, v.size, start, end))
         self.xla_sizes.append((start, end, xla_bytes))
-        yield BufferFreed(timeline=self.key, step=end, buffer=key, reason="live range end")
+        return allocated, BufferFreed(timeline=self.key, step=end, buffer=key,
+                                      reason="live range end")
 
     def allocated(self, v: _Value, step: int | None, a: dict[str, Any]) -> BufferAllocated:
         alloc = self.allocations[v.allocation]
@@ -646,7 +652,9 @@ def parse_buffer_assignment(
         parser.path = path
         number = 0
         for number, text in lines:
-            yield from parser.feed(number, text)
+            out = parser.feed(number, text)
+            if out:
+                yield from out
         if parser.section == "sequence":
             parser.check_sequence_complete(number)
     yield from parser.finish(number)

@@ -25,6 +25,7 @@ XLA_ITEMSIZE: dict[str, int] = {
 }
 
 _ARRAY = re.compile(r"(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[^\]]*)\](?P<layout>\{[^}]*\})?\Z")
+_PARENS = re.compile(r"[()]")
 _COMMENT = re.compile(r"/\*.*?\*/")
 
 
@@ -88,20 +89,16 @@ def instruction_shape(instruction: str) -> str | None:
     rest = instruction[eq + 3:]
     if rest.startswith("("):
         depth = 0
-        for i, ch in enumerate(rest):
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return rest[:i + 1]
+        for m in _PARENS.finditer(rest):
+            depth += 1 if m.group() == "(" else -1
+            if depth == 0:
+                return rest[:m.end()]
         return None
     return rest.split(" ", 1)[0]
 
 
-def instruction_opcode(instruction: str) -> str | None:
-    """The opcode in ``%name = SHAPE opcode(...)``."""
-    shape = instruction_shape(instruction)
+def instruction_opcode(instruction: str, shape: str | None) -> str | None:
+    """The opcode in ``%name = SHAPE opcode(...)``, given its ``instruction_shape``."""
     if shape is None:
         return None
     rest = instruction[instruction.find(" = ") + 3 + len(shape):].lstrip()
