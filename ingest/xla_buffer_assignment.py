@@ -23,13 +23,17 @@ live range a ``BufferAllocated`` at its start (with allocation index and offset)
 and a ``BufferFreed`` at its end. Values in no allocation, and allocated values
 with no live range, are reported in the closing note, not dropped. XLA's stated
 peak is kept in the note and checked by the ``xla_peak_check`` view.
+
+Two streaming passes (never the whole file in memory): the ``HloLiveRange``
+section first (``xla_live_range``: steps and ranges, names and numbers only), then
+the rest, where each used value's events are emitted as soon as its entry ends.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,7 @@ from tlview.store.records import (
 
 from .errors import IngestError
 from .lines import ProgressFn, read_lines
+from .xla_live_range import LiveRanges, is_live_range_header, read_live_ranges
 from .xla_peaks import Placed, first_max, union_curve, xla_peak_moment
 from .xla_shapes import instruction_opcode, instruction_shape, parse_shape
 
@@ -64,13 +69,6 @@ _VALUE = re.compile(
     r" value: " + _VALUE_REF + r" \(size=(?P<size>\d+),offset=(?P<offset>\d+)\): (?P<shape>.*)\Z")
 _USED_HEADER = re.compile(_VALUE_REF + r"\s*\Z")
 _TOTAL = re.compile(r"Total bytes used: (?P<bytes>\d+)")
-_LIVE_HEADER = re.compile(r"HloLiveRange \(max (?P<max>\d+)\):\s*\Z")
-_SEQ = re.compile(r"\s+(?P<i>\d+):(?P<name>\S+)\s*\Z")
-_RANGE = re.compile(r"\s+(?P<name>[^\s{}]+)(?P<index>\{[\d,]*\}):(?P<start>\d+)-(?P<end>\d+)\s*\Z")
-_PEAK_HEADER = re.compile(r"\s+Live ranges at (?P<k>-?\d+) \(peak\):\s*\Z")
-_PEAK_NEW = re.compile(
-    r"\s+(?P<name>[^\s{}]+)(?P<index>\{[\d,]*\}): (?P<bytes>\d+) bytes \(cumulative: (?P<cum>\d+) bytes\)\s*\Z")
-_PEAK_OLD = re.compile(r"\s+(?P<name>[^\s{}:]+): (?P<bytes>\d+) bytes\s*\Z")
 _PARAM = re.compile(r"parameter (?P<n>\d+)")
 _BARS = re.compile(r"\|([^|]*)\|")
 _SHAPE_INDEX = re.compile(r"at ShapeIndex (\{[\d,]*\})")
@@ -79,8 +77,8 @@ _KIND = re.compile(r", kind=(k\w+)")
 _CALLS = re.compile(r", calls=(%[\w.\-]+)")
 _REPORT_SPACE = re.compile(r"Memory Space: (?P<space>.*)\Z")
 _REPORT_TOTAL = re.compile(r"Total bytes: (?P<bytes>\d+)")
-_MAX_LISTED = 20
-_NONE: tuple[Record, ...] = ()  # names listed in a warning before "and N more"
+_MAX_LISTED = 20  # names listed in a warning before "and N more"
+_NONE: tuple[Record, ...] = ()
 
 
 def split_part(path: str) -> tuple[str, str] | None:
@@ -152,14 +150,20 @@ class _Value:
     size: int
     shape: str
     line: int
-    path: str
-    live: bool = False
+    emitted: bool = False
 
 
 @attrs.define
-class _Used:
+class _Entry:
+    """One "Used values" entry while it is being read."""
+
+    id: int
+    name: str
+    index: str
+    line: int
     positions: list[str] = attrs.field(factory=list)
     uses: list[str] = attrs.field(factory=list)
+    instruction: str | None = None
 
 
 def parse_metadata(instruction: str) -> dict[str, Any]:
@@ -239,38 +243,34 @@ def _source_of(facts: dict[str, Any]) -> str | None:
 
 
 class _Parser:
-    """Line-driven state machine over the module's sections, file after file."""
+    """Pass 2: the allocation and used-value sections, line by line, given the live ranges.
 
-    def __init__(self, key: str) -> None:
+    Holds the allocations' values (numbers and short strings) and the steps from pass 1;
+    a used value's positions, uses and instruction text are held only until its entry
+    ends, when its events are emitted.
+    """
+
+    def __init__(self, key: str, live: LiveRanges | None) -> None:
         self.key = key
+        self.live = live
+        self.step_of = live.step_of() if live else {}
         self.path = ""
         self.section = "start"
         self.allocations: dict[int, _Allocation] = {}
         self.current_alloc: _Allocation | None = None
         self.values: dict[str, _Value] = {}
         self.value_by_id: dict[int, _Value] = {}
-        self.used: dict[int, _Used] = {}
-        self.used_current: _Used | None = None
+        self.entry: _Entry | None = None
         self.used_list: list[str] | None = None
-        self.instructions: dict[str, dict[str, Any]] = {}  # name -> facts
+        self.instruction_bytes_of: dict[str, int | None] = {}  # ByteSizeOf(instruction shape)
+        self.scheduled: set[str] = set()
         self.total_bytes_used: int | None = None
-        self.schedule_end: int | None = None
-        self.live_header_line = 0
-        self.n_instructions = 0
-        self.ranges: list[tuple[str, int, int]] = []  # live-range values without allocation
         self.placed: list[Placed] = []
         self.xla_sizes: list[tuple[int, int, int | None]] = []  # (start, end, instruction bytes)
-        self.peak_step: int | None = None
-        self.peak_form: str | None = None
-        self.peak_values: list[dict[str, Any]] = []
-        self.peak_cumulative = 0
-        self.peak_unknown: str | None = None
-        self.stack_trace: list[str] = []
         self.report: dict[str, int] = {}
         self.report_space: str | None = None
         self.unknown: list[str] = []
         self.seen_buffer_assignment = False
-        self.seen_live_range = False
 
     # -- helpers -----------------------------------------------------------------------
     def error(self, line: int, message: str) -> IngestError:
@@ -280,19 +280,12 @@ class _Parser:
         if len(self.unknown) < 100:
             self.unknown.append(f"{Path(self.path).name}:{number}: {text[:200]}")
 
-    def instruction_bytes(self, v: _Value | None, name: str, index: str) -> int | None:
+    def instruction_bytes(self, name: str, index: str) -> int | None:
         """ByteSizeOf(defining instruction's shape, 8): the size XLA's moment rule charges."""
-        if index == "{}":
-            if v is not None:
-                return v.size
-        else:
-            whole = self.values.get(name + "{}")
-            if whole is not None:
-                return whole.size
-        facts = self.instructions.get(name)
-        if facts and "shape" in facts:
-            return parse_shape(facts["shape"]).bytes
-        return None
+        whole = self.values.get(name + "{}")
+        if whole is not None:
+            return whole.size
+        return self.instruction_bytes_of.get(name)
 
     # -- the line dispatcher -----------------------------------------------------------
     def feed(self, number: int, text: str) -> tuple[Record, ...]:
@@ -300,31 +293,20 @@ class _Parser:
         if not text or text.isspace():
             return _NONE
         if text[0] != " ":
-            self.top_level(number, text)
-            return _NONE
+            return self.top_level(number, text)
         section = self.section
-        if section == "live" and text.strip() == "InstructionSequence:":
-            self.section = "sequence"
-        elif section == "allocations":
+        if section == "allocations":
             self.value_line(number, text)
         elif section == "used":
             self.used_line(number, text)
-        elif section == "sequence":
-            return self.sequence_line(number, text)
-        elif section == "ranges":
-            return self.range_line(number, text)
-        elif section == "peak":
-            self.peak_line(number, text)
         elif section == "report":
             pass  # the report's per-allocation table: the allocations section says it all
-        elif section == "stack":
-            if len(self.stack_trace) < 200:
-                self.stack_trace.append(text)
         else:
             self.keep_unknown(number, text)
         return _NONE
 
-    def top_level(self, number: int, text: str) -> None:
+    def top_level(self, number: int, text: str) -> tuple[Record, ...]:
+        out = self.end_entry() if self.entry is not None else _NONE
         if text.startswith("allocation "):
             m = _ALLOCATION.match(text)
             if not m:
@@ -332,6 +314,12 @@ class _Parser:
             if self.section != "allocations":
                 raise self.error(number, "allocation line outside the BufferAssignment section")
             self.allocation_header(number, m)
+        elif text.startswith("<") and self.section == "used":
+            m = _USED_HEADER.match(text)
+            if not m:
+                raise self.error(number, "expected a used value '<id name{index} @color>'")
+            self.entry = _Entry(int(m["id"]), m["name"], m["index"] or "{}", number)
+            self.used_list = None
         elif text.startswith("BufferAssignment:"):
             if self.seen_buffer_assignment:
                 raise self.error(number, "a second BufferAssignment section: one module per dump")
@@ -342,19 +330,8 @@ class _Parser:
             self.section = "after_total"
         elif text.startswith("Used values:"):
             self.section = "used"
-        elif text.startswith("<") and self.section == "used":
-            m = _USED_HEADER.match(text)
-            if not m:
-                raise self.error(number, "expected a used value '<id name{index} @color>'")
-            self.used_current = self.used.setdefault(int(m["id"]), _Used())
-            self.used_list = None
-        elif m := _LIVE_HEADER.match(text):
-            if self.seen_live_range:
-                raise self.error(number, "a second HloLiveRange section")
-            self.seen_live_range = True
-            self.schedule_end = int(m["max"])
-            self.live_header_line = number
-            self.section = "live"
+        elif is_live_range_header(text):
+            self.section = "live"  # read in pass 1
         elif m := _REPORT_SPACE.match(text):
             self.report_space = m["space"].strip()
             self.section = "report"
@@ -362,6 +339,7 @@ class _Parser:
             self.report[self.report_space or "default"] = int(m["bytes"])
         else:
             self.keep_unknown(number, text)
+        return out
 
     def allocation_header(self, number: int, m: re.Match[str]) -> None:
         rest = m["rest"] or ""
@@ -408,15 +386,15 @@ class _Parser:
         index = m["index"] or "{}"
         v = _Value(int(m["id"]), m["name"] + index, m["name"], index, bool(m["phi"]),
                    int(m["color"]) if m["color"] else None, alloc.index, offset, size,
-                   m["shape"], number, self.path)
+                   m["shape"], number)
         if v.key in self.values:
             raise self.error(number, f"value {v.key} assigned twice")
         self.values[v.key] = v
         self.value_by_id[v.id] = v
 
     def used_line(self, number: int, text: str) -> None:
-        u = self.used_current
-        if u is None:
+        e = self.entry
+        if e is None:
             self.keep_unknown(number, text)
             return
         if text.startswith("  ") and self.used_list is not None:  # a position or a use
@@ -426,92 +404,65 @@ class _Parser:
             return
         s = text.strip()
         if s == "positions:":
-            self.used_list = u.positions
+            self.used_list = e.positions
         elif s == "uses:":
-            self.used_list = u.uses
+            self.used_list = e.uses
         elif s.startswith("from instruction:"):
             self.used_list = None
-            instruction = s[len("from instruction:"):].strip()
-            name = instruction[1:].split(" ", 1)[0] if instruction.startswith("%") else None
-            if name and name not in self.instructions:
-                self.instructions[name] = instruction_facts(instruction)
-        elif self.used_list is not None:
-            if s != "(none)":
-                self.used_list.append(s)
+            e.instruction = s[len("from instruction:"):].strip()
         else:
             self.keep_unknown(number, text)
 
-    def sequence_line(self, number: int, text: str) -> tuple[Record, ...]:
-        m = _SEQ.match(text)
-        if not m:
-            if text.strip() == "BufferLiveRange:":
-                self.check_sequence_complete(number)
-                self.section = "ranges"
-                return _NONE
-            raise self.error(number, "expected 'N:instruction' in the InstructionSequence")
-        i = int(m["i"])
-        if i != self.n_instructions:
-            raise self.error(number, f"expected instruction {self.n_instructions}, found {i}")
-        self.n_instructions += 1
-        name = m["name"]
-        facts = self.instructions.get(name, {})
-        attrs_ = {k: v for k, v in facts.items() if k != "opcode"}
-        return (NodeScheduled(timeline=self.key, step=i, node=name,
-                              node_class=facts.get("opcode"), line=number, attrs=attrs_),)
-
-    def check_sequence_complete(self, number: int) -> None:
-        if self.schedule_end is not None and self.n_instructions != self.schedule_end:
-            raise self.error(
-                number, f"truncated live-range section: 'HloLiveRange (max {self.schedule_end})' "
-                        f"promises {self.schedule_end} instructions, found {self.n_instructions}")
-
-    def range_line(self, number: int, text: str) -> tuple[Record, ...]:
-        m = _RANGE.match(text)
-        if not m:
-            if m := _PEAK_HEADER.match(text):
-                self.peak_step = int(m["k"])
-                self.section = "peak"
-                return _NONE
-            if "Peak memory could not be determined" in text:
-                self.peak_unknown = text.strip()
-                self.section = "after_peak"
-                return _NONE
-            raise self.error(number, "expected 'name{index}:start-end' in BufferLiveRange")
-        start, end = int(m["start"]), int(m["end"])
-        assert self.schedule_end is not None
-        if not 0 <= start <= end <= self.schedule_end:
-            raise self.error(number, f"live range {start}-{end} outside 0-{self.schedule_end}")
-        return self.value_records(m["name"], m["index"], start, end, number)
-
-    def value_records(self, name: str, index: str, start: int, end: int,
-                      number: int) -> tuple[Record, ...]:
-        key = name + index
-        v = self.values.get(key)
-        facts = self.instructions.get(name, {})
-        a: dict[str, Any] = {}
-        for k in ("op_type", "op_name"):
-            if k in facts:
-                a[k] = facts[k]
-        if src := _source_of(facts):
-            a["source"] = src
-        xla_bytes = self.instruction_bytes(v, name, index)
-        a["instruction_bytes"] = xla_bytes
+    # -- emitting ----------------------------------------------------------------------
+    def end_entry(self) -> tuple[Record, ...]:
+        """A used value's entry is complete: its node (first time) and its buffer events."""
+        e = self.entry
+        assert e is not None
+        self.entry = None
+        self.used_list = None
+        out: list[Record] = []
+        facts: dict[str, Any] = {}
+        if e.instruction is not None:
+            facts = instruction_facts(e.instruction)
+            if e.name not in self.instruction_bytes_of:
+                shape = facts.get("shape")
+                self.instruction_bytes_of[e.name] = parse_shape(shape).bytes if shape else None
+            if e.name not in self.scheduled and e.name in self.step_of:
+                out.append(self.scheduled_node(e.name, facts))
+        v = self.value_by_id.get(e.id)
         if v is None:
-            self.ranges.append((key, start, end))
-            a["no_allocation"] = True
-            shape = parse_shape(facts["shape"]) if index == "{}" and "shape" in facts else None
-            allocated = BufferAllocated(
-                timeline=self.key, step=start, buffer=key, bytes=None, node=name,
-                size_expr="unknown: no allocation line for this value",
-                dtype=shape.dtype if shape else None, shape=shape.dims if shape else None,
-                line=number, attrs=a)
-        else:
-            v.live = True
-            allocated = self.allocated(v, start, a)
-            self.placed.append(Placed(v.allocation, v.offset, v.size, start, end))
-        self.xla_sizes.append((start, end, xla_bytes))
-        return allocated, BufferFreed(timeline=self.key, step=end, buffer=key,
-                                      reason="live range end")
+            self.keep_unknown(e.line, f"used value <{e.id} {e.name}{e.index}> is in no allocation")
+            return tuple(out)
+        out.extend(self.value_events(v, facts, e))
+        return tuple(out)
+
+    def scheduled_node(self, name: str, facts: dict[str, Any]) -> NodeScheduled:
+        self.scheduled.add(name)
+        a = {k: v for k, v in facts.items() if k != "opcode"}
+        step = self.step_of[name]
+        assert self.live is not None
+        return NodeScheduled(timeline=self.key, step=step, node=name,
+                             node_class=facts.get("opcode"),
+                             line=self.live.sequence_lines[step], attrs=a)
+
+    def value_events(self, v: _Value, facts: dict[str, Any],
+                     e: _Entry | None) -> tuple[Record, ...]:
+        v.emitted = True
+        a: dict[str, Any] = _provenance(facts)
+        if e is not None:
+            a["positions"] = e.positions
+            a["uses"] = e.uses
+        r = self.live.ranges.get(v.key) if self.live else None
+        if r is None:
+            if self.live is not None:
+                a["no_live_range"] = True
+            return (self.allocated(v, None, a),)
+        start, end, _ = r
+        a["instruction_bytes"] = ib = self.instruction_bytes(v.name, v.index)
+        self.placed.append(Placed(v.allocation, v.offset, v.size, start, end))
+        self.xla_sizes.append((start, end, ib))
+        return (self.allocated(v, start, a),
+                BufferFreed(timeline=self.key, step=end, buffer=v.key, reason="live range end"))
 
     def allocated(self, v: _Value, step: int | None, a: dict[str, Any]) -> BufferAllocated:
         alloc = self.allocations[v.allocation]
@@ -525,113 +476,123 @@ class _Parser:
             a["parameter_index"] = alloc.parameter_index
         if "maybe-live-out" in alloc.kind:
             a["maybe_live_out"] = True
-        used = self.used.get(v.id)
-        if used is not None:
-            a["positions"] = used.positions
-            a["uses"] = used.uses
         shape = parse_shape(v.shape)
         return BufferAllocated(
             timeline=self.key, step=step, buffer=v.key, bytes=v.size, node=v.name,
             layout=shape.layout, dtype=shape.dtype, shape=shape.dims or shape.text,
             allocation=v.allocation, offset=v.offset, line=v.line, attrs=a)
 
-    def peak_line(self, number: int, text: str) -> None:
-        if text.lstrip().startswith("Stack trace breakdown"):
-            self.section = "stack"
-            self.stack_trace.append(text)
-            return
-        if m := _PEAK_NEW.match(text):
-            self.peak_form = "new"
-            self.peak_cumulative += int(m["bytes"])
-            if int(m["cum"]) != self.peak_cumulative:
-                raise self.error(number, f"cumulative {m['cum']} bytes, expected "
-                                         f"{self.peak_cumulative} from the sizes listed above")
-            self.peak_values.append({"name": m["name"] + m["index"], "bytes": int(m["bytes"])})
-        elif m := _PEAK_OLD.match(text):
-            self.peak_form = "old"
-            self.peak_values.append({"name": m["name"], "bytes": int(m["bytes"])})
-        else:
-            raise self.error(number, "expected 'name{index}: N bytes' in the peak list")
-
     # -- the end -----------------------------------------------------------------------
     def finish(self, number: int) -> Iterator[Record]:
+        if self.entry is not None:
+            yield from self.end_entry()
         if not self.seen_buffer_assignment:
             raise self.error(number, "no 'BufferAssignment:' section: expected an XLA "
                                      "buffer-assignment dump")
-        if self.section == "sequence":
-            self.check_sequence_complete(number)
-            raise self.error(number, "truncated live-range section: no BufferLiveRange")
-        if self.section == "live":
-            raise self.error(number, "truncated live-range section: no InstructionSequence")
-        unmatched_alloc = [v for v in self.values.values() if not v.live]
-        for v in unmatched_alloc:
-            facts = self.instructions.get(v.name, {})
-            a: dict[str, Any] = {"no_live_range": True}
-            for k in ("op_type", "op_name"):
-                if k in facts:
-                    a[k] = facts[k]
-            yield self.allocated(v, None, a)
-        yield TimelineNote(timeline=self.key, attrs=self.note(unmatched_alloc))
+        for v in self.values.values():  # allocated values that "Used values" did not list
+            if not v.emitted:
+                yield from self.value_events(v, {}, None)
+        without_allocation: list[str] = []
+        if self.live is not None:
+            for name in self.live.sequence:  # instructions that define no used value
+                if name not in self.scheduled:
+                    yield self.scheduled_node(name, {})
+            for key, (start, end, line) in self.live.ranges.items():
+                if key not in self.values:
+                    without_allocation.append(key)
+                    yield from self.unallocated_events(key, start, end, line)
+        yield TimelineNote(timeline=self.key, attrs=self.note(without_allocation))
 
-    def note(self, unmatched_alloc: list[_Value]) -> dict[str, Any]:
+    def unallocated_events(self, key: str, start: int, end: int,
+                           line: int) -> tuple[Record, ...]:
+        """A value in BufferLiveRange with no allocation line: reported, size unknown."""
+        brace = key.index("{")
+        name, index = key[:brace], key[brace:]
+        ib = self.instruction_bytes(name, index)
+        self.xla_sizes.append((start, end, ib))
+        a = {"no_allocation": True, "instruction_bytes": ib}
+        return (
+            BufferAllocated(timeline=self.key, step=start, buffer=key, bytes=None, node=name,
+                            size_expr="unknown: no allocation line for this value",
+                            line=line, attrs=a),
+            BufferFreed(timeline=self.key, step=end, buffer=key, reason="live range end"),
+        )
+
+    def note(self, without_allocation: list[str]) -> dict[str, Any]:
         warnings: list[str] = []
         note: dict[str, Any] = {
             "total_bytes_used": self.total_bytes_used,
             "n_allocations": len(self.allocations),
             "n_values": len(self.values),
-            "schedule_end": self.schedule_end,
         }
         if self.report:
             note["memory_usage_report"] = self.report
         if self.unknown:
             note["unknown_lines"] = self.unknown
-        if not self.seen_live_range:
+        live = self.live
+        if live is None:
             note["liveness"] = "unknown"
             warnings.append("no HloLiveRange section: allocations ingested, liveness unknown "
                             "(no schedule, no memory curve)")
             note["warnings"] = warnings
             return note
-        if self.ranges:
-            names = [k for k, _, _ in self.ranges]
-            note["live_range_without_allocation"] = names
-            warnings.append(f"{len(names)} values in BufferLiveRange have no allocation line "
-                            f"(size unknown, not counted): {_some(names)}")
-        if unmatched_alloc:
-            names = [v.key for v in unmatched_alloc]
+        note["schedule_end"] = live.schedule_end
+        if without_allocation:
+            note["live_range_without_allocation"] = without_allocation
+            warnings.append(f"{len(without_allocation)} values in BufferLiveRange have no "
+                            f"allocation line (size unknown, not counted): "
+                            f"{_some(without_allocation)}")
+        no_range = [v for v in self.values.values() if v.key not in live.ranges]
+        if no_range:
+            names = [v.key for v in no_range]
             note["allocation_without_live_range"] = names
             kinds = Counter("/".join(self.allocations[v.allocation].kind) or "temp"
-                            for v in unmatched_alloc)
+                            for v in no_range)
             by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
             warnings.append(f"{len(names)} allocated values have no live range ({by_kind}; "
                             f"values of called computations): liveness unknown, not counted: "
                             f"{_some(names)}")
-        if self.peak_unknown:
-            warnings.append(f"XLA: {self.peak_unknown}")
-        curve = union_curve(self.placed, self.n_instructions)
-        true_peak = first_max(curve)
-        if self.peak_step is not None:
-            stated_bytes = sum(p["bytes"] for p in self.peak_values)
-            note["xla_peak"] = {"step": self.peak_step, "form": self.peak_form,
-                                "bytes": stated_bytes, "values": self.peak_values}
-            if self.stack_trace:
-                note["xla_peak"]["stack_trace"] = self.stack_trace
-            sizes = [(s, e, b) for s, e, b in self.xla_sizes if b is not None]
-            if len(sizes) == len(self.xla_sizes):
-                recomputed = xla_peak_moment(sizes)
-                if recomputed != self.peak_step:
-                    warnings.append(f"XLA's moment rule recomputed from the live ranges gives "
-                                    f"step {recomputed}, but the dump states {self.peak_step}")
-            if true_peak is not None:
-                step, peak = true_peak
-                at_k = curve[self.peak_step] if 0 <= self.peak_step < len(curve) else None
-                if peak != at_k:
-                    warnings.append(
-                        f"XLA states its peak at step {self.peak_step} ({stated_bytes:,} bytes "
-                        f"listed, {at_k if at_k is not None else 0:,} live by tlview's rule); "
-                        f"the true maximum is {peak:,} bytes at step {step}")
+        if live.peak_unknown:
+            warnings.append(f"XLA: {live.peak_unknown}")
+        if live.peak_step is not None:
+            warnings.extend(self.peak_warnings(live, note))
         if warnings:
             note["warnings"] = warnings
         return note
+
+    def peak_warnings(self, live: LiveRanges, note: dict[str, Any]) -> list[str]:
+        """XLA's claim kept in the note; plain words where it is not the true maximum."""
+        assert live.peak_step is not None
+        out = []
+        stated_bytes = sum(p["bytes"] for p in live.peak_values)
+        note["xla_peak"] = {"step": live.peak_step, "form": live.peak_form,
+                            "bytes": stated_bytes, "values": live.peak_values}
+        if live.stack_trace:
+            note["xla_peak"]["stack_trace"] = live.stack_trace
+        sizes = [(s, e, b) for s, e, b in self.xla_sizes if b is not None]
+        if len(sizes) == len(self.xla_sizes):
+            recomputed = xla_peak_moment(sizes)
+            if recomputed != live.peak_step:
+                out.append(f"XLA's moment rule recomputed from the live ranges gives step "
+                           f"{recomputed}, but the dump states {live.peak_step}")
+        curve = union_curve(self.placed, len(live.sequence))
+        true_peak = first_max(curve)
+        if true_peak is not None:
+            step, peak = true_peak
+            at_k = curve[live.peak_step] if 0 <= live.peak_step < len(curve) else 0
+            if peak != at_k:
+                out.append(f"XLA states its peak at step {live.peak_step} ({stated_bytes:,} bytes "
+                           f"listed, {at_k:,} live by tlview's rule); the true maximum is "
+                           f"{peak:,} bytes at step {step}")
+        return out
+
+
+def _provenance(facts: dict[str, Any]) -> dict[str, Any]:
+    """The framework op a value came from, for a person reading the buffer list."""
+    a = {k: facts[k] for k in ("op_type", "op_name") if k in facts}
+    if src := _source_of(facts):
+        a["source"] = src
+    return a
 
 
 def _some(names: list[str]) -> str:
@@ -640,26 +601,32 @@ def _some(names: list[str]) -> str:
 
 
 def parse_buffer_assignment(
-    files: list[tuple[str, Iterator[tuple[int, str]]]], *, name: str,
-    attrs_: dict[str, Any] | None = None,
+    paths: list[str], *, name: str, attrs_: dict[str, Any] | None = None,
+    progress: ProgressFn | None = None,
+    open_lines: Callable[[str, ProgressFn | None], Iterable[tuple[int, str]]] = read_lines,
 ) -> Iterator[Record]:
-    """Records of one module from its files' lines, in section order."""
-    key = name
-    yield Timeline(key=key, name=name, format=FORMAT, attrs=attrs_ or {})
-    parser = _Parser(key)
+    """Records of one module from its files (in section order), in two streaming passes.
+
+    Pass 1 reads the HloLiveRange section (it gives every event its step); pass 2 reads
+    everything else and emits each used value's events as soon as its entry ends.
+    """
+    live = None
+    for path in paths:
+        live = read_live_ranges(path, open_lines(path, None))
+        if live is not None:
+            break
+    yield Timeline(key=name, name=name, format=FORMAT, attrs=attrs_ or {})
+    parser = _Parser(name, live)
     number = 0
-    for path, lines in files:
+    for path in paths:
         parser.path = path
-        number = 0
-        for number, text in lines:
+        for number, text in open_lines(path, progress):
             out = parser.feed(number, text)
             if out:
                 yield from out
-        if parser.section == "sequence":
-            parser.check_sequence_complete(number)
+            if parser.section == "live":
+                break  # pass 1 read the live-range section
     yield from parser.finish(number)
-
-
 def parse_file(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
     """Parse ``path`` with its split-form siblings, if any: one timeline for the module."""
     files = sibling_files(path)
@@ -667,8 +634,7 @@ def parse_file(path: str, progress: ProgressFn | None = None) -> Iterator[Record
     info: dict[str, Any] = {"files": [Path(f).name for f in files]}
     if stage:
         info["stage"] = stage
-    return parse_buffer_assignment(
-        [(f, read_lines(f, progress)) for f in files], name=module, attrs_=info)
+    return parse_buffer_assignment(files, name=module, attrs_=info, progress=progress)
 
 
 def sniff(head: str, path: str) -> bool:
