@@ -345,7 +345,7 @@ class _Parser:
         rest = m["rest"] or ""
         shapes = _BARS.findall(rest)
         flags_text = _BARS.sub("||", rest)
-        kind = []
+        kind: list[str] = []
         alloc = _Allocation(int(m["index"]), int(m["size"]), kind, line=number)
         for part in (p.strip() for p in flags_text.split(",")):
             if not part:
@@ -589,7 +589,7 @@ class _Parser:
 
 def _provenance(facts: dict[str, Any]) -> dict[str, Any]:
     """The framework op a value came from, for a person reading the buffer list."""
-    a = {k: facts[k] for k in ("op_type", "op_name") if k in facts}
+    a: dict[str, Any] = {k: facts[k] for k in ("op_type", "op_name") if k in facts}
     if src := _source_of(facts):
         a["source"] = src
     return a

@@ -373,3 +373,19 @@ def test_named_queries(db_path):
         stated = db.query_dicts("xla_peak_stated_of", tid)
         assert [r["ordinal"] for r in stated] == list(range(1, 51))
         assert stated[0]["name"] == "input_concatenate_fusion" and stated[0]["bytes"] == 65536
+
+
+def test_gzipped_siblings(tmp_path, db_path):
+    """Siblings are found with or without .gz, and read through gzip."""
+    import gzip
+
+    mlp = next(m for m in MODULES if "mlp" in m.name)
+    for f in sibling_files(str(mlp)):
+        with open(f, "rb") as src, gzip.open(tmp_path / (Path(f).name + ".gz"), "wb") as dst:
+            dst.write(src.read())
+    live = next(tmp_path.glob("*-live-range.txt.gz"))
+    assert len(sibling_files(str(live))) == 4
+    assert len(discover(tmp_path)) == 1
+    ingest_into(db_path, live)
+    assert connect(db_path).execute("SELECT peak_step, peak_bytes FROM peak_memory").fetchone() == (
+        28, 15_616_004)
