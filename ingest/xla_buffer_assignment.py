@@ -353,7 +353,7 @@ class _Parser:
             if pm := _PARAM.match(part):
                 alloc.parameter = int(pm["n"])
                 alloc.parameter_shape = shapes[0] if shapes else None
-                si = _SHAPE_INDEX.search(part)
+                si = _SHAPE_INDEX.search(flags_text)
                 alloc.parameter_index = si.group(1) if si else None
                 kind.append("parameter")
             elif part.startswith("output shape is"):
@@ -473,7 +473,10 @@ class _Parser:
             a["color"] = v.color
         if alloc.parameter is not None:
             a["parameter"] = alloc.parameter
+            a["parameter_shape"] = alloc.parameter_shape
             a["parameter_index"] = alloc.parameter_index
+        if alloc.output_shape is not None:
+            a["output_shape"] = alloc.output_shape
         if "maybe-live-out" in alloc.kind:
             a["maybe_live_out"] = True
         shape = parse_shape(v.shape)

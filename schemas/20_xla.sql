@@ -134,7 +134,9 @@ LEFT JOIN peak_memory p ON p.timeline_id = s.timeline_id;
 
 -- allocations: one row per XLA allocation.
 --   size: as XLA states it; kind: parameter, output, maybe-live-out, preallocated-temp,
---   thread-local, constant... (comma-separated, in the dump's order); parameter: its number;
+--   thread-local, constant... (comma-separated, in the dump's order); parameter: its number,
+--   parameter_shape and parameter_index (ShapeIndex) as printed; output_shape: the module's
+--   result shape, on the allocation that holds the output tuple;
 --   n_values: values placed in it; bytes_at_peak: bytes covered by the union of its values
 --   live at tlview's peak step (peak_memory); live_at_peak: how many of them are live there.
 CREATE OR REPLACE VIEW allocations AS
@@ -143,7 +145,11 @@ WITH a AS (
            any_value(TRY_CAST(json_extract_string(attrs, '$.allocation_size') AS BIGINT)) AS size,
            any_value(array_to_string(from_json(json_extract(attrs, '$.allocation_kind'),
                                                '["VARCHAR"]'), ', ')) AS kind,
-           any_value(parameter) AS parameter, count(*) AS n_values
+           any_value(parameter) AS parameter,
+           any_value(json_extract_string(attrs, '$.parameter_shape')) AS parameter_shape,
+           any_value(json_extract_string(attrs, '$.parameter_index')) AS parameter_index,
+           any_value(json_extract_string(attrs, '$.output_shape')) AS output_shape,
+           count(*) AS n_values
     FROM xla_values WHERE allocation IS NOT NULL GROUP BY ALL
 ), at_peak AS (
     SELECT timeline_id, allocation, sum(hi - lo) AS bytes FROM (
@@ -156,7 +162,8 @@ WITH a AS (
     JOIN peak_memory p USING (timeline_id)
     WHERE v.alloc_step <= p.peak_step AND p.peak_step <= v.last_step GROUP BY ALL
 )
-SELECT a.timeline_id, a.allocation, a.size, a.kind, a.parameter, a.n_values,
+SELECT a.timeline_id, a.allocation, a.size, a.kind, a.parameter, a.parameter_shape,
+       a.parameter_index, a.output_shape, a.n_values,
        CAST(COALESCE(b.bytes, 0) AS BIGINT) AS bytes_at_peak, COALESCE(n.n, 0) AS live_at_peak
 FROM a LEFT JOIN at_peak b USING (timeline_id, allocation)
 LEFT JOIN n_at_peak n USING (timeline_id, allocation);

@@ -77,8 +77,12 @@ class TestSeed003:
         # allocation 53 (preallocated-temp): its values at step 158: only tuple{}, 32 bytes
         assert con.execute("SELECT kind, n_values, bytes_at_peak FROM allocations "
                            "WHERE allocation = 53").fetchone() == ("preallocated-temp", 52, 32)
-        assert con.execute("SELECT kind, parameter FROM allocations WHERE allocation = 0"
-                           ).fetchone() == ("parameter", 5)
+        assert con.execute("SELECT kind, parameter, parameter_shape, parameter_index FROM "
+                           "allocations WHERE allocation = 0").fetchone() == (
+            "parameter", 5, "bf16[151936,1024]", "{}")
+        assert con.execute("SELECT output_shape FROM allocations WHERE allocation = 48"
+                           ).fetchone() == ("(bf16[32,8,128], bf16[32,8,128], bf16[4233,16,8,128], "
+                                            "bf16[4233,16,8,128])",)
         assert con.execute("SELECT kind FROM allocations WHERE allocation = 48").fetchone() == (
             "output, maybe-live-out",)
 
