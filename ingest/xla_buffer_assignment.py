@@ -31,6 +31,7 @@ the rest, where each used value's events are emitted as soon as its entry ends.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -79,6 +80,7 @@ _REPORT_SPACE = re.compile(r"Memory Space: (?P<space>.*)\Z")
 _REPORT_TOTAL = re.compile(r"Total bytes: (?P<bytes>\d+)")
 _MAX_LISTED = 20  # names listed in a warning before "and N more"
 _NONE: tuple[Record, ...] = ()
+_JSON = json.JSONDecoder()
 
 
 def split_part(path: str) -> tuple[str, str] | None:
@@ -184,6 +186,11 @@ def parse_metadata(instruction: str) -> dict[str, Any]:
 
 def _braced(text: str, start: int) -> str | None:
     """The balanced ``{...}`` beginning at ``text[start]`` (JSON strings respected)."""
+    try:
+        _, end = _JSON.raw_decode(text, start)  # backend configs are JSON: found in C
+        return text[start:end]
+    except ValueError:
+        pass
     depth = 0
     in_str = False
     i = start
@@ -263,6 +270,7 @@ class _Parser:
         self.entry: _Entry | None = None
         self.used_list: list[str] | None = None
         self.instruction_bytes_of: dict[str, int | None] = {}  # ByteSizeOf(instruction shape)
+        self.last_facts: tuple[str, dict[str, Any]] | None = None
         self.scheduled: set[str] = set()
         self.total_bytes_used: int | None = None
         self.placed: list[Placed] = []
@@ -423,7 +431,11 @@ class _Parser:
         out: list[Record] = []
         facts: dict[str, Any] = {}
         if e.instruction is not None:
-            facts = instruction_facts(e.instruction)
+            if self.last_facts is not None and self.last_facts[0] == e.instruction:
+                facts = self.last_facts[1]  # the next element of the same tuple
+            else:
+                facts = instruction_facts(e.instruction)
+                self.last_facts = (e.instruction, facts)
             if e.name not in self.instruction_bytes_of:
                 shape = facts.get("shape")
                 self.instruction_bytes_of[e.name] = parse_shape(shape).bytes if shape else None

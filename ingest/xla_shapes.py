@@ -59,7 +59,9 @@ def _top_level_count(inner: str) -> int:
 
 def parse_shape(text: str) -> ShapeText:
     """``bf16[2,3]{1,0}`` or ``(f32[], s8[4]{0})`` to its parts and ByteSizeOf."""
-    t = _COMMENT.sub("", text.strip())
+    t = text.strip()
+    if "/*" in t:
+        t = _COMMENT.sub("", t)
     if t.startswith("("):
         n = _top_level_count(t[1:t.rfind(")")])
         return ShapeText(text.strip(), None, None, None, True, n, n * POINTER_SIZE)
