@@ -288,7 +288,7 @@ class _Parser:
         if len(self.unknown) < 100:
             self.unknown.append(f"{Path(self.path).name}:{number}: {text[:200]}")
 
-    def instruction_bytes(self, name: str, index: str) -> int | None:
+    def instruction_bytes(self, name: str) -> int | None:
         """ByteSizeOf(defining instruction's shape, 8): the size XLA's moment rule charges."""
         whole = self.values.get(name + "{}")
         if whole is not None:
@@ -470,7 +470,7 @@ class _Parser:
                 a["no_live_range"] = True
             return (self.allocated(v, None, a),)
         start, end, _ = r
-        a["instruction_bytes"] = ib = self.instruction_bytes(v.name, v.index)
+        a["instruction_bytes"] = ib = self.instruction_bytes(v.name)
         self.placed.append(Placed(v.allocation, v.offset, v.size, start, end))
         self.xla_sizes.append((start, end, ib))
         return (self.allocated(v, start, a),
@@ -521,9 +521,8 @@ class _Parser:
     def unallocated_events(self, key: str, start: int, end: int,
                            line: int) -> tuple[Record, ...]:
         """A value in BufferLiveRange with no allocation line: reported, size unknown."""
-        brace = key.index("{")
-        name, index = key[:brace], key[brace:]
-        ib = self.instruction_bytes(name, index)
+        name = key[: key.index("{")]
+        ib = self.instruction_bytes(name)
         self.xla_sizes.append((start, end, ib))
         a = {"no_allocation": True, "instruction_bytes": ib}
         return (
