@@ -255,6 +255,8 @@ def test_folder_gives_one_timeline_per_module(tmp_path, db_path):
     found = discover(tmp_path)
     assert len(found) == 5
     assert all(fmt == "xla_buffer_assignment" for _, fmt in found)
+    forced = discover(tmp_path, "xla_buffer_assignment")
+    assert [p for p, _ in forced] == [p for p, _ in found]
     tids = ingest_into(db_path, *[Path(p) for p, _ in found])
     names = [r[0] for r in connect(db_path).execute("SELECT name FROM timelines ORDER BY 1").fetchall()]
     assert len(tids) == 5 and names == sorted(["003_5960cad812240b69", *(
