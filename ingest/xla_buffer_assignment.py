@@ -464,6 +464,7 @@ class _Parser:
         if e is not None:
             a["positions"] = e.positions
             a["uses"] = e.uses
+            a["used_by"] = list(dict.fromkeys(u.split(",", 1)[0] for u in e.uses))
         r = self.live.ranges.get(v.key) if self.live else None
         if r is None:
             if self.live is not None:

@@ -10,7 +10,8 @@
 --     moment rule charges (a tuple element is charged its tuple's 8-byte-per-element table);
 --   parameter: entry parameter number (NULL if not a parameter);
 --   maybe_live_out: in an allocation XLA marks maybe-live-out; phi: a phi value;
---   op_type, op_name, source: the framework op it came from (HLO metadata).
+--   op_type, op_name, source: the framework op it came from (HLO metadata);
+--   used_by: the instructions that use it ("Used values" uses, operand numbers dropped).
 CREATE OR REPLACE VIEW xla_values AS
 SELECT b.timeline_id, b.buffer, b.producer AS instruction, b.bytes, b.allocation, b."offset",
        b.alloc_step, b.last_step, b.dtype, b.shape, b.layout,
@@ -27,6 +28,8 @@ SELECT b.timeline_id, b.buffer, b.producer AS instruction, b.bytes, b.allocation
        json_extract_string(b.attrs, '$.op_name') AS op_name,
        json_extract_string(b.attrs, '$.source') AS source,
        TRY_CAST(json_extract_string(b.attrs, '$.value_id') AS BIGINT) AS value_id,
+       COALESCE(from_json(json_extract(b.attrs, '$.used_by'), '["VARCHAR"]'), [])::VARCHAR[]
+           AS used_by,
        b.line, b.attrs
 FROM buffers b JOIN timeline_records t USING (timeline_id)
 WHERE t.format = 'xla_buffer_assignment';
@@ -170,9 +173,10 @@ LEFT JOIN n_at_peak n USING (timeline_id, allocation);
 
 -- allocation_conflicts: pairs of values in one allocation whose byte ranges overlap while
 -- both are live (start <= s <= end). A correct assignment has none. Not a conflict: a
--- hand-over, where both cover the same [offset, offset+size) and share exactly one step at
--- which one ends and the other begins (aliases of one buffer, whose live ranges XLA
--- normalises to touch, and in-place reuse of an operand's buffer by its user).
+-- hand-over, where both cover the same [offset, offset+size), share exactly the one step
+-- at which the earlier ends and the later begins, and the later is either defined by an
+-- instruction that uses the earlier (in-place reuse of an operand's buffer) or a phi value
+-- (a loop-carried alias of the same buffer, whose live ranges XLA normalises to touch).
 --   overlap_from/overlap_to: the steps both are live; overlap_bytes: the bytes both cover.
 CREATE OR REPLACE VIEW allocation_conflicts AS
 SELECT a.timeline_id, a.allocation, a.buffer AS value_a, b.buffer AS value_b,
@@ -188,4 +192,5 @@ WHERE a."offset" < b."offset" + b.bytes AND b."offset" < a."offset" + a.bytes
   AND a.alloc_step <= b.last_step AND b.alloc_step <= a.last_step
   AND NOT (a."offset" = b."offset" AND a.bytes = b.bytes
            AND least(a.last_step, b.last_step) = greatest(a.alloc_step, b.alloc_step)
-           AND (a.last_step = b.alloc_step OR b.last_step = a.alloc_step));
+           AND ((a.last_step = b.alloc_step AND (b.phi OR list_contains(a.used_by, b.instruction)))
+             OR (b.last_step = a.alloc_step AND (a.phi OR list_contains(b.used_by, a.instruction)))));

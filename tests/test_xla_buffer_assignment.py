@@ -395,3 +395,17 @@ def test_gzipped_siblings(tmp_path, db_path):
     ingest_into(db_path, live)
     assert connect(db_path).execute("SELECT peak_step, peak_bytes FROM peak_memory").fetchone() == (
         28, 15_616_004)
+
+
+def test_hand_over_needs_a_use_or_a_phi(tmp_path, db_path):
+    """broadcast_select_fusion takes over ynn_fusion.8's bytes at step 16 because it reads it;
+    with that use deleted from the dump, the one shared step is a conflict."""
+    attn = next(m for m in MODULES if "attention" in m.name)
+    copy = copy_module(attn, tmp_path)
+    values = Path(str(copy).replace("-buffer-assignment.txt", "-buffer-assignment-values.txt"))
+    edit(values, "  ynn_fusion.8\n uses:\n  broadcast_select_fusion, operand 0\n",
+         "  ynn_fusion.8\n uses:\n  (none)\n")
+    ingest_into(db_path, copy)
+    rows = connect(db_path).execute(
+        "SELECT value_a, value_b, overlap_from, overlap_to FROM allocation_conflicts").fetchall()
+    assert rows == [("broadcast_select_fusion{}", "ynn_fusion.8{}", 16, 16)]
