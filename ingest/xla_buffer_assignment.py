@@ -269,7 +269,7 @@ class _Parser:
         self.value_by_id: dict[int, _Value] = {}
         self.entry: _Entry | None = None
         self.used_list: list[str] | None = None
-        self.instruction_bytes_of: dict[str, int | None] = {}  # ByteSizeOf(instruction shape)
+        self.instruction_shape_of: dict[str, str | None] = {}  # where no {} value is allocated
         self.last_facts: tuple[str, dict[str, Any]] | None = None
         self.scheduled: set[str] = set()
         self.total_bytes_used: int | None = None
@@ -293,7 +293,8 @@ class _Parser:
         whole = self.values.get(name + "{}")
         if whole is not None:
             return whole.size
-        return self.instruction_bytes_of.get(name)
+        shape = self.instruction_shape_of.get(name)
+        return parse_shape(shape).bytes if shape else None
 
     # -- the line dispatcher -----------------------------------------------------------
     def feed(self, number: int, text: str) -> tuple[Record, ...]:
@@ -436,9 +437,8 @@ class _Parser:
             else:
                 facts = instruction_facts(e.instruction)
                 self.last_facts = (e.instruction, facts)
-            if e.name not in self.instruction_bytes_of:
-                shape = facts.get("shape")
-                self.instruction_bytes_of[e.name] = parse_shape(shape).bytes if shape else None
+            if e.name + "{}" not in self.values and e.name not in self.instruction_shape_of:
+                self.instruction_shape_of[e.name] = facts.get("shape")  # a tuple not allocated
             if e.name not in self.scheduled and e.name in self.step_of:
                 out.append(self.scheduled_node(e.name, facts))
         v = self.value_by_id.get(e.id)

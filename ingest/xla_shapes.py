@@ -26,6 +26,8 @@ XLA_ITEMSIZE: dict[str, int] = {
 
 _ARRAY = re.compile(r"(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[^\]]*)\](?P<layout>\{[^}]*\})?\Z")
 _PARENS = re.compile(r"[()]")
+_DIMS_OR_LAYOUT = re.compile(r"\[[^\[\]]*\]|\{[^{}]*\}")
+_INNER_TUPLE = re.compile(r"\([^()]*\)")
 _COMMENT = re.compile(r"/\*.*?\*/")
 
 
@@ -43,18 +45,16 @@ class ShapeText:
 
 
 def _top_level_count(inner: str) -> int:
+    """Top-level elements of a tuple's inside: drop every bracketed group, count commas."""
     if not inner.strip():
         return 0
-    depth = 0
-    n = 1
-    for ch in inner:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            n += 1
-    return n
+    flat = _DIMS_OR_LAYOUT.sub("", inner)
+    while "(" in flat:
+        shorter = _INNER_TUPLE.sub("", flat)
+        if shorter == flat:
+            break
+        flat = shorter
+    return flat.count(",") + 1
 
 
 def parse_shape(text: str) -> ShapeText:

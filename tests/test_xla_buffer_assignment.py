@@ -409,3 +409,16 @@ def test_hand_over_needs_a_use_or_a_phi(tmp_path, db_path):
     rows = connect(db_path).execute(
         "SELECT value_a, value_b, overlap_from, overlap_to FROM allocation_conflicts").fetchall()
     assert rows == [("broadcast_select_fusion{}", "ynn_fusion.8{}", 16, 16)]
+
+
+@pytest.mark.parametrize("text,n,nbytes", [
+    ("bf16[2,3]{1,0}", None, 12), ("f32[]", None, 4), ("pred[]", None, 1), ("s8[4194304]{0}", None, 4194304),
+    ("(bf16[32,6144]{1,0}, s8[4194304]{0})", 2, 16), ("()", 0, 0),
+    ("(s32[], (f32[2,3]{1,0}, f32[]), /*index=2*/f32[4]{0})", 3, 24),
+])
+def test_byte_size_of_shapes(text, n, nbytes):
+    """ShapeUtil::ByteSizeOf(shape, 8): arrays by elements, tuples by their 8-byte table."""
+    from tlview.ingest.xla_shapes import parse_shape
+
+    shape = parse_shape(text)
+    assert (shape.n_elements, shape.bytes) == (n, nbytes)
