@@ -462,9 +462,9 @@ class _Parser:
         v.emitted = True
         a: dict[str, Any] = _provenance(facts)
         if e is not None:
-            a["positions"] = e.positions
+            if len(e.positions) > 1:  # one position is the value's own instruction: not kept
+                a["positions"] = e.positions
             a["uses"] = e.uses
-            a["used_by"] = list(dict.fromkeys(u.split(",", 1)[0] for u in e.uses))
         r = self.live.ranges.get(v.key) if self.live else None
         if r is None:
             if self.live is not None:
@@ -479,7 +479,7 @@ class _Parser:
 
     def allocated(self, v: _Value, step: int | None, a: dict[str, Any]) -> BufferAllocated:
         alloc = self.allocations[v.allocation]
-        a.update(value_id=v.id, allocation_size=alloc.size, allocation_kind=alloc.kind)
+        a.update(value_id=v.id, allocation_size=alloc.size, allocation_kind=", ".join(alloc.kind))
         if v.phi:
             a["phi"] = True
         if v.color:

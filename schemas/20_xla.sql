@@ -28,8 +28,8 @@ SELECT b.timeline_id, b.buffer, b.producer AS instruction, b.bytes, b.allocation
        json_extract_string(b.attrs, '$.op_name') AS op_name,
        json_extract_string(b.attrs, '$.source') AS source,
        TRY_CAST(json_extract_string(b.attrs, '$.value_id') AS BIGINT) AS value_id,
-       COALESCE(from_json(json_extract(b.attrs, '$.used_by'), '["VARCHAR"]'), [])::VARCHAR[]
-           AS used_by,
+       regexp_extract_all(COALESCE(json_extract_string(b.attrs, '$.uses'), ''),
+                          '"([^",]+), operand', 1) AS used_by,
        b.line, b.attrs
 FROM buffers b JOIN timeline_records t USING (timeline_id)
 WHERE t.format = 'xla_buffer_assignment';
@@ -146,8 +146,7 @@ CREATE OR REPLACE VIEW allocations AS
 WITH a AS (
     SELECT timeline_id, allocation,
            any_value(TRY_CAST(json_extract_string(attrs, '$.allocation_size') AS BIGINT)) AS size,
-           any_value(array_to_string(from_json(json_extract(attrs, '$.allocation_kind'),
-                                               '["VARCHAR"]'), ', ')) AS kind,
+           any_value(json_extract_string(attrs, '$.allocation_kind')) AS kind,
            any_value(parameter) AS parameter,
            any_value(json_extract_string(attrs, '$.parameter_shape')) AS parameter_shape,
            any_value(json_extract_string(attrs, '$.parameter_index')) AS parameter_index,

@@ -365,6 +365,8 @@ def test_parser_is_pure_and_streams_records():
     # A tuple element is charged its tuple's table (2 elements x 8 bytes) by XLA's moment rule.
     assert v.attrs["instruction_bytes"] == 16
     assert v.attrs["positions"] == ["custom-call.19.0 {0}", "get-tuple-element.19"]
+    assert v.attrs["uses"] == ["loop_convert_fusion, operand 0"]
+    assert "positions" not in bufs["fusion.122{}"].attrs  # only its own instruction
     (note,) = [r for r in recs if isinstance(r, TimelineNote)]
     assert note.attrs["xla_peak"]["step"] == 158 and len(note.attrs["xla_peak"]["values"]) == 50
 
