@@ -99,7 +99,8 @@ FROM (SELECT timeline_id, count(*) FILTER (WHERE instruction_bytes IS NULL) = 0 
       FROM v GROUP BY timeline_id) c
 LEFT JOIN best b USING (timeline_id);
 
--- xla_peak_check: XLA's stated peak, checked rather than trusted.
+-- xla_peak_check: XLA's stated peak, checked rather than trusted. One row per XLA timeline
+-- (the stated_* columns are NULL where the dump states no peak).
 --   stated_step, stated_bytes, stated_values: XLA's "Live ranges at K (peak)" and its sum;
 --   list_matches: live_at(timeline, K) holds exactly the values of that list, same sizes;
 --   recomputed_step: K by XLA's own moment rule from the live ranges (NULL when a value has
@@ -123,17 +124,19 @@ WITH stated AS (
          EXCEPT ALL SELECT timeline_id, name, bytes FROM xla_peak_stated)
     ) GROUP BY timeline_id
 )
-SELECT s.timeline_id, s.form AS stated_form, s.step AS stated_step, s.bytes AS stated_bytes,
-       s.n_values AS stated_values, COALESCE(m.n, 0) = 0 AS list_matches,
+SELECT t.timeline_id, s.form AS stated_form, s.step AS stated_step, s.bytes AS stated_bytes,
+       s.n_values AS stated_values,
+       CASE WHEN s.step IS NOT NULL THEN COALESCE(m.n, 0) = 0 END AS list_matches,
        x.step AS recomputed_step, x.usage AS xla_moment_bytes,
        c.live_bytes AS live_bytes_at_stated, p.peak_step, p.peak_bytes,
        p.peak_step = s.step AS stated_is_peak,
        COALESCE(s.step = x.step AND s.step = p.peak_step AND s.bytes = p.peak_bytes, false) AS agrees
-FROM stated s
+FROM (SELECT timeline_id FROM timeline_records WHERE format = 'xla_buffer_assignment') t
+LEFT JOIN stated s USING (timeline_id)
 LEFT JOIN mismatch m USING (timeline_id)
 LEFT JOIN _xla_moment x USING (timeline_id)
 LEFT JOIN memory_curve c ON c.timeline_id = s.timeline_id AND c.step = s.step
-LEFT JOIN peak_memory p ON p.timeline_id = s.timeline_id;
+LEFT JOIN peak_memory p ON p.timeline_id = t.timeline_id;
 
 -- allocations: one row per XLA allocation.
 --   size: as XLA states it; kind: parameter, output, maybe-live-out, preallocated-temp,

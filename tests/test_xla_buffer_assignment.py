@@ -292,6 +292,8 @@ def test_dump_without_live_range_ingests_allocations(tmp_path, db_path):
     assert con.execute("SELECT count(*) FROM peak_memory").fetchone() == (0,)
     assert con.execute("SELECT json_extract_string(notes, '$.liveness') FROM timelines").fetchone() == (
         "unknown",)
+    assert con.execute("SELECT stated_step, recomputed_step, peak_step, agrees FROM xla_peak_check"
+                       ).fetchone() == (None, None, None, False)
 
 
 def assert_nothing_written(db_path: Path) -> None:
@@ -424,3 +426,20 @@ def test_byte_size_of_shapes(text, n, nbytes):
 
     shape = parse_shape(text)
     assert (shape.n_elements, shape.bytes) == (n, nbytes)
+
+
+def test_peak_not_determined_by_xla(tmp_path, db_path):
+    """XLA prints a sentence instead of its list for unbounded dynamic shapes: kept as a note."""
+    text = SEED_003.read_text()
+    dump = tmp_path / "dynamic.txt"
+    dump.write_text(text[: text.index("  Live ranges at 158 (peak):")]
+                    + "  Peak memory could not be determined due to unbounded dynamic shape.\n")
+    ingest_into(db_path, dump)
+    con = connect(db_path)
+    assert con.execute("SELECT stated_step, recomputed_step, peak_step, peak_bytes FROM xla_peak_check"
+                       ).fetchone() == (None, 158, 158, 1_092_637_220)
+    warnings = [r[0] for r in con.execute(
+        "SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '[\"VARCHAR\"]')) "
+        "FROM timeline_notes").fetchall()]
+    assert ("XLA: Peak memory could not be determined due to unbounded dynamic shape."
+            in warnings)
