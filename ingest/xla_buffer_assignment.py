@@ -503,8 +503,11 @@ class _Parser:
         if self.entry is not None:
             yield from self.end_entry()
         if not self.seen_buffer_assignment:
+            part = split_part(self.path)
+            where = (f" (its sibling {Path(part[0]).name}{SPLIT_SUFFIXES[0]} is missing)"
+                     if part else "")
             raise self.error(number, "no 'BufferAssignment:' section: expected an XLA "
-                                     "buffer-assignment dump")
+                                     f"buffer-assignment dump{where}")
         for v in self.values.values():  # allocated values that "Used values" did not list
             if not v.emitted:
                 yield from self.value_events(v, {}, None)

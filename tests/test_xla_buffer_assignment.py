@@ -443,3 +443,13 @@ def test_peak_not_determined_by_xla(tmp_path, db_path):
         "FROM timeline_notes").fetchall()]
     assert ("XLA: Peak memory could not be determined due to unbounded dynamic shape."
             in warnings)
+
+
+def test_split_form_without_its_allocations_file(tmp_path, db_path):
+    mlp = next(m for m in MODULES if "mlp" in m.name)
+    live = Path(str(mlp).replace("-buffer-assignment.txt", "-live-range.txt"))
+    shutil.copy(live, tmp_path / live.name)
+    with pytest.raises(IngestError, match="its sibling module_0032.jit_mlp_train_step"
+                                          r".cpu_after_optimizations-buffer-assignment.txt is missing"):
+        ingest_into(db_path, tmp_path / live.name)
+    assert_nothing_written(db_path)
