@@ -78,7 +78,7 @@ _KIND = re.compile(r", kind=(k\w+)")
 _CALLS = re.compile(r", calls=(%[\w.\-]+)")
 _REPORT_SPACE = re.compile(r"Memory Space: (?P<space>.*)\Z")
 _REPORT_TOTAL = re.compile(r"Total bytes: (?P<bytes>\d+)")
-_MAX_LISTED = 20  # names listed in a warning before "and N more"
+_MAX_LISTED = 8  # names listed in a warning before "and N more"
 _NONE: tuple[Record, ...] = ()
 _JSON = json.JSONDecoder()
 
