@@ -74,6 +74,7 @@ def read_live_ranges(path: str, lines: Iterable[tuple[int, str]]) -> LiveRanges 
 def _parse(lr: LiveRanges, it: Iterable[tuple[int, str]]) -> None:
     section = "header"
     cumulative = 0
+    seen: set[str] = set()
     number = lr.header_line
     for number, text in it:
         if not text.strip():
@@ -92,6 +93,9 @@ def _parse(lr: LiveRanges, it: Iterable[tuple[int, str]]) -> None:
                 if i != len(lr.sequence):
                     raise IngestError(lr.path, number,
                                       f"expected instruction {len(lr.sequence)}, found {i}")
+                if m["name"] in seen:
+                    raise IngestError(lr.path, number, f"instruction {m['name']} scheduled twice")
+                seen.add(m["name"])
                 lr.sequence.append(m["name"])
                 lr.sequence_lines.append(number)
             elif text.strip() == "BufferLiveRange:":

@@ -332,6 +332,8 @@ def test_truncated_instruction_sequence_before_buffer_live_range(tmp_path, db_pa
      "runs past allocation 0's 311164928 bytes"),
     ("    p5.32.0{}:0-166", "    p5.32.0{}:0-167", "live range 0-167 outside 0-166"),
     ("    p5.32.0{}:0-166", "    p5.32.0{}:0166", "expected 'name{index}:start-end'"),
+    ("    101:get-tuple-element.2.0", "    101:custom-call.21.0", "custom-call.21.0 scheduled twice"),
+    ("    wrapped_slice{}:151-166", "    fusion.111{}:151-166", "fusion.111{} has two live ranges"),
 ])
 def test_bad_lines_are_errors_with_line(tmp_path, db_path, old, new, expected):
     dump = tmp_path / "bad.txt"
