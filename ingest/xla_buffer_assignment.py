@@ -629,7 +629,8 @@ def parse_buffer_assignment(
     everything else and emits each used value's events as soon as its entry ends.
     """
     live = None
-    for path in paths:
+    # The split form's -live-range.txt first: then pass 1 reads no other file.
+    for path in sorted(paths, key=lambda p: not _is_live_range_file(p)):
         live = read_live_ranges(path, open_lines(path, None))
         if live is not None:
             break
@@ -645,6 +646,13 @@ def parse_buffer_assignment(
             if parser.section == "live":
                 break  # pass 1 read the live-range section
     yield from parser.finish(number)
+
+
+def _is_live_range_file(path: str) -> bool:
+    part = split_part(path)
+    return part is not None and part[1] == "-live-range.txt"
+
+
 def parse_file(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
     """Parse ``path`` with its split-form siblings, if any: one timeline for the module."""
     files = sibling_files(path)
