@@ -29,12 +29,15 @@ class FormatSpec:
     description: str
     sniff: Callable[[str, str], bool]  # (head text, path) -> is it mine?
     parse: Parse
+    # For dumps split over sibling files: path -> the one file that stands for its group,
+    # so that a folder ingests each group once. None: every file stands alone.
+    group: Callable[[str], str] | None = None
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir, kineto, torch_log
+    from . import inductor_ir, kineto, torch_log, xla_buffer_assignment
 
-    return [inductor_ir.SPEC, torch_log.SPEC, *kineto.SPECS]
+    return [inductor_ir.SPEC, xla_buffer_assignment.SPEC, torch_log.SPEC, *kineto.SPECS]
 
 
 def formats() -> dict[str, FormatSpec]:

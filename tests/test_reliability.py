@@ -125,7 +125,7 @@ def test_older_schema_refused_read_only_then_migrated(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "migrated from schema v0" in p.stdout
     with open_database(db, read_only=True) as d:
-        assert d.scalar("get_meta", "schema_version") == "1"
+        assert d.scalar("get_meta", "schema_version") == "2"
         assert d.sql("SELECT peak_bytes FROM peak_memory").fetchone()[0] == 1_114_112
 
 
