@@ -248,7 +248,14 @@ class FxGraphParser:
             return
         code, _, release = s.partition(";")
         release = release.strip()
+        if _RELEASE.match(code.strip()):  # `x = y = None` on a line of its own
+            for n in code.strip().split(" = ")[:-1]:
+                self._release(n.strip(), self.step - 1)
+            return
         m = _NODE.match(code.strip())
+        if m and m["ann"] is None and m["rhs"].startswith("self."):  # get_attr: a constant
+            self._input(m["name"], "", number)
+            return
         if m:
             self._node(m["name"], m["ann"], m["rhs"].strip(), number)
             if release:

@@ -61,6 +61,7 @@ _KERNEL_PATH = re.compile(r"#\s*kernel path:\s*(?P<p>.*)")
 _UNPACK = re.compile(r"(?P<names>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*,?\s*=\s*(?P<src>\w+)\Z")
 _ASSIGN = re.compile(r"(?P<lhs>[A-Za-z_]\w*)\s*=\s*(?P<rhs>.*)\Z")
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
+_SYMBOL = re.compile(r"(?:s|u|ps|ks|q|zuf)\d+\Z")  # Inductor's size symbols (s77 = primals_3)
 _INDEX = re.compile(r"(?P<base>[A-Za-z_]\w*)\[(?P<i>\d+)\]\Z")
 _CALL = re.compile(r"(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)\Z")
 _RAND_STRIDED = re.compile(r"(?P<name>\w+) = rand_strided\((?P<args>.*)\)\Z")
@@ -295,6 +296,7 @@ class WrapperParser:
         self.note: TimelineNote | None = None
         self.deferred: list[_Storage] = []
         self.sizes: dict[str, tuple[list[str], list[str]]] = {}
+        self.symbols: dict[str, str] = {}
 
     # -- plumbing -----------------------------------------------------------------------
     def error(self, line: int, message: str) -> IngestError:
@@ -543,6 +545,9 @@ class WrapperParser:
 
     def _assign(self, lhs: str, rhs: str, dels: list[str], comment: str, number: int,
                 text: str) -> None:
+        if _SYMBOL.match(lhs):
+            self.symbols[lhs] = rhs  # a size symbol, not a tensor
+            return
         reuse = any(d == _target_of(rhs) for d in dels) or "reuse" in comment
         m = _CALL.match(rhs)
         callee = m["callee"] if m else None
@@ -976,6 +981,8 @@ class WrapperParser:
                             "(timeline_notes.attrs.unknown)")
         if self.interleaved:
             warnings.append(f"{self.interleaved} interleaved warning/traceback line(s) skipped")
+        if self.symbols:
+            note["symbols"] = self.symbols
         if warnings:
             note["warnings"] = warnings
         self.note = TimelineNote(timeline=self.key, attrs=note)
