@@ -44,6 +44,7 @@ from tlview.store.records import (
 
 from .errors import IngestError
 from .fx_graph import op_name
+from .pytext import balance, dims, split_args, split_comment, split_semicolons
 from .tensors import itemsize, storage_bytes
 
 FORMAT = "inductor_wrapper"
@@ -149,49 +150,6 @@ class _Name:
     op: _OpResult | None = None
 
 
-_SPECIAL = re.compile(r"[()\[\]{},'\"\\]")
-
-
-def split_args(text: str) -> list[str]:
-    """Top-level comma split of a Python argument list (brackets and quotes respected)."""
-    if "(" not in text and "[" not in text and "{" not in text and "'" not in text \
-            and '"' not in text:
-        return [a.strip() for a in text.split(",") if a.strip()]
-    out: list[str] = []
-    depth = 0
-    quote: str | None = None
-    start = 0
-    escaped_at = -1
-    for m in _SPECIAL.finditer(text):
-        ch = m.group()
-        i = m.start()
-        if quote:
-            if ch == "\\":
-                escaped_at = i + 1
-            elif ch == quote and i != escaped_at:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    last = text[start:].strip()
-    if last:
-        out.append(last)
-    return out
-
-
-def _dims(text: str) -> list[str]:
-    t = text.strip()
-    if t.startswith(("(", "[")) and t.endswith((")", "]")):
-        t = t[1:-1]
-    return [d for d in split_args(t) if d]
-
-
 def _fmt(dims: list[str]) -> str:
     return "[" + ", ".join(dims) + "]"
 
@@ -210,25 +168,6 @@ def _contiguous(sizes: list[str]) -> list[str]:
         strides.append(acc)
         acc = str(int(acc) * int(s)) if acc.isdigit() and s.isdigit() else f"{acc}*{s}"
     return list(reversed(strides))
-
-
-def _balance(text: str) -> int:
-    opened = text.count("(") + text.count("[") + text.count("{")
-    if opened == text.count(")") + text.count("]") + text.count("}"):
-        return 0
-    depth = 0
-    quote: str | None = None
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-    return depth
 
 
 def _params(signature: str) -> list[str]:
@@ -336,7 +275,7 @@ class WrapperParser:
             if self.partial is not None:
                 parts, start = self.partial
                 parts.append(text.strip())
-                if _balance(" ".join(parts)) <= 0:
+                if balance(" ".join(parts)) <= 0:
                     self.partial = None
                     self._statement(" ".join(parts), start)
                     yield from self.flush()
@@ -350,7 +289,7 @@ class WrapperParser:
                 self.body_indent = indent
             if indent >= self.body_indent:
                 s = text.strip()
-                if _balance(s) > 0:
+                if balance(s) > 0:
                     self.partial = ([s], number)
                     return
                 self._statement(s, number)
@@ -386,7 +325,7 @@ class WrapperParser:
         if m:
             a = split_args(m["args"])
             kw = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in a if "=" in x}
-            self.input_meta[m["name"]] = (_dims(a[0]), _dims(a[1]), _dtype(kw.get("dtype", "")))
+            self.input_meta[m["name"]] = (dims(a[0]), dims(a[1]), _dtype(kw.get("dtype", "")))
 
     def _end_kernel(self, text: str) -> None:
         k = self.kernel
@@ -448,8 +387,8 @@ class WrapperParser:
         if s.startswith("#"):
             self._comment(s, number)
             return
-        code, _, comment = _split_comment(s)
-        stmts = [c.strip() for c in _split_semicolons(code) if c.strip()]
+        code, _, comment = split_comment(s)
+        stmts = [c.strip() for c in split_semicolons(code) if c.strip()]
         if not stmts:
             return
         first = stmts[0]
@@ -497,7 +436,7 @@ class WrapperParser:
             if callee == "assert_size_stride":
                 a = split_args(m["args"])
                 if len(a) >= 3:
-                    self._assert(a[0], _dims(a[1]), _dims(a[2]))
+                    self._assert(a[0], dims(a[1]), dims(a[2]))
                 return
             if callee in _IGNORED_CALLS:
                 return
@@ -558,7 +497,7 @@ class WrapperParser:
             kw = {x.split("=", 1)[0].strip(): x.split("=", 1)[1] for x in a
                   if "=" in x.split("(")[0]}
             if callee in _CONTIGUOUS_ALLOC_FNS:
-                sizes = _dims(pos[0]) if pos else []
+                sizes = dims(pos[0]) if pos else []
                 if len(pos) > 1 and not pos[0].startswith(("(", "[")):
                     sizes = [p for p in pos if not p.startswith("torch.")]
                 strides = _contiguous(sizes) if all(x.isdigit() for x in sizes) else \
@@ -567,7 +506,7 @@ class WrapperParser:
             else:
                 if len(pos) < 2:
                     raise self.error(number, f"expected {callee}(size, stride, dtype), got {rhs[:80]!r}")
-                sizes, strides = _dims(pos[0]), _dims(pos[1])
+                sizes, strides = dims(pos[0]), dims(pos[1])
                 dtype = _dtype(pos[2]) if len(pos) > 2 else _dtype(kw.get("dtype", ""))
             dev = _ALLOC_FNS.get(callee) if callee in _ALLOC_FNS else None
             if dev is None and "device" in kw:
@@ -588,9 +527,9 @@ class WrapperParser:
             assert m is not None
             a = split_args(m["args"])
             pool = a[0].strip() if a else ""
-            self._alias(lhs, pool, "view", number, shape=_fmt(_dims(a[3]))
+            self._alias(lhs, pool, "view", number, shape=_fmt(dims(a[3]))
                                    if len(a) > 3 else None,
-                                   stride=_fmt(_dims(a[4])) if len(a) > 4 else None,
+                                   stride=_fmt(dims(a[4])) if len(a) > 4 else None,
                                    dtype=_dtype(a[2]) if len(a) > 2 else None, dels=dels)
             return
         if callee == "reinterpret_tensor":
@@ -598,8 +537,8 @@ class WrapperParser:
             a = split_args(m["args"])
             src = a[0].strip()
             self._alias(lhs, src, "reuse" if reuse else "view", number,
-                                   shape=_fmt(_dims(a[1])) if len(a) > 1 else None,
-                                   stride=_fmt(_dims(a[2])) if len(a) > 2 else None,
+                                   shape=_fmt(dims(a[1])) if len(a) > 1 else None,
+                                   stride=_fmt(dims(a[2])) if len(a) > 2 else None,
                                    dels=dels, attrs_={"offset": a[3].strip()} if len(a) > 3 else {})
             return
         if _NAME.match(rhs):
@@ -986,48 +925,6 @@ class WrapperParser:
         if warnings:
             note["warnings"] = warnings
         self.note = TimelineNote(timeline=self.key, attrs=note)
-
-
-def _split_comment(s: str) -> tuple[str, str, str]:
-    """Code and trailing ``# comment`` (quotes respected)."""
-    if "#" not in s:
-        return s, "", ""
-    quote: str | None = None
-    for i, ch in enumerate(s):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#":
-            return s[:i].rstrip(), "#", s[i + 1:].strip()
-    return s, "", ""
-
-
-def _split_semicolons(code: str) -> list[str]:
-    if ";" not in code:
-        return [code]
-    out: list[str] = []
-    depth = 0
-    quote: str | None = None
-    cur: list[str] = []
-    for ch in code:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ";" and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
-    return out
 
 
 def _target_of(rhs: str) -> str | None:
