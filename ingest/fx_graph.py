@@ -203,11 +203,12 @@ class FxGraphParser:
         if len(self.unknown) < MAX_KEPT_LINES:
             self.unknown.append({"line": number, "text": text})
 
-    def feed(self, line: Any) -> Iterator[Record]:
+    def feed(self, line: Any) -> list[Record]:
+        """Take one line of the graph; returns the records it completes (often none)."""
         self.last_line = line.number
         self._line(line.number, line.text)
         out, self.pending = self.pending, []
-        yield from out
+        return out
 
     def _line(self, number: int, text: str) -> None:
         s = text.strip()

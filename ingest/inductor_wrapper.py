@@ -241,7 +241,7 @@ class WrapperParser:
     def error(self, line: int, message: str) -> IngestError:
         return IngestError(self.path, line, message)
 
-    def _begin(self, number: int, aot_id: str | None) -> Iterator[Record]:
+    def _begin(self, number: int, aot_id: str | None) -> Timeline:
         self.aot_id = aot_id
         name = aot_id or self.default_name or "output_code"
         self.key, display = self.names.take("wrapper", name)
@@ -252,16 +252,21 @@ class WrapperParser:
         for k in ("rank", "compile_id", "pid", "time", "dress"):
             if k in meta:
                 attrs_[k] = meta[k]
-        yield Timeline(key=self.key, name=display, format=FORMAT, attrs=attrs_)
+        return Timeline(key=self.key, name=display, format=FORMAT, attrs=attrs_)
 
-    def feed(self, line: Any) -> Iterator[Record]:
-        number, text = line.number, line.text
+    def feed(self, line: Any) -> list[Record]:
+        """Take one line of the module; returns the records it completes (often none)."""
+        self._feed(line.number, line.text)
+        out, self.pending = self.pending, []
+        return out
+
+    def _feed(self, number: int, text: str) -> None:
         self.last_line = number
         if self.key is None:
             if not text.strip():
                 return
             m = _AOT_ID.match(text.strip())
-            yield from self._begin(number, m["id"].strip() if m else None)
+            self.pending.append(self._begin(number, m["id"].strip() if m else None))
             if m:
                 return
         if self.state == "source":
@@ -278,7 +283,6 @@ class WrapperParser:
                 if balance(" ".join(parts)) <= 0:
                     self.partial = None
                     self._statement(" ".join(parts), start)
-                    yield from self.flush()
                 return
             if not text.strip():
                 return
@@ -293,7 +297,6 @@ class WrapperParser:
                     self.partial = ([s], number)
                     return
                 self._statement(s, number)
-                yield from self.flush()
                 return
             if not self.returned:
                 raise self.error(number, "call(args) ends without a return statement")
