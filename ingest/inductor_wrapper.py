@@ -53,6 +53,7 @@ MAX_KEPT_LINES = 200  # unknown lines kept verbatim per timeline (all are counte
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?(?P<id>[^'\]]*)'?\]?")
 _KERNEL_DEF = re.compile(
     r"(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<kind>\w+)\((?P<rest>.*?)(?P<q>r?''')\s*\Z")
+_ASYNC_DEF = re.compile(r"(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<kind>\w+)\(")
 _CALL_DEF = re.compile(r"(?P<indent>\s*)def call\((?:self, )?(?P<args>\w+)\):\s*\Z")
 _TOPO = re.compile(
     r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\],\s*"
@@ -316,6 +317,12 @@ class WrapperParser:
                                   comments=self.comments)
             self.comments = {}
             self.state = "source"
+            return
+        m = _ASYNC_DEF.match(s)
+        if m:  # a kernel made without inline source (multi_kernel, a precompiled binary...)
+            self.kernels[m["name"]] = _Kernel(m["name"], _kernel_kind(m["kind"]), number,
+                                              comments=self.comments)
+            self.comments = {}
             return
         m = _CALL_DEF.match(text)
         if m and self.state != "done":

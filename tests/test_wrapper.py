@@ -266,6 +266,7 @@ def test_glog_dress_with_rank_keeps_rank_and_compile_id(tmp_path, db_path):
     dressed = tmp_path / "glog.log"
     dressed.write_text("\n".join(out) + "\n")
     tids = ingest_into(db_path, dressed)
+    assert len(tids) == 5  # joint, forward, backward FX graphs and the two wrappers
     assert _wrapper_peaks(db_path, tids) == {"0_forward": 75_501_578, "0_backward": 100_663_300}
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT attrs->>'$.rank', attrs->>'$.compile_id' FROM timelines WHERE "
@@ -383,3 +384,18 @@ def test_dynamic_shapes_symbolic_then_evaluated_equal_torch(db_path):
     peak = max(sum(b for b, a, last in sizes if a <= s <= last) for s in range(n))
     measured = json.loads((TORCH / "mlp_dynamic" / "0_forward.measured.json").read_text())
     assert peak == measured["peak_bytes"] == 804
+
+
+def test_kernels_without_inline_source_are_launches():
+    text = """# AOT ID: ['2_forward']
+multi_kernel_0 = async_compile.multi_kernel('multi_kernel_0', ['triton_a', 'triton_b'])
+def call(args):
+    arg0_1, = args
+    buf0 = empty_strided_cuda((4, ), (1, ), torch.float32)
+    multi_kernel_0.run(arg0_1, buf0, 4, stream=stream0)
+    return (buf0, )
+"""
+    recs = list(parse_torch_log(enumerate(text.splitlines(), 1), "x.py"))
+    launch = next(r for r in recs if isinstance(r, NodeScheduled))
+    assert (launch.kernel, launch.node_class, launch.step) == ("multi_kernel_0", "multi_kernel", 0)
+    assert launch.reads == ("arg0_1", "buf0")
