@@ -203,11 +203,12 @@ class FxGraphParser:
         if len(self.unknown) < MAX_KEPT_LINES:
             self.unknown.append({"line": number, "text": text})
 
-    def feed(self, line: Any) -> Iterator[Record]:
+    def feed(self, line: Any) -> list[Record]:
+        """Take one line of the graph; returns the records it completes (often none)."""
         self.last_line = line.number
         self._line(line.number, line.text)
         out, self.pending = self.pending, []
-        yield from out
+        return out
 
     def _line(self, number: int, text: str) -> None:
         s = text.strip()
@@ -248,7 +249,14 @@ class FxGraphParser:
             return
         code, _, release = s.partition(";")
         release = release.strip()
+        if _RELEASE.match(code.strip()):  # `x = y = None` on a line of its own
+            for n in code.strip().split(" = ")[:-1]:
+                self._release(n.strip(), self.step - 1)
+            return
         m = _NODE.match(code.strip())
+        if m and m["ann"] is None and m["rhs"].startswith("self."):  # get_attr: a constant
+            self._input(m["name"], "", number)
+            return
         if m:
             self._node(m["name"], m["ann"], m["rhs"].strip(), number)
             if release:

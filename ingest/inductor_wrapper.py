@@ -44,6 +44,7 @@ from tlview.store.records import (
 
 from .errors import IngestError
 from .fx_graph import op_name
+from .pytext import balance, dims, split_args, split_comment, split_semicolons
 from .tensors import itemsize, storage_bytes
 
 FORMAT = "inductor_wrapper"
@@ -52,6 +53,7 @@ MAX_KEPT_LINES = 200  # unknown lines kept verbatim per timeline (all are counte
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?(?P<id>[^'\]]*)'?\]?")
 _KERNEL_DEF = re.compile(
     r"(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<kind>\w+)\((?P<rest>.*?)(?P<q>r?''')\s*\Z")
+_ASYNC_DEF = re.compile(r"(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<kind>\w+)\(")
 _CALL_DEF = re.compile(r"(?P<indent>\s*)def call\((?:self, )?(?P<args>\w+)\):\s*\Z")
 _TOPO = re.compile(
     r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\],\s*"
@@ -61,6 +63,7 @@ _KERNEL_PATH = re.compile(r"#\s*kernel path:\s*(?P<p>.*)")
 _UNPACK = re.compile(r"(?P<names>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*,?\s*=\s*(?P<src>\w+)\Z")
 _ASSIGN = re.compile(r"(?P<lhs>[A-Za-z_]\w*)\s*=\s*(?P<rhs>.*)\Z")
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
+_SYMBOL = re.compile(r"(?:s|u|ps|ks|q|zuf)\d+\Z")  # Inductor's size symbols (s77 = primals_3)
 _INDEX = re.compile(r"(?P<base>[A-Za-z_]\w*)\[(?P<i>\d+)\]\Z")
 _CALL = re.compile(r"(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)\Z")
 _RAND_STRIDED = re.compile(r"(?P<name>\w+) = rand_strided\((?P<args>.*)\)\Z")
@@ -148,49 +151,6 @@ class _Name:
     op: _OpResult | None = None
 
 
-_SPECIAL = re.compile(r"[()\[\]{},'\"\\]")
-
-
-def split_args(text: str) -> list[str]:
-    """Top-level comma split of a Python argument list (brackets and quotes respected)."""
-    if "(" not in text and "[" not in text and "{" not in text and "'" not in text \
-            and '"' not in text:
-        return [a.strip() for a in text.split(",") if a.strip()]
-    out: list[str] = []
-    depth = 0
-    quote: str | None = None
-    start = 0
-    escaped_at = -1
-    for m in _SPECIAL.finditer(text):
-        ch = m.group()
-        i = m.start()
-        if quote:
-            if ch == "\\":
-                escaped_at = i + 1
-            elif ch == quote and i != escaped_at:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    last = text[start:].strip()
-    if last:
-        out.append(last)
-    return out
-
-
-def _dims(text: str) -> list[str]:
-    t = text.strip()
-    if t.startswith(("(", "[")) and t.endswith((")", "]")):
-        t = t[1:-1]
-    return [d for d in split_args(t) if d]
-
-
 def _fmt(dims: list[str]) -> str:
     return "[" + ", ".join(dims) + "]"
 
@@ -209,25 +169,6 @@ def _contiguous(sizes: list[str]) -> list[str]:
         strides.append(acc)
         acc = str(int(acc) * int(s)) if acc.isdigit() and s.isdigit() else f"{acc}*{s}"
     return list(reversed(strides))
-
-
-def _balance(text: str) -> int:
-    opened = text.count("(") + text.count("[") + text.count("{")
-    if opened == text.count(")") + text.count("]") + text.count("}"):
-        return 0
-    depth = 0
-    quote: str | None = None
-    for ch in text:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-    return depth
 
 
 def _params(signature: str) -> list[str]:
@@ -295,12 +236,13 @@ class WrapperParser:
         self.note: TimelineNote | None = None
         self.deferred: list[_Storage] = []
         self.sizes: dict[str, tuple[list[str], list[str]]] = {}
+        self.symbols: dict[str, str] = {}
 
     # -- plumbing -----------------------------------------------------------------------
     def error(self, line: int, message: str) -> IngestError:
         return IngestError(self.path, line, message)
 
-    def _begin(self, number: int, aot_id: str | None) -> Iterator[Record]:
+    def _begin(self, number: int, aot_id: str | None) -> Timeline:
         self.aot_id = aot_id
         name = aot_id or self.default_name or "output_code"
         self.key, display = self.names.take("wrapper", name)
@@ -311,16 +253,21 @@ class WrapperParser:
         for k in ("rank", "compile_id", "pid", "time", "dress"):
             if k in meta:
                 attrs_[k] = meta[k]
-        yield Timeline(key=self.key, name=display, format=FORMAT, attrs=attrs_)
+        return Timeline(key=self.key, name=display, format=FORMAT, attrs=attrs_)
 
-    def feed(self, line: Any) -> Iterator[Record]:
-        number, text = line.number, line.text
+    def feed(self, line: Any) -> list[Record]:
+        """Take one line of the module; returns the records it completes (often none)."""
+        self._feed(line.number, line.text)
+        out, self.pending = self.pending, []
+        return out
+
+    def _feed(self, number: int, text: str) -> None:
         self.last_line = number
         if self.key is None:
             if not text.strip():
                 return
             m = _AOT_ID.match(text.strip())
-            yield from self._begin(number, m["id"].strip() if m else None)
+            self.pending.append(self._begin(number, m["id"].strip() if m else None))
             if m:
                 return
         if self.state == "source":
@@ -334,10 +281,9 @@ class WrapperParser:
             if self.partial is not None:
                 parts, start = self.partial
                 parts.append(text.strip())
-                if _balance(" ".join(parts)) <= 0:
+                if balance(" ".join(parts)) <= 0:
                     self.partial = None
                     self._statement(" ".join(parts), start)
-                    yield from self.flush()
                 return
             if not text.strip():
                 return
@@ -348,11 +294,10 @@ class WrapperParser:
                 self.body_indent = indent
             if indent >= self.body_indent:
                 s = text.strip()
-                if _balance(s) > 0:
+                if balance(s) > 0:
                     self.partial = ([s], number)
                     return
                 self._statement(s, number)
-                yield from self.flush()
                 return
             if not self.returned:
                 raise self.error(number, "call(args) ends without a return statement")
@@ -373,6 +318,12 @@ class WrapperParser:
             self.comments = {}
             self.state = "source"
             return
+        m = _ASYNC_DEF.match(s)
+        if m:  # a kernel made without inline source (multi_kernel, a precompiled binary...)
+            self.kernels[m["name"]] = _Kernel(m["name"], _kernel_kind(m["kind"]), number,
+                                              comments=self.comments)
+            self.comments = {}
+            return
         m = _CALL_DEF.match(text)
         if m and self.state != "done":
             self.state = "body"
@@ -384,7 +335,7 @@ class WrapperParser:
         if m:
             a = split_args(m["args"])
             kw = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in a if "=" in x}
-            self.input_meta[m["name"]] = (_dims(a[0]), _dims(a[1]), _dtype(kw.get("dtype", "")))
+            self.input_meta[m["name"]] = (dims(a[0]), dims(a[1]), _dtype(kw.get("dtype", "")))
 
     def _end_kernel(self, text: str) -> None:
         k = self.kernel
@@ -446,8 +397,8 @@ class WrapperParser:
         if s.startswith("#"):
             self._comment(s, number)
             return
-        code, _, comment = _split_comment(s)
-        stmts = [c.strip() for c in _split_semicolons(code) if c.strip()]
+        code, _, comment = split_comment(s)
+        stmts = [c.strip() for c in split_semicolons(code) if c.strip()]
         if not stmts:
             return
         first = stmts[0]
@@ -495,7 +446,7 @@ class WrapperParser:
             if callee == "assert_size_stride":
                 a = split_args(m["args"])
                 if len(a) >= 3:
-                    self._assert(a[0], _dims(a[1]), _dims(a[2]))
+                    self._assert(a[0], dims(a[1]), dims(a[2]))
                 return
             if callee in _IGNORED_CALLS:
                 return
@@ -543,6 +494,9 @@ class WrapperParser:
 
     def _assign(self, lhs: str, rhs: str, dels: list[str], comment: str, number: int,
                 text: str) -> None:
+        if _SYMBOL.match(lhs):
+            self.symbols[lhs] = rhs  # a size symbol, not a tensor
+            return
         reuse = any(d == _target_of(rhs) for d in dels) or "reuse" in comment
         m = _CALL.match(rhs)
         callee = m["callee"] if m else None
@@ -553,7 +507,7 @@ class WrapperParser:
             kw = {x.split("=", 1)[0].strip(): x.split("=", 1)[1] for x in a
                   if "=" in x.split("(")[0]}
             if callee in _CONTIGUOUS_ALLOC_FNS:
-                sizes = _dims(pos[0]) if pos else []
+                sizes = dims(pos[0]) if pos else []
                 if len(pos) > 1 and not pos[0].startswith(("(", "[")):
                     sizes = [p for p in pos if not p.startswith("torch.")]
                 strides = _contiguous(sizes) if all(x.isdigit() for x in sizes) else \
@@ -562,7 +516,7 @@ class WrapperParser:
             else:
                 if len(pos) < 2:
                     raise self.error(number, f"expected {callee}(size, stride, dtype), got {rhs[:80]!r}")
-                sizes, strides = _dims(pos[0]), _dims(pos[1])
+                sizes, strides = dims(pos[0]), dims(pos[1])
                 dtype = _dtype(pos[2]) if len(pos) > 2 else _dtype(kw.get("dtype", ""))
             dev = _ALLOC_FNS.get(callee) if callee in _ALLOC_FNS else None
             if dev is None and "device" in kw:
@@ -583,9 +537,9 @@ class WrapperParser:
             assert m is not None
             a = split_args(m["args"])
             pool = a[0].strip() if a else ""
-            self._alias(lhs, pool, "view", number, shape=_fmt(_dims(a[3]))
+            self._alias(lhs, pool, "view", number, shape=_fmt(dims(a[3]))
                                    if len(a) > 3 else None,
-                                   stride=_fmt(_dims(a[4])) if len(a) > 4 else None,
+                                   stride=_fmt(dims(a[4])) if len(a) > 4 else None,
                                    dtype=_dtype(a[2]) if len(a) > 2 else None, dels=dels)
             return
         if callee == "reinterpret_tensor":
@@ -593,8 +547,8 @@ class WrapperParser:
             a = split_args(m["args"])
             src = a[0].strip()
             self._alias(lhs, src, "reuse" if reuse else "view", number,
-                                   shape=_fmt(_dims(a[1])) if len(a) > 1 else None,
-                                   stride=_fmt(_dims(a[2])) if len(a) > 2 else None,
+                                   shape=_fmt(dims(a[1])) if len(a) > 1 else None,
+                                   stride=_fmt(dims(a[2])) if len(a) > 2 else None,
                                    dels=dels, attrs_={"offset": a[3].strip()} if len(a) > 3 else {})
             return
         if _NAME.match(rhs):
@@ -976,51 +930,11 @@ class WrapperParser:
                             "(timeline_notes.attrs.unknown)")
         if self.interleaved:
             warnings.append(f"{self.interleaved} interleaved warning/traceback line(s) skipped")
+        if self.symbols:
+            note["symbols"] = self.symbols
         if warnings:
             note["warnings"] = warnings
         self.note = TimelineNote(timeline=self.key, attrs=note)
-
-
-def _split_comment(s: str) -> tuple[str, str, str]:
-    """Code and trailing ``# comment`` (quotes respected)."""
-    if "#" not in s:
-        return s, "", ""
-    quote: str | None = None
-    for i, ch in enumerate(s):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#":
-            return s[:i].rstrip(), "#", s[i + 1:].strip()
-    return s, "", ""
-
-
-def _split_semicolons(code: str) -> list[str]:
-    if ";" not in code:
-        return [code]
-    out: list[str] = []
-    depth = 0
-    quote: str | None = None
-    cur: list[str] = []
-    for ch in code:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == ";" and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
-    return out
 
 
 def _target_of(rhs: str) -> str | None:

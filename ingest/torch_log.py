@@ -227,7 +227,9 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str) -> Iterator[Rec
                 continue
         if current is not None and _continues(current, line) and not (
                 line.starts_record and _starts_section(text)):
-            yield from current.parser.feed(line)
+            out = current.parser.feed(line)
+            if out:
+                yield from out
             continue
         # Not part of the open section: a new section, or text between sections.
         stripped = text.strip()

@@ -232,6 +232,9 @@ def test_interleaved_warnings_and_tracebacks_never_end_the_ingest(tmp_path, db_p
         '  File "/x/y.py", line 3, in <module>',
         "    f()",
         "RuntimeError: ignored by the program",
+        # another logger's glog record in the middle of the output code record
+        "W1122 00:05:29.700000 7273 torch/_dynamo/convert_frame.py:1000] [0/0_1] "
+        "[__recompiles] Recompiling function step",
     ]
     noisy = tmp_path / "noisy.log"
     noisy.write_text("\n".join(lines[:i] + noise + lines[i:]) + "\n")
@@ -263,6 +266,7 @@ def test_glog_dress_with_rank_keeps_rank_and_compile_id(tmp_path, db_path):
     dressed = tmp_path / "glog.log"
     dressed.write_text("\n".join(out) + "\n")
     tids = ingest_into(db_path, dressed)
+    assert len(tids) == 5  # joint, forward, backward FX graphs and the two wrappers
     assert _wrapper_peaks(db_path, tids) == {"0_forward": 75_501_578, "0_backward": 100_663_300}
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT attrs->>'$.rank', attrs->>'$.compile_id' FROM timelines WHERE "
@@ -323,3 +327,75 @@ def test_reuse_events_are_alias_records():
     recs = list(records_for(TORCH / "mlp_train" / "0_forward.output_code.py"))
     reuse = [(r.buffer, r.target) for r in recs if isinstance(r, BufferAliased)]
     assert reuse == [("buf1", "buf0"), ("buf4", "buf2"), ("buf5", "buf3")]
+
+
+def test_allocation_forms_pools_and_symbolic_sizes():
+    """Memory-planning pools, p2p and torch.empty allocations, multi-line statements,
+    symbolic sizes kept as expressions, an unasserted extern output reported unknown."""
+    text = """# AOT ID: ['3_forward']
+def call(args):
+    arg0_1, arg1_1 = args
+    s0 = arg1_1
+    pool1 = empty_strided_cuda((1024, ), (1, ), torch.uint8)
+    buf0 = alloc_from_pool(pool1, 0, torch.float32, (16, 16), (16, 1))
+    buf1 = empty_strided_p2p((8, 8), (8, 1), torch.bfloat16, torch.device("cuda:0"),
+                             group_name="0", alloc_id=7)
+    buf2 = torch.empty((4, 2), dtype=torch.float64, device='cuda')
+    buf3 = empty_strided_cuda((s0, 128), (128, 1), torch.bfloat16)
+    triton_poi_fused_0.run(arg0_1, buf0, buf1, buf2, buf3, 256, stream=stream0)
+    del buf0
+    del pool1
+    buf4 = extern_kernels.some_op(buf1)
+    del buf1
+    del buf4
+    return (buf2, buf3, )
+"""
+    recs = list(parse_torch_log(enumerate(text.splitlines(), 1), "x.py"))
+    alloc = {r.buffer: r for r in recs if type(r).__name__ == "BufferAllocated"}
+    assert alloc["pool1"].bytes == 1024 and alloc["buf0"].bytes == 0
+    assert alloc["buf0"].attrs["storage"] == "pool1"
+    assert alloc["buf1"].bytes == 128 and alloc["buf2"].bytes == 64
+    assert alloc["buf3"].bytes is None
+    assert alloc["buf3"].size_expr == "(1 + ((s0) - 1)*(128) + ((128) - 1)*(1))*2"
+    assert alloc["buf4"].bytes is None and alloc["buf4"].step == 1
+    assert "s0" not in alloc  # a size symbol, not a buffer
+    note = next(r for r in recs if isinstance(r, TimelineNote))
+    assert note.attrs["symbols"] == {"s0": "arg1_1"}
+    assert any("buf4" in w and "unknown" in w for w in note.attrs["warnings"])
+    launch = next(r for r in recs if isinstance(r, NodeScheduled))
+    assert launch.reads == ("arg0_1", "buf0", "buf1", "buf2", "buf3")
+
+
+def test_dynamic_shapes_symbolic_then_evaluated_equal_torch(db_path):
+    """dynamic=True: sizes stay expressions (bytes NULL, never 0). Evaluated at the batch
+    size torch ran with (get_args: primals_3 = 4), the per-step peak is torch's."""
+    code = TORCH / "mlp_dynamic" / "0_forward.output_code.py"
+    (tid,) = ingest_into(db_path, code)
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute("SELECT bytes, size_expr, alloc_step, last_step FROM _counted WHERE "
+                       "timeline_id = ?", [tid]).fetchall()
+    assert any(b is None and e and "s77" in e for b, e, _, _ in rows)
+    symbols = json.loads(con.execute("SELECT notes->'$.symbols' FROM timelines WHERE "
+                                     "timeline_id = ?", [tid]).fetchone()[0])
+    assert symbols == {"s77": "primals_3"}
+    n = con.execute("SELECT n_steps FROM timelines WHERE timeline_id = ?", [tid]).fetchone()[0]
+    value = {"s77": 4}
+    sizes = [(b if b is not None else eval(e, {}, value), a, last) for b, e, a, last in rows]
+    peak = max(sum(b for b, a, last in sizes if a <= s <= last) for s in range(n))
+    measured = json.loads((TORCH / "mlp_dynamic" / "0_forward.measured.json").read_text())
+    assert peak == measured["peak_bytes"] == 804
+
+
+def test_kernels_without_inline_source_are_launches():
+    text = """# AOT ID: ['2_forward']
+multi_kernel_0 = async_compile.multi_kernel('multi_kernel_0', ['triton_a', 'triton_b'])
+def call(args):
+    arg0_1, = args
+    buf0 = empty_strided_cuda((4, ), (1, ), torch.float32)
+    multi_kernel_0.run(arg0_1, buf0, 4, stream=stream0)
+    return (buf0, )
+"""
+    recs = list(parse_torch_log(enumerate(text.splitlines(), 1), "x.py"))
+    launch = next(r for r in recs if isinstance(r, NodeScheduled))
+    assert (launch.kernel, launch.node_class, launch.step) == ("multi_kernel_0", "multi_kernel", 0)
+    assert launch.reads == ("arg0_1", "buf0")
