@@ -9,8 +9,9 @@ at about one chunk plus one event, whatever the file size.
 
 Each event comes with its own text (``raw``), verbatim. Timestamps are
 microseconds with up to three decimals; ``exact_ns`` turns them into integer
-nanoseconds exactly: through the float's shortest repr where the float can hold
-every 1 ns step (below 2**43 us, about 101 days), else from the event's text.
+nanoseconds exactly: from the parsed float where a double holds every 1 ns step
+(below 2**43 us, about 101 days: whole part plus the rounded fraction), else from
+the number as written in the event's text.
 """
 
 from __future__ import annotations
