@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import reference_profile as ref
 from conftest import FIXTURES, ingest_into
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tlview.ingest import IngestError, chrome_trace, detect_format
 from tlview.ingest.kineto import measured_records, parse_trace
 from tlview.store import open_database
@@ -69,6 +71,13 @@ class TestStreamingReader:
         assert chrome_trace.us_to_ns(text) == expect
         value = json.loads(text)
         assert chrome_trace.exact_ns(value, "ts", None) == expect
+
+    @given(st.integers(min_value=-(2**43) * 1000 + 1, max_value=2**43 * 1000 - 1))
+    @settings(max_examples=3000, deadline=None)
+    def test_every_three_decimal_timestamp_below_2_43_us_is_exact(self, ns):
+        sign = "-" if ns < 0 else ""
+        text = f"{sign}{abs(ns) // 1000}.{abs(ns) % 1000:03d}"
+        assert chrome_trace.exact_ns(float(text), "ts", None) == ns
 
     def test_timestamps_beyond_float_precision_come_from_the_text(self):
         # 9e12 us (104 days): a double cannot hold every ns step there
