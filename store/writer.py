@@ -98,7 +98,55 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
             con.unregister("_tlview_batch")
         rows = []
 
-    for rec in it:
+    pending: list[Record] = []  # records read ahead by a batch stream, not yet written
+
+    def stream_batches(first: MeasuredBatch) -> None:
+        """Append ``first`` and every MeasuredBatch right after it in ONE statement.
+
+        DuckDB pulls the batches from the parser as it inserts, so an ingest of
+        millions of measured events holds about one batch in memory (separate
+        INSERTs per batch would keep all of the transaction's rows in memory).
+        """
+        nonlocal seq
+        failed: list[BaseException] = []
+
+        def arrow_batches() -> Iterator[pa.RecordBatch]:
+            nonlocal seq
+            batch = first
+            try:
+                while True:
+                    tid = tids.get(batch.timeline)
+                    if tid is None:
+                        raise ValueError(
+                            f"events name timeline {batch.timeline!r} before it was declared")
+                    yield _batch_arrow(batch, source_id, tid, seq)
+                    seq += len(batch)
+                    counts["kernel_measured"] += len(batch)
+                    nxt = next(it, None)
+                    if not isinstance(nxt, MeasuredBatch):
+                        if nxt is not None:
+                            pending.append(nxt)
+                        return
+                    batch = nxt
+            except BaseException as e:  # DuckDB would re-raise it as its own error type
+                failed.append(e)
+                raise
+
+        reader = pa.RecordBatchReader.from_batches(EVENT_SCHEMA, arrow_batches())
+        con.register("_tlview_batch", reader)
+        try:
+            con.execute(db.queries["append_events"]).fetchall()
+        except BaseException:
+            if failed:
+                raise failed[0] from None
+            raise
+        finally:
+            con.unregister("_tlview_batch")
+
+    while True:
+        rec = pending.pop() if pending else next(it, None)
+        if rec is None:
+            break
         if type(rec) in EVENT_KINDS:
             row = event_row(rec)  # type: ignore[arg-type]
             key = row.pop("timeline")
@@ -116,13 +164,7 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
                 flush()
         elif isinstance(rec, MeasuredBatch):
             flush()
-            n = len(rec)
-            tid = tids.get(rec.timeline)
-            if tid is None:
-                raise ValueError(f"events name timeline {rec.timeline!r} before it was declared")
-            _append_batch(db, rec, source_id, tid, seq)
-            seq += n
-            counts["kernel_measured"] += n
+            stream_batches(rec)
         elif isinstance(rec, Timeline):
             if rec.key in tids:
                 raise ValueError(f"timeline {rec.key!r} declared twice")
@@ -152,8 +194,8 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     return IngestSummary(source_id, tids, dict(counts))
 
 
-def _append_batch(db: Database, batch: MeasuredBatch, source_id: int, tid: int, seq: int) -> None:
-    """Append a columnar batch of kernel_measured events (no per-event records)."""
+def _batch_arrow(batch: MeasuredBatch, source_id: int, tid: int, seq: int) -> pa.RecordBatch:
+    """A columnar batch of kernel_measured events as one Arrow record batch."""
     n = len(batch)
     arrays = []
     for field in EVENT_SCHEMA:
@@ -170,12 +212,7 @@ def _append_batch(db: Database, batch: MeasuredBatch, source_id: int, tid: int, 
             arrays.append(pa.array(["kernel_measured"] * n, type=field.type))
         else:
             arrays.append(pa.nulls(n, type=field.type))
-    table = pa.Table.from_arrays(arrays, schema=EVENT_SCHEMA)
-    db.con.register("_tlview_batch", table)
-    try:
-        db.con.execute(db.queries["append_events"])
-    finally:
-        db.con.unregister("_tlview_batch")
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENT_SCHEMA)
 
 
 _DONE = object()
