@@ -1,9 +1,11 @@
 """Appending an ingest's records to the database: one transaction per input file.
 
 Events are buffered into Arrow batches and appended with one INSERT ... SELECT
-per batch; profiler traces hand whole columnar batches (``MeasuredBatch``). The
-parser runs in a thread while DuckDB appends (which releases the GIL), and DuckDB's
-memory is capped during the ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 512MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
+per batch; profiler traces hand whole columnar batches (``MeasuredBatch``), which
+go in as one INSERT that DuckDB feeds by pulling batches from the parser, so the
+memory of a huge trace's ingest stays flat. The parser runs in a thread while
+DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
+ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 512MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
 database is exactly as it was before.
 """
 
