@@ -324,7 +324,7 @@ class TlviewApp(App[int]):
         self.query_one(MemoryCurve).cursor = step
         self.query_one("#title", Static).update(
             f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]"
-            f"  step {step:,} of {info.n_steps:,}")
+            f"  step {step:,} of {info.n_steps:,}", layout=False)
         if info.n_steps:
             self.load_node(info.timeline_id, step)
             if self.reader and info.timeline_id in self.reader.prepared:

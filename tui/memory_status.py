@@ -11,7 +11,7 @@ from tlview.store.timeline_queries import CurveSummary, LiveAt
 
 class MemoryStatus(Static):
     def show_text(self, text: str) -> None:
-        self.update(Text(text))
+        self.update(Text(text), layout=False)
 
     def show(self, live: LiveAt, curve: CurveSummary | None, wide: bool) -> None:
         peak = curve.peak_bytes if curve else None
@@ -28,4 +28,4 @@ class MemoryStatus(Static):
         text.append(f"  {live.n_live:,} live", style="dim")
         if live.unknown_live:
             text.append(f" ({live.unknown_live} of unknown size, not counted)", style="italic")
-        self.update(text)
+        self.update(text, layout=False)

@@ -31,8 +31,10 @@ def describe(detail: NodeDetail) -> Text:
     text = Text()
     text.append(detail.node, style="bold")
     text.append(f"  step {detail.step}  ")
-    text.append(" ".join(x for x in (detail.node_class, detail.ir_type and f"({detail.ir_type})")
-                         if x), style="dim")
+    ir = detail.ir_type
+    if ir and "," in ir:  # a fused node lists its sub-nodes' classes; they are shown below
+        ir = None
+    text.append(" ".join(x for x in (detail.node_class, ir and f"({ir})") if x), style="dim")
     if detail.line:
         text.append(f"  line {detail.line}", style="dim")
     rows: list[tuple[str, Text | str]] = []
