@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
 from tlview.ingest import IngestError
 from tlview.ingest.discover import discover
 from tlview.ingest.lines import stderr_progress
@@ -188,7 +187,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         n_sources, n_timelines, n_events = db.query("counts")[0]
         print(f"{args.db}: {n_sources} sources, {n_timelines} timelines, {n_events} events "
               f"(schema v{db.meta('schema_version')})")
-        for (tid,) in db.sql("SELECT timeline_id FROM timelines ORDER BY 1").fetchall():
+        for (tid,) in db.query("timeline_ids"):
             print_timeline_summary(db, tid)
     return 0
 

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
-
 from tlview.store.records import Record
 
 from .errors import IngestError

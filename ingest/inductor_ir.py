@@ -27,13 +27,13 @@ buffer, transitively. Freed events are therefore emitted after the last node.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
-
 from tlview.store.records import (
     BufferAliased,
     BufferAllocated,
@@ -47,6 +47,7 @@ from tlview.store.records import (
 )
 
 from .errors import IngestError
+from .last_use import LastUse
 from .tensors import split_dims, storage_bytes
 
 FORMAT = "inductor_ir"
@@ -101,8 +102,13 @@ class _Node:
     blocks: dict[str, str] = attrs.field(factory=dict)
     unknown: list[str] = attrs.field(factory=list)
     subs: list[_Node] = attrs.field(factory=list)
+    prefix: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        self.prefix = self.name + "."
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_layout(text: str) -> dict[str, Any]:
     """``FixedLayout('cuda:0', torch.bfloat16, size=[2, 3], stride=[3, 1])`` to its parts."""
     m = _LAYOUT.match(text.strip())
@@ -163,8 +169,15 @@ def parse_scheduler_ir(
     key = "ir"
     yield Timeline(key=key, name=timeline_name or _default_timeline_name(path), format=FORMAT)
     parser = _Parser(path, key)
+    feed = parser.feed
     for number, text in lines:
-        yield from parser.feed(number, text)
+        block = parser.block
+        if block is not None and (not text or text[0] in " \t"):
+            block[2].append(text)  # loop body / code block lines: the bulk of a dump
+            continue
+        out = feed(number, text)
+        if out:
+            yield from out
     yield from parser.finish()
 
 
@@ -178,19 +191,16 @@ class _Parser:
         self.current: _Node | None = None  # top or the sub-node being printed
         self.expect_snode_of: _Node | None = None
         self.pending: tuple[Any, str, list[str], int] | None = None  # multi-line value
+        self.pending_balance = 0
         self.block: tuple[_Node, str, list[str]] | None = None  # loop body / code block
         self.in_outputs = False
         self.step = 0
         self.last_line = 0
-        # Whole-graph facts (small: names and numbers, never text).
-        self.step_of: dict[str, int] = {}
-        self.produced: dict[str, tuple[str, int]] = {}  # buffer -> (top node, step)
-        self.node_class: dict[str, str] = {}
-        self.users: dict[str, list[tuple[str | None, int]]] = {}  # buffer -> (node|None=OUTPUT)
-        self.links: list[tuple[str, str, int]] = []  # (buffer, target, line): stays live with
-        self.bytes_of: dict[str, int | None] = {}  # bytes of produced buffers and inputs
-        self.referenced: dict[str, int] = {}  # name -> first line (inputs candidates)
-        self.input_layouts: dict[str, tuple[str, int]] = {}
+        # Whole-graph facts: names only; per-buffer detail lives in the last-use frontier.
+        self.live = LastUse()
+        self.produced: set[str] = set()
+        self.inputs: dict[str, int | None] = {}  # graph input -> bytes
+        self.collective_nodes: set[str] = set()
         self.device: str | None = None
         self.symbolic: list[str] = []
 
@@ -198,95 +208,111 @@ class _Parser:
         return IngestError(self.path, line, message)
 
     # -- line dispatch -------------------------------------------------------------------
-    def feed(self, number: int, text: str) -> Iterator[Record]:
+    def feed(self, number: int, text: str) -> list[Record] | None:
+        """Consume one line; returns the records of a node that this line completed."""
         self.last_line = number
         if self.pending is not None:
             target, field, parts, start = self.pending
+            if not self.pending_balance and text[:1] not in (" ", "\t"):
+                # "op5.writes = " with nothing after it: an empty value; dispatch this line.
+                self.pending = None
+                self._set_field(target, field, "", start)
+                return self.feed(number, text)
             parts.append(text.strip())
-            if sum(_balance(p) for p in parts) <= 0:
+            self.pending_balance += _balance(text)
+            if self.pending_balance <= 0:
                 self.pending = None
                 self._set_field(target, field, " ".join(parts), start)
-            return
+            return None
         if self.block is not None:
             node, name, body = self.block
             if text.startswith((" ", "\t")) or not text.strip():
                 body.append(text)
-                return
+                return None
             while body and not body[-1].strip():
                 body.pop()
             node.blocks[name] = "\n".join(body)
             self.block = None
         if self.in_outputs:
             self._output_line(number, text)
-            return
+            return None
         if not text.strip():
-            return
+            return None
         if text[0] in " \t":
             if self.current is None:
                 raise self.error(number, "indented text before the first node header")
             self.current.unknown.append(text)
-            return
-        m = _HEADER.match(text)
-        if m:
-            if self.expect_snode_of is not None:
-                parent = self.expect_snode_of
-                self.expect_snode_of = None
-                sub = _Node(m["name"], m["cls"], m["ir"], number)
-                parent.snodes.append(sub.name)
-                parent.subs.append(sub)
-                self.current = sub
-                return
-            if self.top is not None:
-                yield from self._finish_node()
-            self.top = self.current = _Node(m["name"], m["cls"], m["ir"], number)
-            return
-        if self.current is None:
+            return None
+        cur = self.current
+        if cur is not None:
+            owner = None
+            if text.startswith(cur.prefix):
+                owner, rest = cur, text[len(cur.prefix):]
+            elif self.top is not None and text.startswith(self.top.prefix):
+                owner, rest = self.top, text[len(self.top.prefix):]
+            if owner is not None:
+                field, sep, value = rest.partition(" =")
+                if sep and " " not in field:
+                    self._field(owner, field, value[1:] if value[:1] == " " else value, number)
+                    return None
+        if text[-1:] == ")":
+            m = _HEADER.match(text)
+            if m:
+                return self._header(m, number)
+        if cur is None:
             raise self.error(
                 number,
                 "expected an Inductor scheduler node header like "
                 f"'op0: SchedulerNode(ComputedBuffer)', got {text[:80]!r}",
             )
         self.expect_snode_of = None
-        m = _LAYOUT_LINE.match(text)
-        if m:
-            self.current.layouts[m["name"]] = m["value"]
-            if self.top is not None and self.top is not self.current:
-                self.top.layouts.setdefault(m["name"], m["value"])
-            self.input_layouts.setdefault(m["name"], (m["value"], number))
+        if "_layout = " in text:
+            m = _LAYOUT_LINE.match(text)
+            if m:
+                cur.layouts[m["name"]] = m["value"]
+                if self.top is not None and self.top is not cur:
+                    self.top.layouts.setdefault(m["name"], m["value"])
+                return None
+        if text.startswith("class ") and _LOOP_BODY.match(text):
+            self.block = (cur, "loop_body", [text])
+            return None
+        if text.endswith(" code:"):
+            m = _CODE_BLOCK.match(text)
+            if m and self.top is not None:
+                self.block = (self.top, f"{m['lang'].lower()}_code", [])
+                return None
+        cur.unknown.append(text)
+        return None
+
+    def _header(self, m: re.Match[str], number: int) -> list[Record] | None:
+        if self.expect_snode_of is not None:
+            parent = self.expect_snode_of
+            self.expect_snode_of = None
+            sub = _Node(m["name"], m["cls"], m["ir"], number)
+            parent.snodes.append(sub.name)
+            parent.subs.append(sub)
+            self.current = sub
+            return None
+        done = list(self._finish_node()) if self.top is not None else None
+        self.top = self.current = _Node(m["name"], m["cls"], m["ir"], number)
+        return done
+
+    def _field(self, owner: _Node, field: str, value: str, number: int) -> None:
+        self.expect_snode_of = None
+        if field.startswith("snodes[") and _SNODE.match(field):
+            self.expect_snode_of = owner
             return
-        m = _LOOP_BODY.match(text)
-        if m:
-            self.block = (self.current, "loop_body", [text])
+        if field == "outputs" and value.strip() == "[":
+            self._skip_outputs = owner is not self.top  # a sub-node repeats them
+            self.in_outputs = True
             return
-        m = _CODE_BLOCK.match(text)
-        if m and self.top is not None:
-            self.block = (self.top, f"{m['lang'].lower()}_code", [])
+        bal = _balance(value)
+        if bal > 0 or not value.strip():
+            # wraps onto following lines, or "op1.met_dependencies = " then "    [ ... ]"
+            self.pending = (owner, field, [value], number)
+            self.pending_balance = bal
             return
-        m = _FIELD.match(text)
-        if m and m["name"] in (self.current.name, self.top.name if self.top else None):
-            owner = self.current if m["name"] == self.current.name else self.top
-            field, value = m["field"], m["value"]
-            sm = _SNODE.match(field)
-            if sm:
-                self.expect_snode_of = owner
-                return
-            if field == "outputs" and value.strip() == "[":
-                self.in_outputs = owner is self.top
-                if not self.in_outputs:
-                    self._skip_outputs = True
-                    self.in_outputs = True
-                return
-            if _balance(value) > 0:
-                self.pending = (owner, field, [value], number)
-                return
-            if not value.strip():
-                # value on following lines: "op1.met_dependencies = " then "    [ ... ]"
-                self.pending = (owner, field, [], number)
-                self.pending[2].append("")
-                return
-            self._set_field(owner, field, value, number)
-            return
-        self.current.unknown.append(text)
+        owner.fields[field] = value.strip()
 
     def _set_field(self, target: _Node | _Buffer, field: str, value: str, line: int) -> None:
         target.fields[field] = value.strip()
@@ -303,17 +329,23 @@ class _Parser:
         assert self.top is not None
         if not text.strip():
             return
+        body = text.lstrip()
+        name, dot, rest = body.partition(".")
+        bufs = self.top.buffers
+        if dot and bufs and name == bufs[-1].name:
+            field, sep, value = rest.partition(" = ")
+            if sep:
+                buf = bufs[-1]
+                bal = _balance(value)
+                if bal > 0:
+                    self.pending = (buf, field, [value], number)
+                    self.pending_balance = bal
+                else:
+                    buf.fields[field] = value.strip()
+                return
         m = _BUF_HEADER.match(text)
         if m:
-            self.top.buffers.append(_Buffer(m["name"], m["cls"], number))
-            return
-        m = _BUF_FIELD.match(text)
-        if m and self.top.buffers and m["name"] == self.top.buffers[-1].name:
-            buf = self.top.buffers[-1]
-            if _balance(m["value"]) > 0:
-                self.pending = (buf, m["field"], [m["value"]], number)
-            else:
-                buf.fields[m["field"]] = m["value"].strip()
+            bufs.append(_Buffer(m["name"], m["cls"], number))
             return
         if text.startswith((" ", "\t")) and not text.strip().startswith("]"):
             if self.top.buffers:
@@ -330,10 +362,6 @@ class _Parser:
         assert node is not None
         step = self.step
         self.step += 1
-        self.step_of[node.name] = step
-        for sub in node.snodes:
-            self.step_of[sub] = step
-        self.node_class[node.name] = node.ir
         f = node.fields
         device = f.get("group.device") or next(
             (s.fields["group.device"] for s in node.subs if "group.device" in s.fields), None
@@ -342,8 +370,6 @@ class _Parser:
         reads = dep_names(f.get("unmet_dependencies", "")) + [
             n for n in dep_names(f.get("met_dependencies", "")) if n not in writes
         ]
-        for name in reads:
-            self.referenced.setdefault(name, node.line)
         kernel = f.get("node.kernel")
         if kernel in (None, "None"):
             kernel = None
@@ -379,25 +405,54 @@ class _Parser:
             writes=tuple(writes), line=node.line,
             attrs=attrs_,
         )
+        links = [
+            (buf, target, "mutation" if rel == "mutations" else "alias")
+            for buf in node.buffers for rel in ("mutations", "aliases") if rel in buf.fields
+            for target in _QUOTED.findall(buf.fields[rel])
+        ]
+        yield from self._declare_inputs(node, reads + [t for _, t, _ in links])
         for buf in node.buffers:
             yield self._allocate(node, step, buf)
-            for rel in ("mutations", "aliases"):
-                if rel in buf.fields:
-                    for target in _QUOTED.findall(buf.fields[rel]):
-                        self.links.append((buf.name, target, buf.line))
-                        self.referenced.setdefault(target, buf.line)
-                        yield BufferAliased(
-                            timeline=self.key, step=step, buffer=buf.name, target=target,
-                            relation="mutation" if rel == "mutations" else "alias",
-                            node=node.name,
-                        )
+        for buf, target, relation in links:
+            self.live.link(buf.name, target)
+            yield BufferAliased(timeline=self.key, step=step, buffer=buf.name, target=target,
+                                relation=relation, node=node.name)
         if node.ir in COLLECTIVE_CLASSES or node.cls in COLLECTIVE_CLASSES:
+            self.collective_nodes.add(node.name)
             yield self._collective(node, step, kernel, reads)
         elif node.ir in WAIT_CLASSES or node.cls in WAIT_CLASSES:
             yield CollectiveWaited(
                 timeline=self.key, step=step, node=node.name,
                 collective=self._waited_collective(reads),
                 attrs={"reads": reads},
+            )
+        self.live.node([node.name, *node.snodes], step)
+        yield from self._frees()
+
+    def _frees(self) -> Iterator[BufferFreed]:
+        for c in self.live.drain():
+            if c.buffer not in self.inputs:
+                yield BufferFreed(timeline=self.key, step=c.last, buffer=c.buffer,
+                                  reason=c.reason)
+
+    def _declare_inputs(self, node: _Node, names: list[str]) -> Iterator[BufferAllocated]:
+        """Names read or mutated that no node produced: graph inputs, recorded once."""
+        for name in names:
+            if name in self.produced or name in self.inputs:
+                continue
+            lay_text = node.layouts.get(name)
+            lay = parse_layout(lay_text) if lay_text else {}
+            size, stride = lay.get("size"), lay.get("stride")
+            st = (storage_bytes(size, stride, lay.get("dtype"))
+                  if size is not None and stride is not None else None)
+            self.inputs[name] = st.bytes if st else None
+            yield BufferAllocated(
+                timeline=self.key, step=None, buffer=name, bytes=st.bytes if st else None,
+                node=None, layout=lay.get("kind"), dtype=lay.get("dtype"),
+                shape=f"[{', '.join(size)}]" if size is not None else None,
+                stride=f"[{', '.join(stride)}]" if stride is not None else None,
+                device=lay.get("device"), size_expr=st.expr if st else None,
+                is_input=True, line=node.line,
             )
 
     def _allocate(self, node: _Node, step: int, buf: _Buffer) -> BufferAllocated:
@@ -406,13 +461,12 @@ class _Parser:
             raise self.error(buf.line, f"buffer {buf.name} of {node.name} has no .layout line")
         lay = parse_layout(lay_text)
         kind = lay["kind"]
-        users: list[tuple[str | None, int]] = []
-        for m in _USER.finditer(buf.fields.get("users", "")):
-            if "is_weak=True" in m["rest"]:
-                continue
-            users.append((None if m["output"] else m["node"], buf.line))
-        self.users[buf.name] = users
-        self.produced[buf.name] = (node.name, step)
+        users = [
+            None if m["output"] else m["node"]
+            for m in _USER.finditer(buf.fields.get("users", ""))
+            if "is_weak=True" not in m["rest"]
+        ]
+        self.produced.add(buf.name)
         dtype = lay.get("dtype")
         size, stride = lay.get("size"), lay.get("stride")
         attrs_: dict[str, Any] = {"ir_class": buf.ir_class}
@@ -436,7 +490,7 @@ class _Parser:
             nbytes = None
             attrs_["bytes_unknown"] = f"layout {kind} has no size/stride"
             self.symbolic.append(buf.name)
-        self.bytes_of[buf.name] = nbytes
+        self.live.buffer(buf.name, step, users, buf.line, nbytes, node.name)
         return BufferAllocated(
             timeline=self.key, step=step, buffer=buf.name, bytes=nbytes, node=node.name,
             layout=kind, dtype=dtype,
@@ -464,21 +518,16 @@ class _Parser:
         )
 
     def _bytes(self, name: str) -> int | None:
-        if name in self.bytes_of:
-            return self.bytes_of[name]
-        lay_text = self.input_layouts.get(name, (None, 0))[0]
-        if lay_text is None:
-            return None
-        lay = parse_layout(lay_text)
-        if lay.get("size") is None or lay.get("stride") is None:
-            return None
-        return storage_bytes(lay["size"], lay["stride"], lay.get("dtype")).bytes
+        b = self.live.open.get(name)
+        if b is not None:
+            return b.nbytes
+        return self.inputs.get(name)
 
     def _waited_collective(self, reads: list[str]) -> str | None:
         for name in reads:
-            prod = self.produced.get(name)
-            if prod and self.node_class.get(prod[0]) in COLLECTIVE_CLASSES:
-                return prod[0]
+            b = self.live.open.get(name)
+            if b is not None and b.producer in self.collective_nodes:
+                return b.producer
         return None
 
     # -- end of file ---------------------------------------------------------------------
@@ -500,48 +549,13 @@ class _Parser:
             raise self.error(end or 1, "no scheduler nodes found: expected lines like "
                              "'op0: SchedulerNode(ComputedBuffer)'")
         yield from self._finish_node()
-        last = self.step - 1
-        # Inputs: everything read or mutated that no node produced.
-        for name, first_line in self.referenced.items():
-            if name in self.produced:
-                continue
-            lay_text, lay_line = self.input_layouts.get(name, (None, first_line))
-            lay = parse_layout(lay_text) if lay_text else {}
-            size, stride = lay.get("size"), lay.get("stride")
-            st = storage_bytes(size, stride, lay.get("dtype")) if size is not None and stride is not None else None
-            yield BufferAllocated(
-                timeline=self.key, step=None, buffer=name, bytes=st.bytes if st else None,
-                layout=lay.get("kind"), dtype=lay.get("dtype"),
-                shape=f"[{', '.join(size)}]" if size is not None else None,
-                stride=f"[{', '.join(stride)}]" if stride is not None else None,
-                device=lay.get("device"), size_expr=st.expr if st else None,
-                is_input=True, line=lay_line,
+        missing = self.live.finish(self.step - 1)
+        if missing:
+            buf, user, line = missing[0]
+            raise self.error(
+                line, f"{buf} is used by {user}, which never appears in the dump: truncated?"
             )
-        # Last use by the rule, then mutation/alias extension to a fixpoint.
-        last_use: dict[str, int] = {}
-        for name, users in self.users.items():
-            own = self.produced[name][1]
-            best = own
-            for user, line in users:
-                if user is None:
-                    best = last
-                    continue
-                s = self.step_of.get(user)
-                if s is None:
-                    raise self.error(
-                        line, f"{name} is used by {user}, which never appears in the dump: truncated?"
-                    )
-                best = max(best, s)
-            last_use[name] = best
-        changed = True
-        while changed:
-            changed = False
-            for buf, target, _line in self.links:
-                if target in last_use and last_use[buf] > last_use[target]:
-                    last_use[target] = last_use[buf]
-                    changed = True
-        for name, step in last_use.items():
-            yield BufferFreed(timeline=self.key, step=step, buffer=name, reason="last use")
+        yield from self._frees()
         yield TimelineNote(
             timeline=self.key,
             attrs={"n_steps": self.step, "device": self.device,
@@ -552,9 +566,8 @@ class _Parser:
 def sniff(head: str, path: str) -> bool:
     """An IR dump starts with a node header followed by its ``.writes`` field."""
     lines = [ln for ln in head.splitlines() if ln.strip()][:4]
-    return bool(lines) and bool(_HEADER.match(lines[0])) and any(
-        ln.startswith(_HEADER.match(lines[0])["name"] + ".") for ln in lines[1:]
-    )
+    m = _HEADER.match(lines[0]) if lines else None
+    return m is not None and any(ln.startswith(m["name"] + ".") for ln in lines[1:])
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:

@@ -7,6 +7,7 @@ is reported with its line number instead of somewhere inside a buffer.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
 import sys
@@ -30,37 +31,68 @@ def open_binary(path: str | os.PathLike[str]) -> BinaryIO:
     return raw
 
 
+CHUNK = 1 << 20
+
+
+def read_text(
+    path: str | os.PathLike[str], progress: ProgressFn | None = None
+) -> Iterator[str]:
+    """Yield the lines of ``path`` without their newline, decoded as UTF-8.
+
+    Reads 1 MB at a time and splits in C, so the cost per line is a few hundred ns.
+    A byte that is not UTF-8, or a NUL byte, is an IngestError naming its line.
+    ``progress(bytes_read, total_bytes)`` is called once per chunk (on-disk bytes).
+    """
+    total = os.path.getsize(path)
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    lines_before = 0
+    tail = ""
+    with open(path, "rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        f: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw  # type: ignore[assignment]
+        while True:
+            data = f.read(CHUNK)
+            final = not data
+            nul = data.find(b"\x00")
+            if nul >= 0:
+                try:
+                    codecs.getincrementaldecoder("utf-8")("strict").decode(data[:nul], False)
+                except UnicodeDecodeError:
+                    pass  # a bad byte comes first: reported below
+                else:
+                    line = lines_before + tail.count("\n") + data[:nul].count(b"\n") + 1
+                    raise IngestError(str(path), line, "NUL byte in a text dump: binary data?")
+            try:
+                text = decoder.decode(data, final)
+            except UnicodeDecodeError as e:
+                line = lines_before + tail.count("\n") + data[: e.start].count(b"\n") + 1
+                raise IngestError(
+                    str(path), line, f"not UTF-8 text (byte 0x{data[e.start]:02x}): expected a text dump"
+                ) from None
+            if "\x00" in text:
+                line = lines_before + (tail + text)[: (tail + text).index("\x00")].count("\n") + 1
+                raise IngestError(str(path), line, "NUL byte in a text dump: binary data?")
+            if "\r" in text:
+                text = text.replace("\r\n", "\n")
+            text = tail + text
+            parts = text.split("\n")
+            tail = parts.pop()
+            lines_before += len(parts)
+            yield from parts
+            if progress is not None:
+                progress(raw.tell(), total)
+            if final:
+                break
+    if tail:
+        yield tail
+
+
 def read_lines(
     path: str | os.PathLike[str], progress: ProgressFn | None = None
 ) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the newline stripped, 1-based.
-
-    ``progress(bytes_read, total_bytes)`` is called every few MB.
-    """
-    total = os.path.getsize(path)
-    done = 0
-    next_report = 4 << 20
-    with open_binary(path) as f:
-        for number, raw in enumerate(f, 1):
-            done += len(raw)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise IngestError(
-                    str(path), number, f"not UTF-8 text (byte {e.start}): expected a text dump"
-                ) from None
-            if text.endswith("\n"):
-                text = text[:-1]
-                if text.endswith("\r"):
-                    text = text[:-1]
-            if "\x00" in text:
-                raise IngestError(str(path), number, "NUL byte in a text dump: binary data?")
-            yield number, text
-            if progress is not None and done >= next_report:
-                progress(done, total)
-                next_report = done + (4 << 20)
-    if progress is not None:
-        progress(done, total)
+    """Yield ``(line_number, text)``, 1-based, newline stripped (see ``read_text``)."""
+    return enumerate(read_text(path, progress), 1)
 
 
 def stderr_progress(label: str) -> ProgressFn | None:

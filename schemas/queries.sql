@@ -38,3 +38,21 @@ SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM timeline_records),
 SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '["VARCHAR"]'))
 FROM timeline_notes
 WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
+
+-- name: next_source_id
+SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
+
+-- name: next_timeline_id
+SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records;
+
+-- name: has_meta_table
+SELECT count(*) FROM information_schema.tables WHERE table_name = 'tlview_meta';
+
+-- name: get_meta
+SELECT value FROM tlview_meta WHERE key = ?;
+
+-- name: set_schema_version
+INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?);
+
+-- name: timeline_ids
+SELECT timeline_id FROM timelines ORDER BY timeline_id;

@@ -3,7 +3,7 @@
 It knows events and timelines, never dump formats.
 """
 
-from .db import Database, SchemaError, DatabaseLocked, open_database
+from .db import Database, DatabaseLocked, SchemaError, open_database
 from .writer import IngestSummary, write_records
 
 __all__ = [

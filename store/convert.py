@@ -37,10 +37,16 @@ def converter() -> cattrs.Converter:
     return c
 
 
+@cache
+def _hook(cls: type) -> Any:
+    return converter().get_unstructure_hook(cls)
+
+
 def event_row(event: Event) -> dict[str, Any]:
     """One event as a dict keyed by events-table column (timeline still the local key)."""
-    row = converter().unstructure(event)
-    row["kind"] = EVENT_KINDS[type(event)]
+    cls: Any = type(event)
+    row = _hook(cls)(event)
+    row["kind"] = EVENT_KINDS[cls]
     extra = row.pop("attrs", None)
     row["attrs"] = json.dumps(extra, default=str, separators=(",", ":")) if extra else None
     return row

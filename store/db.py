@@ -81,7 +81,7 @@ class Database:
         self.path = path
         self.con = con
         self.read_only = read_only
-        self.queries = _load_named_queries()
+        self.queries = _QUERIES
 
     def close(self) -> None:
         self.con.close()
@@ -105,17 +105,25 @@ class Database:
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 
-    def meta(self, key: str) -> str | None:
-        row = self.con.execute("SELECT value FROM tlview_meta WHERE key = ?", [key]).fetchone()
+    def scalar(self, name: str, *params: Any) -> Any:
+        """The first column of the first row of a named query, or None."""
+        row = self.con.execute(self.queries[name], list(params)).fetchone()
         return row[0] if row else None
+
+    def meta(self, key: str) -> str | None:
+        return self.scalar("get_meta", key)
+
+
+_QUERIES = _load_named_queries()
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, name: str, *params: Any) -> Any:
+    row = con.execute(_QUERIES[name], list(params)).fetchone()
+    return row[0] if row else None
 
 
 def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(
-        con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'tlview_meta'"
-        ).fetchone()[0]
-    )
+    return bool(_scalar(con, "has_meta_table"))
 
 
 def open_database(path: str | Path, *, read_only: bool = False, create: bool = True) -> Database:
@@ -145,8 +153,7 @@ def open_database(path: str | Path, *, read_only: bool = False, create: bool = T
 def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
     if not _has_meta(con):
         raise SchemaError(f"{path} is not a tlview database (no tlview_meta table)")
-    row = con.execute("SELECT value FROM tlview_meta WHERE key = 'schema_version'").fetchone()
-    version = int(row[0]) if row else 0
+    version = int(_meta(con, "schema_version") or 0)
     if version > SCHEMA_VERSION:
         raise SchemaError(
             f"{path} was written by a newer tlview (schema v{version}); "
@@ -160,8 +167,7 @@ def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
 
 def _meta(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
-    row = con.execute("SELECT value FROM tlview_meta WHERE key = ?", [key]).fetchone()
-    return row[0] if row else None
+    return _scalar(con, "get_meta", key)
 
 
 def _views_sha() -> str:
@@ -171,8 +177,7 @@ def _views_sha() -> str:
 def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
     version = 0
     if _has_meta(con):
-        row = con.execute("SELECT value FROM tlview_meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row else 0
+        version = int(_meta(con, "schema_version") or 0)
         if version > SCHEMA_VERSION:
             raise SchemaError(
                 f"{path} was written by a newer tlview (schema v{version}); "
@@ -183,10 +188,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(schema_sql())
-        con.execute(
-            "INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?)",
-            [str(SCHEMA_VERSION), _views_sha()],
-        )
+        con.execute(_QUERIES["set_schema_version"], [str(SCHEMA_VERSION), _views_sha()])
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

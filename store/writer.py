@@ -57,27 +57,28 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     source = next(it, None)
     if not isinstance(source, Source):
         raise TypeError("an ingest must begin with its Source record")
-    source_id = con.execute("SELECT COALESCE(max(source_id), 0) + 1 FROM sources").fetchone()[0]
-    next_tid = con.execute(
-        "SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records").fetchone()[0]
+    source_id = db.scalar("next_source_id")
+    next_tid = db.scalar("next_timeline_id")
     tids: dict[str, int] = {}
     counts: Counter[str] = Counter()
-    columns: dict[str, list[Any]] = {c: [] for c in EVENT_COLUMNS}
-    pending = 0
+    rows: list[tuple[Any, ...]] = []
     seq = 0
 
     def flush() -> None:
-        nonlocal columns, pending
-        if not pending:
+        nonlocal rows
+        if not rows:
             return
-        table = pa.Table.from_pydict(columns, schema=EVENT_SCHEMA)
+        table = pa.Table.from_arrays(
+            [pa.array(col, type=EVENT_SCHEMA.field(i).type)
+             for i, col in enumerate(zip(*rows))] if rows else [],
+            schema=EVENT_SCHEMA,
+        )
         con.register("_tlview_batch", table)
         try:
             con.execute(db.queries["append_events"])
         finally:
             con.unregister("_tlview_batch")
-        columns = {c: [] for c in EVENT_COLUMNS}
-        pending = 0
+        rows = []
 
     for rec in it:
         if type(rec) in EVENT_KINDS:
@@ -90,11 +91,10 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
             row["source_id"] = source_id
             row["seq"] = seq
             seq += 1
-            for c in EVENT_COLUMNS:
-                columns[c].append(row.get(c))
+            get = row.get
+            rows.append(tuple([get(c) for c in EVENT_COLUMNS]))
             counts[row["kind"]] += 1
-            pending += 1
-            if pending >= batch_size:
+            if len(rows) >= batch_size:
                 flush()
         elif isinstance(rec, Timeline):
             if rec.key in tids:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from tlview.ingest import records_for
 from tlview.store import open_database, write_records
 

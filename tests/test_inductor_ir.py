@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-
-from reference_ir import reference
 from conftest import SEED_000, SEED_001, SEED_002, ingest_into
+from reference_ir import reference
 from tlview.ingest.inductor_ir import parse_scheduler_ir
 from tlview.ingest.lines import read_lines
 from tlview.store.records import BufferAllocated, NodeScheduled
@@ -27,7 +26,7 @@ def test_peak_and_curve_equal_reference(seed, db_path):
     rows = con.execute(
         "SELECT buffer, bytes, alloc_step, last_step FROM buffers WHERE timeline_id=? AND NOT is_input",
         [tid]).fetchall()
-    got = {b: {"bytes": x, "alloc": a, "last": l} for b, x, a, l in rows}
+    got = {b: {"bytes": x, "alloc": a, "last": last} for b, x, a, last in rows}
     assert got == ref["buffers"]
 
 
