@@ -116,10 +116,11 @@ SELECT count(*), count(*) FILTER (WHERE bytes IS NULL)
 FROM _tui_live WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step;
 
 -- name: tui_live_top
--- live_at(timeline, step), largest first, from the cache.
+-- live_at(timeline, step), largest first, from the cache: the first 300 (a literal
+-- LIMIT lets DuckDB keep a top-N heap: 18 ms instead of 66 ms at 25,000 live buffers).
 SELECT buffer, bytes, dtype, shape, producer, alloc_step, last_step, size_expr
 FROM _tui_live WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step
-ORDER BY bytes DESC NULLS LAST, buffer LIMIT $3;
+ORDER BY bytes DESC NULLS LAST, buffer LIMIT 300;
 
 -- name: tui_step_rows
 SELECT step, node, node_class, ir_type, kernel FROM nodes
@@ -138,9 +139,30 @@ WHERE timeline_id = ? AND step = ?;
 SELECT buffer, bytes, dtype, shape, is_input FROM events
 WHERE kind = 'buffer_allocated' AND timeline_id = ? AND list_contains(?, buffer);
 
+-- name: tui_create_collectives_cache
+-- The collectives view of the timelines shown, copied once (the view joins the events
+-- table with itself: 100 ms a step on a million steps, 1 ms from the copy).
+CREATE TEMP TABLE IF NOT EXISTS _tui_collectives (
+    timeline_id INTEGER, node VARCHAR, op VARCHAR, bytes BIGINT, issue_step BIGINT,
+    wait_node VARCHAR, wait_step BIGINT);
+
+-- name: tui_create_collectives_prepared
+CREATE TEMP TABLE IF NOT EXISTS _tui_collectives_prepared (timeline_id INTEGER PRIMARY KEY);
+
+-- name: tui_collectives_prepared
+SELECT count(*) FROM _tui_collectives_prepared WHERE timeline_id = ?;
+
+-- name: tui_fill_collectives_cache
+INSERT INTO _tui_collectives
+SELECT timeline_id, node, op, bytes, issue_step, wait_node, wait_step FROM collectives
+WHERE timeline_id = ? ORDER BY issue_step;
+
+-- name: tui_mark_collectives_prepared
+INSERT OR IGNORE INTO _tui_collectives_prepared VALUES (?);
+
 -- name: tui_collectives_at
 -- Collectives in flight at a step: issued at or before it, waited after it (or never).
-SELECT node, op, bytes, issue_step, wait_node, wait_step FROM collectives
+SELECT node, op, bytes, issue_step, wait_node, wait_step FROM _tui_collectives
 WHERE timeline_id = $1 AND issue_step <= $2 AND ($2 < wait_step OR wait_step IS NULL)
 ORDER BY issue_step, node;
 
@@ -150,10 +172,10 @@ SELECT step, node, kernel FROM nodes
 WHERE timeline_id = ? AND step > ? AND step < ? ORDER BY step LIMIT ?;
 
 -- name: tui_next_collective
-SELECT min(issue_step) FROM collectives WHERE timeline_id = ? AND issue_step > ?;
+SELECT min(issue_step) FROM _tui_collectives WHERE timeline_id = ? AND issue_step > ?;
 
 -- name: tui_prev_collective
-SELECT max(issue_step) FROM collectives WHERE timeline_id = ? AND issue_step < ?;
+SELECT max(issue_step) FROM _tui_collectives WHERE timeline_id = ? AND issue_step < ?;
 
 -- name: tui_search
 -- First node, kernel or buffer whose name contains the text (case-insensitive), after

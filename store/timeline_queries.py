@@ -210,12 +210,16 @@ def curve_summary(db: Database, timeline_id: int, width: int) -> CurveSummary:
                         tuple(buckets), tuple(unknown))
 
 
-def live_at(db: Database, timeline_id: int, step: int, limit: int = 200) -> LiveAt:
-    """Memory at ``step`` of a prepared timeline; buffers as the ``live_at`` macro lists them."""
+LIVE_LIMIT = 300  # live buffers listed by live_at (the LIMIT of tui_live_top)
+
+
+def live_at(db: Database, timeline_id: int, step: int) -> LiveAt:
+    """Memory at ``step`` of a prepared timeline: the curve's figures, the count of live
+    buffers, and the first LIVE_LIMIT of them as the ``live_at`` macro lists them."""
     curve = db.query("tui_curve_at", timeline_id, step)
     live, alloc, freed, unknown = curve[0] if curve else (0, 0, 0, 0)
     n_live, n_unknown = db.query("tui_live_totals", timeline_id, step)[0]
-    rows = tuple(LiveBuffer(*r) for r in db.query("tui_live_top", timeline_id, step, limit))
+    rows = tuple(LiveBuffer(*r) for r in db.query("tui_live_top", timeline_id, step))
     return LiveAt(timeline_id, step, live, alloc, freed, unknown, n_live, n_unknown, rows)
 
 
@@ -278,8 +282,20 @@ def node_at(db: Database, timeline_id: int, step: int) -> NodeDetail | None:
     )
 
 
+def _ensure_collectives(db: Database, timeline_id: int) -> None:
+    """Copy the timeline's collectives into this connection's cache, once."""
+    db.query("tui_create_collectives_cache")
+    db.query("tui_create_collectives_prepared")
+    if not db.query("tui_collectives_prepared", timeline_id)[0][0]:
+        db.query("tui_fill_collectives_cache", timeline_id)
+        db.query("tui_mark_collectives_prepared", timeline_id)
+
+
 def collectives_at(db: Database, timeline_id: int, step: int,
                    under_limit: int = 6) -> tuple[CollectiveInFlight, ...]:
+    """Collectives issued at or before ``step`` and waited after it, with the compute
+    scheduled between their issue and wait (the first ``under_limit`` nodes)."""
+    _ensure_collectives(db, timeline_id)
     out = []
     for node, op, nbytes, issue, wait_node, wait in db.query("tui_collectives_at",
                                                              timeline_id, step):
@@ -294,6 +310,7 @@ def collectives_at(db: Database, timeline_id: int, step: int,
 
 def adjacent_collective(db: Database, timeline_id: int, step: int, forward: bool) -> int | None:
     """Issue step of the next (or previous) collective from ``step``."""
+    _ensure_collectives(db, timeline_id)
     name = "tui_next_collective" if forward else "tui_prev_collective"
     return db.query(name, timeline_id, step)[0][0]
 

@@ -12,7 +12,6 @@ import time
 
 import duckdb
 import pytest
-
 from conftest import SEED_000, SEED_001, ingest_into
 from tlview.store import open_database, write_records
 from tlview.store.records import NodeScheduled, Source, Timeline

@@ -8,7 +8,6 @@ change, and look at the SVGs before committing them.
 from __future__ import annotations
 
 import pytest
-
 from conftest import SEED_000, SEED_001, ingest_into
 from tlview.tui.app import TlviewApp
 from tui_helpers import press, settle

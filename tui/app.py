@@ -15,7 +15,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState, get_current_worker
-
 from tlview.store import DatabaseLocked, SchemaError
 from tlview.store import timeline_queries as q
 from tlview.store.timeline_queries import CurveSummary, LiveAt, TimelineInfo, TimelinePeak
@@ -33,7 +32,6 @@ from .node_detail import NodeDetailPanel
 from .prompts import Prompt
 from .reader import Reader
 
-LIVE_ROWS = 300  # live buffers listed at a step (the count and sum cover them all)
 OPEN_ERRORS = (FileNotFoundError, DatabaseLocked, SchemaError, duckdb.Error)
 
 
@@ -81,6 +79,7 @@ class TlviewApp(App[int]):
         self.life: tuple[str, int, int] | None = None
         self.last_search = ""
         self.select_after_load: str | None = None
+        self.prepare_pending: int | None = None
         self.opened_at = time.perf_counter()
 
     # -- layout -------------------------------------------------------------------------
@@ -185,7 +184,7 @@ class TlviewApp(App[int]):
             curve.show(None, f"computing the memory curve of {info.n_steps:,} steps"
                              f"{self.glyphs.ellipsis}")
             self.query_one(MemoryStatus).show_text("")
-            self.prepare_memory(info.timeline_id)
+            self.prepare_pending = info.timeline_id  # once the first rows are on screen
         self.query_one(ExecutionList).focus()
         self.go(0)
 
@@ -226,6 +225,9 @@ class TlviewApp(App[int]):
         curve = event.curve
         if not self._current(curve.timeline_id):
             return
+        width = self.query_one(MemoryCurve).size.width
+        if event.width != width:  # resized meanwhile: ask again for this width
+            self.load_curve(curve.timeline_id, width)
         self.curve = curve
         if not curve.has_liveness:
             self.query_one(MemoryCurve).show(
@@ -243,7 +245,7 @@ class TlviewApp(App[int]):
     def load_live(self, timeline_id: int, step: int) -> None:
         assert self.reader is not None
         worker = get_current_worker()
-        live = self.reader.memory(q.live_at, timeline_id, step, LIVE_ROWS,
+        live = self.reader.memory(q.live_at, timeline_id, step,
                                   cancelled=lambda: worker.is_cancelled)
         if live is not None and not worker.is_cancelled:
             self.post_message(m.LiveLoaded(live))
@@ -287,6 +289,9 @@ class TlviewApp(App[int]):
     @on(m.WindowLoaded)
     def on_window_loaded(self, event: m.WindowLoaded) -> None:
         self.query_one(ExecutionList).add_window(event.window)
+        if self.prepare_pending is not None and self._current(self.prepare_pending):
+            self.prepare_memory(self.prepare_pending)
+            self.prepare_pending = None
 
     @work(thread=True, exclusive=True, group="node", exit_on_error=False)
     def load_node(self, timeline_id: int, step: int) -> None:

@@ -6,7 +6,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
-
 from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
 
 from .fmt import short_bytes
@@ -30,7 +29,7 @@ class TimelineChooser(ModalScreen[int | None]):
         table = self.query_one(DataTable)
         for label, key in (("id", "id"), ("name", "name"), ("format", "format"),
                            ("device", "device"), ("steps", "steps"), ("peak", "peak"),
-                           ("at step", "at")):
+                           ("at", "at")):
             table.add_column(label, key=key)
         for i, t in enumerate(self.timelines):
             table.add_row(str(t.timeline_id), t.name, t.format, t.device or "",

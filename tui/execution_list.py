@@ -14,7 +14,6 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
-
 from tlview.store.timeline_queries import StepRow, StepWindow
 
 from .fmt import node_kind, short_bytes, short_ns

@@ -13,7 +13,6 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
-
 from tlview.store.timeline_queries import LiveAt, LiveBuffer
 
 from .fmt import short_bytes

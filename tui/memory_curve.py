@@ -12,7 +12,6 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
-
 from tlview.store.timeline_queries import CurveSummary
 
 from .glyphs import Glyphs
@@ -56,7 +55,7 @@ class MemoryCurve(Widget):
         self.refresh()
 
     def on_resize(self, event: events.Resize) -> None:
-        self.post_message(self.Resized(event.size.width))
+        self.post_message(self.Resized(self.size.width))
 
     # -- geometry ---------------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from textual.message import Message
-
 from tlview.store.timeline_queries import (
     CollectiveInFlight,
     CurveSummary,
