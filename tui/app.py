@@ -166,6 +166,8 @@ class TlviewApp(App[int]):
 
     def select_timeline(self, timeline_id: int | None) -> None:
         info = next((t for t in self.timelines if t.timeline_id == timeline_id), None)
+        if info is None and self.timeline is None:
+            self.show_message(f"{len(self.timelines)} timelines: t chooses one, q quits.")
         if info is None or (self.timeline and info.timeline_id == self.timeline.timeline_id):
             return
         self.timeline = info

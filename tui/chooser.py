@@ -50,8 +50,8 @@ class TimelineChooser(ModalScreen[int | None]):
         table = self.query_one(DataTable)
         for t in self.timelines:
             peak, at = self._peak_cells(t.timeline_id)
-            table.update_cell(str(t.timeline_id), "peak", peak)
-            table.update_cell(str(t.timeline_id), "at", at)
+            table.update_cell(str(t.timeline_id), "peak", peak, update_width=True)
+            table.update_cell(str(t.timeline_id), "at", at, update_width=True)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.dismiss(int(event.row_key.value))

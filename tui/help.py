@@ -8,15 +8,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS = (
-    ("j  k  ->  <-  Down Up", "next / previous step"),
+    ("j k  Down Up", "next / previous step (also -> and <-)"),
     ("PgDn PgUp", "a page of steps"),
     ("Home End", "first / last step"),
     ("p", "jump to the peak of memory"),
-    ("n  N", "next / previous collective"),
+    ("n N", "next / previous collective"),
     ("g", "go to a step"),
-    ("/", "search nodes, kernels and buffers (jumps to the next match)"),
-    ("Tab", "move between the step list and the live buffers"),
-    ("b", "lifetime of the selected live buffer: highlight it, jump alloc <-> last step"),
+    ("/", "search nodes, kernels, buffers (to the next match)"),
+    ("Tab", "switch between the step list and the live buffers"),
+    ("b", "lifetime of the selected buffer; again: alloc <-> last"),
     ("Esc", "clear the lifetime highlight"),
     ("t", "choose another timeline"),
     ("?", "this help"),
