@@ -303,7 +303,7 @@ class TlviewApp(App[int]):
         def both(db):
             return q.node_at(db, timeline_id, step), q.collectives_at(db, timeline_id, step)
 
-        got = self.reader.schedule(both, cancelled=lambda: worker.is_cancelled)
+        got = self.reader.detail(both, cancelled=lambda: worker.is_cancelled)
         if got is not None and not worker.is_cancelled:
             self.post_message(m.NodeLoaded(timeline_id, step, *got))
 
@@ -333,9 +333,15 @@ class TlviewApp(App[int]):
             f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]"
             f"  step {step:,} of {info.n_steps:,}", layout=False)
         if info.n_steps:
-            self.load_node(info.timeline_id, step)
-            if self.reader and info.timeline_id in self.reader.prepared:
-                self.load_live(info.timeline_id, step)
+            # Draw the cursor first; then read what is at it (skipped if it moved on).
+            self.call_after_refresh(self._read_at_cursor, info.timeline_id, step)
+
+    def _read_at_cursor(self, timeline_id: int, step: int) -> None:
+        if not self._current(timeline_id, step):
+            return
+        self.load_node(timeline_id, step)
+        if self.reader and timeline_id in self.reader.prepared:
+            self.load_live(timeline_id, step)
 
     def action_step(self, delta: int) -> None:
         self.go(self.step + delta)
@@ -373,7 +379,7 @@ class TlviewApp(App[int]):
     @work(thread=True, exclusive=True, group="jump", exit_on_error=False)
     def find_collective(self, timeline_id: int, step: int, forward: bool) -> None:
         assert self.reader is not None
-        at = self.reader.schedule(q.adjacent_collective, timeline_id, step, forward)
+        at = self.reader.detail(q.adjacent_collective, timeline_id, step, forward)
         self.post_message(m.JumpFound(at, "next collective" if forward else
                                       "previous collective"))
 
@@ -406,7 +412,7 @@ class TlviewApp(App[int]):
     @work(thread=True, exclusive=True, group="jump", exit_on_error=False)
     def search(self, timeline_id: int, text: str, step: int) -> None:
         assert self.reader is not None
-        hit = self.reader.schedule(q.search, timeline_id, text, step)
+        hit = self.reader.detail(q.search, timeline_id, text, step)
         self.post_message(m.JumpFound(hit.step if hit else None,
                                       f"node, kernel or buffer matches {text!r}", hit))
 
