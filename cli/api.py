@@ -46,7 +46,7 @@ class Session:
 
     def arrow(self, sql: str, params: list[Any] | None = None) -> Any:
         """Run SQL with ``?`` parameters; the result as a pyarrow Table."""
-        return self.db.sql(sql, params).to_arrow_table()
+        return self.db.con.sql(sql, params=params or None).to_arrow_table()
 
     def ingest(self, path: str | Path, fmt: str | None = None) -> list[int]:
         """Ingest one file (one transaction); the new timeline ids. Needs ``write=True``."""

@@ -16,6 +16,7 @@ from tlview.ingest.discover import discover
 from tlview.ingest.lines import stderr_progress
 from tlview.ingest.source import file_sha256, records_for
 from tlview.store import Database, DatabaseLocked, SchemaError, open_database, write_records
+from tlview.store.db import schema_version_of
 
 from .fmt import exact_bytes
 
@@ -195,8 +196,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    before = schema_version_of(args.db)
     with open_database(args.db, create=False) as db:
-        print(f"{args.db}: schema v{db.meta('schema_version')}, up to date")
+        now = db.meta("schema_version")
+    if before != now:
+        print(f"{args.db}: migrated from schema v{before} to v{now}")
+    else:
+        print(f"{args.db}: schema v{now}, up to date")
     return 0
 
 

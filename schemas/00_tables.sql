@@ -80,3 +80,21 @@ CREATE TABLE IF NOT EXISTS events (
     line        BIGINT,              -- line of the input file the event came from
     attrs       JSON
 );
+
+-- Caches: derived from the events table by the views in 10_core_views.sql, refreshed for
+-- the timelines an ingest touched, inside its transaction, and rebuilt whole by
+-- `tlview migrate`. They hold nothing the events do not; they make the views instant
+-- on timelines of millions of steps. Read them through the views, not directly.
+CREATE TABLE IF NOT EXISTS _cache_buffers (
+    timeline_id INTEGER, buffer VARCHAR, bytes BIGINT, alloc_step BIGINT, last_step BIGINT,
+    dtype VARCHAR, shape VARCHAR, stride VARCHAR, layout VARCHAR, device VARCHAR,
+    producer VARCHAR, is_input BOOLEAN, size_expr VARCHAR, allocation BIGINT, "offset" BIGINT,
+    free_reason VARCHAR, line BIGINT, attrs JSON
+);
+CREATE TABLE IF NOT EXISTS _cache_memory_curve (
+    timeline_id INTEGER, step BIGINT, node VARCHAR, live_bytes BIGINT, alloc_bytes BIGINT,
+    freed_bytes BIGINT, unknown_live BIGINT
+);
+CREATE TABLE IF NOT EXISTS _cache_peak (
+    timeline_id INTEGER, peak_step BIGINT, peak_bytes BIGINT, node VARCHAR
+);

@@ -28,6 +28,15 @@ CREATE OR REPLACE VIEW _frees AS
 SELECT timeline_id, buffer, max(step) AS last_step, arg_max(reason, step) AS free_reason
 FROM events WHERE kind = 'buffer_freed' GROUP BY timeline_id, buffer;
 
+-- _buffers_derived: the buffers view computed from events (cached in _cache_buffers).
+CREATE OR REPLACE VIEW _buffers_derived AS
+SELECT a.timeline_id, a.buffer, a.bytes, a.step AS alloc_step, f.last_step,
+       a.dtype, a.shape, a.stride, a.layout, a.device, a.node AS producer,
+       COALESCE(a.is_input, false) AS is_input, a.size_expr, a.allocation, a."offset",
+       f.free_reason, a.line, a.attrs
+FROM events a LEFT JOIN _frees f USING (timeline_id, buffer)
+WHERE a.kind = 'buffer_allocated';
+
 -- buffers: one row per buffer, with its life.
 --   bytes: storage bytes (NULL = unknown/symbolic, see size_expr);
 --   alloc_step: step of the node that produced it (NULL for graph inputs);
@@ -35,12 +44,7 @@ FROM events WHERE kind = 'buffer_freed' GROUP BY timeline_id, buffer;
 --   is_input: graph inputs and parameters of the caller, never counted in graph memory;
 --   allocation, offset: placement inside a shared allocation (XLA), else NULL.
 CREATE OR REPLACE VIEW buffers AS
-SELECT a.timeline_id, a.buffer, a.bytes, a.step AS alloc_step, f.last_step,
-       a.dtype, a.shape, a.stride, a.layout, a.device, a.node AS producer,
-       COALESCE(a.is_input, false) AS is_input, a.size_expr, a.allocation, a."offset",
-       f.free_reason, a.line, a.attrs
-FROM events a LEFT JOIN _frees f USING (timeline_id, buffer)
-WHERE a.kind = 'buffer_allocated';
+SELECT * FROM _cache_buffers;
 
 -- _counted: buffers that occupy graph memory over a known interval.
 CREATE OR REPLACE VIEW _counted AS
@@ -71,18 +75,23 @@ WHERE s.hi IS NOT NULL;
 
 -- _memory_deltas: +bytes where memory becomes live, -bytes after its last step.
 CREATE OR REPLACE VIEW _memory_deltas AS
-SELECT timeline_id, alloc_step AS step, bytes AS delta, 0 AS unknown_delta
-FROM _counted WHERE allocation IS NULL AND bytes IS NOT NULL
+-- per buffer: live bytes change at alloc_step and after last_step (buffers in a shared
+-- allocation contribute through their segments below); alloc/freed bytes are nominal.
+SELECT timeline_id, alloc_step AS step,
+       CASE WHEN allocation IS NULL THEN COALESCE(bytes, 0) ELSE 0 END AS delta,
+       CASE WHEN bytes IS NULL THEN 1 ELSE 0 END AS unknown_delta,
+       COALESCE(bytes, 0) AS alloc_bytes, 0 AS freed_bytes
+FROM _counted
 UNION ALL
-SELECT timeline_id, last_step + 1, -bytes, 0
-FROM _counted WHERE allocation IS NULL AND bytes IS NOT NULL
+SELECT timeline_id, last_step + 1,
+       CASE WHEN allocation IS NULL THEN -COALESCE(bytes, 0) ELSE 0 END,
+       CASE WHEN bytes IS NULL THEN -1 ELSE 0 END, 0, 0
+FROM _counted
 UNION ALL
-SELECT timeline_id, alloc_step, 0, 1 FROM _counted WHERE bytes IS NULL
-UNION ALL
-SELECT timeline_id, last_step + 1, 0, -1 FROM _counted WHERE bytes IS NULL
+SELECT timeline_id, last_step, 0, 0, 0, COALESCE(bytes, 0) FROM _counted
 UNION ALL
 -- shared allocations: merge each segment's covering intervals into islands
-SELECT timeline_id, step, delta, 0 FROM (
+SELECT timeline_id, step, delta, 0, 0, 0 FROM (
     WITH ordered AS (
         SELECT *, max(last_step) OVER (
                    PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
@@ -102,38 +111,39 @@ SELECT timeline_id, step, delta, 0 FROM (
     SELECT timeline_id, e + 1, lo - hi FROM merged
 );
 
+-- _memory_curve_derived: memory_curve computed from buffers (cached in _cache_memory_curve).
+CREATE OR REPLACE VIEW _memory_curve_derived AS
+WITH d AS (
+    SELECT timeline_id, step, sum(delta) AS delta, sum(unknown_delta) AS unknown_delta,
+           sum(alloc_bytes) AS alloc_bytes, sum(freed_bytes) AS freed_bytes
+    FROM _memory_deltas GROUP BY timeline_id, step
+)
+SELECT n.timeline_id, n.step, n.node,
+       CAST(sum(COALESCE(d.delta, 0)) OVER w AS BIGINT) AS live_bytes,
+       CAST(COALESCE(d.alloc_bytes, 0) AS BIGINT) AS alloc_bytes,
+       CAST(COALESCE(d.freed_bytes, 0) AS BIGINT) AS freed_bytes,
+       CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT) AS unknown_live
+FROM nodes n
+LEFT JOIN d USING (timeline_id, step)
+WINDOW w AS (PARTITION BY n.timeline_id ORDER BY n.step ROWS UNBOUNDED PRECEDING);
+
 -- memory_curve: graph memory live at every step.
 --   live_bytes: bytes of buffers live at the step (alloc_step <= step <= last_step),
 --     inputs excluded, shared allocations counted by the union of their live ranges;
 --   alloc_bytes / freed_bytes: bytes of buffers allocated at / last live at this step;
 --   unknown_live: live buffers of unknown (symbolic) size, which live_bytes leaves out.
 CREATE OR REPLACE VIEW memory_curve AS
-WITH d AS (
-    SELECT timeline_id, step, sum(delta) AS delta, sum(unknown_delta) AS unknown_delta
-    FROM _memory_deltas GROUP BY timeline_id, step
-), a AS (
-    SELECT timeline_id, alloc_step AS step, sum(bytes) AS alloc_bytes, count(*) AS n_alloc
-    FROM _counted GROUP BY ALL
-), f AS (
-    SELECT timeline_id, last_step AS step, sum(bytes) AS freed_bytes, count(*) AS n_freed
-    FROM _counted GROUP BY ALL
-)
-SELECT n.timeline_id, n.step, n.node,
-       CAST(sum(COALESCE(d.delta, 0)) OVER w AS BIGINT) AS live_bytes,
-       CAST(COALESCE(a.alloc_bytes, 0) AS BIGINT) AS alloc_bytes,
-       CAST(COALESCE(f.freed_bytes, 0) AS BIGINT) AS freed_bytes,
-       CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT) AS unknown_live
-FROM nodes n
-LEFT JOIN d USING (timeline_id, step)
-LEFT JOIN a USING (timeline_id, step)
-LEFT JOIN f USING (timeline_id, step)
-WINDOW w AS (PARTITION BY n.timeline_id ORDER BY n.step ROWS UNBOUNDED PRECEDING);
+SELECT * FROM _cache_memory_curve;
 
--- peak_memory: per timeline, the first step reaching the maximum of memory_curve.
-CREATE OR REPLACE VIEW peak_memory AS
+-- _peak_derived: the first step reaching the maximum of memory_curve (cached in _cache_peak).
+CREATE OR REPLACE VIEW _peak_derived AS
 SELECT timeline_id, step AS peak_step, live_bytes AS peak_bytes, node
 FROM memory_curve
 QUALIFY row_number() OVER (PARTITION BY timeline_id ORDER BY live_bytes DESC, step) = 1;
+
+-- peak_memory: per timeline, the first step reaching the maximum of memory_curve.
+CREATE OR REPLACE VIEW peak_memory AS
+SELECT * FROM _cache_peak;
 
 -- live_at(timeline_id, step): the buffers live at a step, largest first.
 -- Same rule as memory_curve; graph inputs are not listed.

@@ -56,3 +56,27 @@ INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?
 
 -- name: timeline_ids
 SELECT timeline_id FROM timelines ORDER BY timeline_id;
+
+-- Cache refresh, per timeline, in dependency order (see store/caches.py).
+-- name: cache_clear_buffers
+DELETE FROM _cache_buffers WHERE timeline_id = ?;
+
+-- name: cache_fill_buffers
+INSERT INTO _cache_buffers BY NAME
+SELECT * FROM _buffers_derived WHERE timeline_id = ? ORDER BY alloc_step, buffer;
+
+-- name: cache_clear_memory_curve
+DELETE FROM _cache_memory_curve WHERE timeline_id = ?;
+
+-- name: cache_fill_memory_curve
+INSERT INTO _cache_memory_curve BY NAME
+SELECT * FROM _memory_curve_derived WHERE timeline_id = ? ORDER BY step;
+
+-- name: cache_clear_peak
+DELETE FROM _cache_peak WHERE timeline_id = ?;
+
+-- name: cache_fill_peak
+INSERT INTO _cache_peak BY NAME SELECT * FROM _peak_derived WHERE timeline_id = ?;
+
+-- name: all_timeline_ids
+SELECT timeline_id FROM timeline_records ORDER BY timeline_id;

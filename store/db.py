@@ -15,7 +15,8 @@ from typing import Any
 import duckdb
 
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 
 
 class SchemaError(Exception):
@@ -61,7 +62,9 @@ _LOCK_PID = re.compile(r"PID (\d+)")
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(path, read_only=read_only)
+        con = duckdb.connect(path, read_only=read_only)
+        con.execute("SET enable_progress_bar = false")  # never draw on a user's terminal
+        return con
     except duckdb.IOException as e:
         msg = str(e)
         if "lock" in msg.lower():
@@ -150,6 +153,15 @@ def open_database(path: str | Path, *, read_only: bool = False, create: bool = T
     return Database(path, con, read_only)
 
 
+def schema_version_of(path: str | Path) -> int:
+    """The schema version recorded in a database file (0 if none), read without migrating."""
+    con = _connect(str(path), True)
+    try:
+        return int(_meta(con, "schema_version") or 0) if _has_meta(con) else 0
+    finally:
+        con.close()
+
+
 def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
     if not _has_meta(con):
         raise SchemaError(f"{path} is not a tlview database (no tlview_meta table)")
@@ -189,6 +201,9 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
     try:
         con.execute(schema_sql())
         con.execute(_QUERIES["set_schema_version"], [str(SCHEMA_VERSION), _views_sha()])
+        from . import caches
+
+        caches.rebuild_all(Database(path, con, read_only=False))
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import pyarrow as pa
 
+from . import caches
 from .convert import EVENT_COLUMNS, EVENT_SCHEMA, dumps, event_row
 from .db import Database
 from .records import EVENT_KINDS, Record, Source, Timeline, TimelineNote
@@ -112,6 +113,7 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
         else:
             raise TypeError(f"unexpected record {type(rec).__name__}")
     flush()
+    caches.refresh(db, tids.values())
     # The source row goes in last, so that it can carry the ingest's own summary.
     con.execute(
         db.queries["insert_source"],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -18,10 +17,10 @@ def snapshot(db_path: Path) -> tuple:
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         out = []
-        for t in ("sources", "timeline_records", "timeline_notes", "events"):
-            n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            rows = con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
-            out.append((t, n, hashlib.sha256(repr(rows).encode()).hexdigest()))
+        for t in ("sources", "timeline_records", "timeline_notes", "events", "tlview_meta"):
+            # row count and an order-independent checksum of every row's content
+            out.append((t, *con.execute(
+                f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {t} t").fetchone()))
         return tuple(out)
     finally:
         con.close()
@@ -131,3 +130,20 @@ def test_cli_error_is_one_line_nonzero(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "garbage.txt:1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_unknown_node_kind_and_dtype(db_path, tmp_path):
+    """A node class and a dtype from a torch this tlview has not seen: kept, sized where it can be."""
+    text = (SEED_002.read_text()
+            .replace("op2: SchedulerNode(ComputedBuffer)", "op2: FancyNewSchedulerNode(ShinyBuffer)")
+            .replace("buf1.layout = FixedLayout('cuda', torch.bfloat16, size=[128, 256]",
+                     "buf1.layout = FixedLayout('cuda', torch.float6_e3m2, size=[128, 256]"))
+    p = tmp_path / "new.txt"
+    p.write_text(text)
+    (tid,) = ingest_into(db_path, p)
+    con = duckdb.connect(str(db_path), read_only=True)
+    assert con.execute("SELECT node_class, ir_type FROM nodes WHERE node='op2'").fetchone() == (
+        "FancyNewSchedulerNode", "ShinyBuffer")
+    b = con.execute("SELECT bytes, dtype, size_expr FROM buffers WHERE buffer='buf1'").fetchone()
+    assert b[0] is None and b[1] == "float6_e3m2" and "itemsize(float6_e3m2)" in b[2]
+    assert con.execute("SELECT unknown_live FROM memory_curve WHERE step = 1").fetchone()[0] == 1

@@ -1,0 +1,66 @@
+"""Mutations of real dumps, shared by the property tests and the long fuzz campaign.
+
+Each mutation is what crashed jobs and copy-pastes really do to a dump: a cut at a
+random point, flipped bytes, a line dropped or repeated, binary noise, an enormous line.
+"""
+
+from __future__ import annotations
+
+import random
+
+import duckdb
+
+MUTATIONS = ("truncate", "flip", "drop_line", "dup_line", "garbage", "huge_line", "swap_lines")
+
+
+def mutate(data: bytes, kind: str, rnd: random.Random) -> bytes:
+    if not data:
+        return data
+    if kind == "truncate":
+        return data[: rnd.randrange(len(data))]
+    if kind == "flip":
+        b = bytearray(data)
+        for _ in range(rnd.randint(1, 4)):
+            b[rnd.randrange(len(b))] = rnd.randrange(256)
+        return bytes(b)
+    lines = data.split(b"\n")
+    i = rnd.randrange(len(lines))
+    if kind == "drop_line":
+        del lines[i]
+    elif kind == "dup_line":
+        lines.insert(i, lines[i])
+    elif kind == "garbage":
+        lines.insert(i, bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 64))))
+    elif kind == "huge_line":
+        lines.insert(i, b"x" * rnd.randint(1 << 16, 1 << 20))
+    elif kind == "swap_lines":
+        j = rnd.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    return b"\n".join(lines)
+
+
+def check_consistent(db_path: str, timeline_ids: list[int]) -> None:
+    """The invariants every successful ingest must satisfy, whatever its input."""
+    con = duckdb.connect(db_path, read_only=True)
+    try:
+        for tid in timeline_ids:
+            neg = con.execute(
+                "SELECT count(*) FROM memory_curve WHERE timeline_id = ? AND live_bytes < 0",
+                [tid]).fetchone()[0]
+            assert neg == 0, "memory went negative"
+            orphan = con.execute(
+                "SELECT count(*) FROM events f WHERE f.timeline_id = ? AND f.kind = 'buffer_freed' "
+                "AND NOT EXISTS (SELECT 1 FROM events a WHERE a.timeline_id = f.timeline_id "
+                "AND a.kind = 'buffer_allocated' AND a.buffer = f.buffer)", [tid]).fetchone()[0]
+            assert orphan == 0, "a buffer was freed that was never allocated"
+            early = con.execute(
+                "SELECT count(*) FROM buffers WHERE timeline_id = ? AND last_step < alloc_step",
+                [tid]).fetchone()[0]
+            assert early == 0, "a buffer freed before it was allocated"
+            mx = con.execute("SELECT max(live_bytes) FROM memory_curve WHERE timeline_id = ?",
+                             [tid]).fetchone()[0]
+            peak = con.execute("SELECT peak_bytes FROM peak_memory WHERE timeline_id = ?",
+                               [tid]).fetchone()
+            assert (peak[0] if peak else None) == mx, "peak is not the maximum of the curve"
+    finally:
+        con.close()
