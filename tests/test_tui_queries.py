@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SEED_000, SEED_001, SEED_002, ingest_into
+from conftest import SEED_000, SEED_001, SEED_002, SEED_003, ingest_into
 from tlview.store import open_database, write_records
 from tlview.store import timeline_queries as q
 
@@ -17,7 +17,7 @@ from bench.synthetic_timeline import synthetic_records  # noqa: E402
 @pytest.fixture(scope="module")
 def seeds_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("q") / "seeds.duckdb"
-    ingest_into(path, SEED_000, SEED_001, SEED_002)
+    ingest_into(path, SEED_000, SEED_001, SEED_002, SEED_003)  # timelines 1-4
     with open_database(path) as db:
         write_records(db, synthetic_records(3000, seed=7, collective_every=100))
     return path
@@ -34,7 +34,7 @@ CURVE = ("SELECT step, live_bytes, alloc_bytes, freed_bytes, unknown_live FROM {
          "WHERE timeline_id = ? ORDER BY step")
 
 
-@pytest.mark.parametrize("tid", [1, 2, 3, 4])
+@pytest.mark.parametrize("tid", [1, 2, 3, 4, 5])  # 4: XLA shared allocations
 def test_cached_curve_equals_memory_curve(db, tid):
     q.prepare_timeline(db, tid)
     assert (db.sql(CURVE.format("_tui_curve"), [tid]).fetchall()
@@ -46,7 +46,8 @@ def test_cached_curve_equals_memory_curve(db, tid):
     assert len(summary.buckets) == min(80, summary.n_steps)
 
 
-@pytest.mark.parametrize("tid,step", [(1, 0), (1, 879), (1, 500), (2, 24), (4, 1500)])
+@pytest.mark.parametrize("tid,step", [(1, 0), (1, 879), (1, 500), (2, 24), (4, 158),
+                                      (5, 1500)])
 def test_live_at_equals_macro(db, tid, step):
     q.prepare_timeline(db, tid)
     live = q.live_at(db, tid, step)
@@ -58,6 +59,15 @@ def test_live_at_equals_macro(db, tid, step):
     ((curve_live,),) = db.sql("SELECT live_bytes FROM memory_curve WHERE timeline_id = ? "
                               "AND step = ?", [tid, step]).fetchall()
     assert live.live_bytes == curve_live
+
+
+def test_xla_peak_is_xlas_own(db):
+    """Seed 003: XLA reports its peak at step 158, 50 values, 1,092,637,220 bytes."""
+    q.prepare_timeline(db, 4)
+    summary = q.curve_summary(db, 4, 80)
+    assert (summary.peak_step, summary.peak_bytes) == (158, 1_092_637_220)
+    live = q.live_at(db, 4, 158)
+    assert (live.live_bytes, live.n_live) == (1_092_637_220, 50)
 
 
 def test_step_window_and_memory(db):

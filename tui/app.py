@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import duckdb
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -110,7 +111,7 @@ class TlviewApp(App[int]):
 
     def show_message(self, text: str) -> None:
         msg = self.query_one("#message", Static)
-        msg.update(text)
+        msg.update(Text(text))  # plain text: a path with [brackets] is not markup
         msg.display = bool(text)
 
     def on_unmount(self) -> None:
@@ -329,9 +330,9 @@ class TlviewApp(App[int]):
         self.step = step
         self.query_one(ExecutionList).cursor = step
         self.query_one(MemoryCurve).cursor = step
-        self.query_one("#title", Static).update(
+        self.query_one("#title", Static).update(Text(
             f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]"
-            f"  step {step:,} of {info.n_steps:,}", layout=False)
+            f"  step {step:,} of {info.n_steps:,}"), layout=False)
         if info.n_steps:
             # Draw the cursor first; then read what is at it (skipped if it moved on).
             self.call_after_refresh(self._read_at_cursor, info.timeline_id, step)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import ModalScreen
@@ -32,7 +33,7 @@ class TimelineChooser(ModalScreen[int | None]):
                            ("at", "at")):
             table.add_column(label, key=key)
         for i, t in enumerate(self.timelines):
-            table.add_row(str(t.timeline_id), t.name, t.format, t.device or "",
+            table.add_row(str(t.timeline_id), Text(t.name), Text(t.format), Text(t.device or ""),
                           f"{t.n_steps:,}", *self._peak_cells(t.timeline_id),
                           key=str(t.timeline_id))
             if t.timeline_id == self.current:
