@@ -124,8 +124,8 @@ class TlviewApp(App[int]):
     def open_database(self) -> None:
         try:
             self.reader = Reader(self.db_path)
-            timelines = self.reader.schedule(q.list_timelines)
-            durations = self.reader.schedule(q.has_node_times)
+            timelines = self.reader.schedule(q.list_timelines) or ()
+            durations = bool(self.reader.schedule(q.has_node_times))
         except OPEN_ERRORS as e:
             self.post_message(m.Failed(one_sentence(e), fatal=True))
             return
@@ -398,7 +398,11 @@ class TlviewApp(App[int]):
         if self.timeline and self.timeline.n_steps:
             self.push_screen(Prompt("Go to step", f"0 to {self.timeline.n_steps - 1}",
                                     max_step=self.timeline.n_steps - 1),
-                             lambda v: v is not None and self.go(int(v)))
+                             self._goto)
+
+    def _goto(self, value: str | None) -> None:
+        if value is not None:
+            self.go(int(value))
 
     def action_search(self) -> None:
         if self.timeline:

@@ -55,7 +55,7 @@ class TimelineChooser(ModalScreen[int | None]):
             table.update_cell(str(t.timeline_id), "at", at, update_width=True)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(int(event.row_key.value))
+        self.dismiss(int(str(event.row_key.value)))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

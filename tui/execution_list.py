@@ -158,8 +158,8 @@ class ExecutionList(Widget, can_focus=True):
         if y == 0:
             labels = {"-freed": self.glyphs.freed + "freed", "+alloc": self.glyphs.alloc + "alloc"}
             head = self._line([labels.get(n, n) for n, _, _ in cols], cols)
-            style = base + self.get_component_rich_style("execution-list--header")
-            return Strip([Segment(head.ljust(width)[:width], style)])
+            header = base + self.get_component_rich_style("execution-list--header")
+            return Strip([Segment(head.ljust(width)[:width], header)])
         step = self.top + y - 1
         if step >= self.n_steps or self.timeline_id is None:
             return Strip([Segment(" " * width, base)])

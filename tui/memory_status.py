@@ -13,13 +13,13 @@ class MemoryStatus(Static):
         self.update(Text(text), layout=False)
 
     def show(self, live: LiveAt, curve: CurveSummary | None, wide: bool) -> None:
-        peak = curve.peak_bytes if curve else None
+        peak = curve.peak_bytes if curve is not None else None
         text = Text()
         text.append("live ", style="dim")
         text.append(f"{live.live_bytes:,} B", style="bold")
         if wide:
             text.append(f" ({human_bytes(live.live_bytes)})")
-        if peak:
+        if curve is not None and peak:
             text.append(f" {100 * live.live_bytes / peak:.1f}%", style="bold")
             text.append(" of peak ", style="dim")
             text.append(exact_bytes(peak) if wide else human_bytes(peak))
