@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import statistics
 import time
+
+from tlview.store.db import schema_sql
 
 from bench.harness import ROOT, Result, run_child
 from bench.synthetic_timeline import build
@@ -110,7 +113,9 @@ def main(argv: list[str] | None = None) -> list[Result]:
     ap.add_argument("--steps", type=int, default=1_000_000)
     args = ap.parse_args(argv or [])
     OUT.mkdir(parents=True, exist_ok=True)
-    db = OUT / f"syn_{args.steps}.duckdb"
+    # Named by schema: a database written by another tlview is refused (SchemaError).
+    tag = hashlib.sha256(schema_sql().encode()).hexdigest()[:8]
+    db = OUT / f"syn_{args.steps}_{tag}.duckdb"
     t = time.perf_counter()
     build(db, args.steps)
     print(f"database: {db} ({db.stat().st_size / 1e6:,.0f} MB, "
