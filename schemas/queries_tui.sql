@@ -1,10 +1,9 @@
 -- Named queries of the terminal UI (tlview.store.timeline_queries).
 -- Every value is a ? parameter; search text is compared with contains(), never pasted.
 --
--- The _tui_* tables are TEMP tables of the UI's own connection: a per-timeline cache
--- of memory_curve and of the counted buffers (the `_counted` view), copied once when a
--- timeline is first shown, so that stepping through a million steps never recomputes
--- the curve. They hold exactly the views' rows; nothing is derived differently.
+-- Memory figures read the core views (memory_curve, _counted), which the store keeps
+-- cached per timeline, so a cursor step is a range read, never a recomputation.
+-- _tui_collectives is a TEMP copy of the collectives view for the timelines shown.
 
 -- name: tui_timelines
 SELECT timeline_id, name, format, device, n_steps, source_path
@@ -17,109 +16,38 @@ SELECT timeline_id, peak_step, peak_bytes FROM peak_memory ORDER BY timeline_id;
 SELECT count(DISTINCT column_name) = 3 FROM information_schema.columns
 WHERE table_name = 'node_times' AND column_name IN ('timeline_id', 'step', 'total_ns');
 
--- name: tui_create_curve_cache
-CREATE TEMP TABLE IF NOT EXISTS _tui_curve (
-    timeline_id INTEGER, step BIGINT, live_bytes BIGINT, alloc_bytes BIGINT,
-    freed_bytes BIGINT, unknown_live BIGINT);
-
--- name: tui_create_live_cache
-CREATE TEMP TABLE IF NOT EXISTS _tui_live (
-    timeline_id INTEGER, buffer VARCHAR, bytes BIGINT, dtype VARCHAR, shape VARCHAR,
-    producer VARCHAR, alloc_step BIGINT, last_step BIGINT, size_expr VARCHAR,
-    allocation BIGINT);
-
--- name: tui_create_prepared
-CREATE TEMP TABLE IF NOT EXISTS _tui_prepared (timeline_id INTEGER PRIMARY KEY);
-
--- name: tui_is_prepared
-SELECT count(*) FROM _tui_prepared WHERE timeline_id = ?;
-
--- name: tui_fill_curve_cache
-INSERT INTO _tui_curve
-SELECT timeline_id, step, live_bytes, alloc_bytes, freed_bytes, unknown_live
-FROM memory_curve WHERE timeline_id = ? ORDER BY step;
-
--- name: tui_fill_live_cache
-INSERT INTO _tui_live
-SELECT timeline_id, buffer, bytes, dtype, shape, producer, alloc_step, last_step, size_expr,
-       allocation
-FROM _counted WHERE timeline_id = ? ORDER BY alloc_step;
-
--- name: tui_has_shared_allocations
-SELECT count(*) > 0 FROM _tui_live WHERE timeline_id = ? AND allocation IS NOT NULL;
-
--- name: tui_fill_curve_cache_plain
--- memory_curve computed from the cached buffers, for timelines where no buffer sits in a
--- shared allocation: then _memory_deltas is +bytes at alloc_step and -bytes after
--- last_step (unknown sizes counted apart), which is all this does. Equal to the view row
--- for row (tests/test_tui_queries.py); five times faster on a million steps, because the
--- view re-derives the buffers for each of its parts.
-INSERT INTO _tui_curve
-WITH deltas AS (
-    SELECT alloc_step AS step, bytes AS delta, 0 AS unknown_delta
-    FROM _tui_live WHERE timeline_id = $1 AND bytes IS NOT NULL
-    UNION ALL
-    SELECT last_step + 1, -bytes, 0 FROM _tui_live WHERE timeline_id = $1 AND bytes IS NOT NULL
-    UNION ALL
-    SELECT alloc_step, 0, 1 FROM _tui_live WHERE timeline_id = $1 AND bytes IS NULL
-    UNION ALL
-    SELECT last_step + 1, 0, -1 FROM _tui_live WHERE timeline_id = $1 AND bytes IS NULL
-), d AS (
-    SELECT step, sum(delta) AS delta, sum(unknown_delta) AS unknown_delta
-    FROM deltas GROUP BY step
-), a AS (
-    SELECT alloc_step AS step, sum(bytes) AS alloc_bytes FROM _tui_live
-    WHERE timeline_id = $1 GROUP BY alloc_step
-), f AS (
-    SELECT last_step AS step, sum(bytes) AS freed_bytes FROM _tui_live
-    WHERE timeline_id = $1 GROUP BY last_step
-)
-SELECT n.timeline_id, n.step,
-       CAST(sum(COALESCE(d.delta, 0)) OVER w AS BIGINT),
-       CAST(COALESCE(a.alloc_bytes, 0) AS BIGINT),
-       CAST(COALESCE(f.freed_bytes, 0) AS BIGINT),
-       CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT)
-FROM nodes n
-LEFT JOIN d USING (step) LEFT JOIN a USING (step) LEFT JOIN f USING (step)
-WHERE n.timeline_id = $1
-WINDOW w AS (ORDER BY n.step ROWS UNBOUNDED PRECEDING)
-ORDER BY n.step;
-
--- name: tui_mark_prepared
-INSERT OR IGNORE INTO _tui_prepared VALUES (?);
-
 -- name: tui_curve_stats
 -- The first step reaching the maximum, as peak_memory defines it; and whether any
 -- buffer has a known lifetime at all (without one there is no liveness to show).
-SELECT (SELECT step FROM _tui_curve WHERE timeline_id = $1
+SELECT (SELECT step FROM memory_curve WHERE timeline_id = $1
         ORDER BY live_bytes DESC, step LIMIT 1) AS peak_step,
-       (SELECT max(live_bytes) FROM _tui_curve WHERE timeline_id = $1) AS peak_bytes,
-       (SELECT count(*) FROM _tui_live WHERE timeline_id = $1) AS n_counted,
-       (SELECT count(*) FROM _tui_curve WHERE timeline_id = $1) AS n_steps;
+       (SELECT max(live_bytes) FROM memory_curve WHERE timeline_id = $1) AS peak_bytes,
+       (SELECT count(*) FROM _counted WHERE timeline_id = $1) AS n_counted,
+       (SELECT count(*) FROM memory_curve WHERE timeline_id = $1) AS n_steps;
 
 -- name: tui_curve_buckets
 -- The curve squeezed into $2 columns: the largest live_bytes of the steps in each column.
 SELECT CAST(floor(step * $2 / $3) AS BIGINT) AS col, max(live_bytes), max(unknown_live)
-FROM _tui_curve WHERE timeline_id = $1
+FROM memory_curve WHERE timeline_id = $1
 GROUP BY col ORDER BY col;
 
 -- name: tui_curve_at
 SELECT live_bytes, alloc_bytes, freed_bytes, unknown_live
-FROM _tui_curve WHERE timeline_id = ? AND step = ?;
+FROM memory_curve WHERE timeline_id = ? AND step = ?;
 
 -- name: tui_curve_window
-SELECT step, alloc_bytes, freed_bytes FROM _tui_curve
+SELECT step, alloc_bytes, freed_bytes FROM memory_curve
 WHERE timeline_id = ? AND step BETWEEN ? AND ?;
 
 -- name: tui_live_totals
 SELECT count(*), count(*) FILTER (WHERE bytes IS NULL)
-FROM _tui_live WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step;
+FROM _counted WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step;
 
 -- name: tui_live_top
 -- live_at(timeline, step), largest first, from the cache: the first 300 (a literal
 -- LIMIT lets DuckDB keep a top-N heap: 18 ms instead of 66 ms at 25,000 live buffers).
 SELECT buffer, bytes, dtype, shape, producer, alloc_step, last_step, size_expr
-FROM _tui_live WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step
+FROM _counted WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step
 ORDER BY bytes DESC NULLS LAST, buffer LIMIT 300;
 
 -- name: tui_step_rows

@@ -3,9 +3,8 @@
 Every function takes a :class:`Database` and returns immutable values, so the UI can
 hand them across threads inside messages. SQL is in ``schemas/queries_tui.sql``.
 
-Memory figures come from a per-connection cache (``prepare_timeline``): TEMP copies of
-``memory_curve`` and of the counted buffers for one timeline, made once, so that a
-cursor step costs an indexed range read instead of recomputing the curve.
+Memory figures read the core views, which the store caches per timeline at ingest
+(``tlview.store.caches``), so a cursor step is a range read, never a recomputation.
 """
 
 from __future__ import annotations
@@ -177,27 +176,8 @@ def has_node_times(db: Database) -> bool:
 # -- memory ----------------------------------------------------------------------------
 
 
-def is_prepared(db: Database, timeline_id: int) -> bool:
-    db.query("tui_create_prepared")
-    return bool(db.query("tui_is_prepared", timeline_id)[0][0])
-
-
-def prepare_timeline(db: Database, timeline_id: int) -> None:
-    """Copy the timeline's memory_curve and counted buffers into this connection's cache."""
-    for name in ("tui_create_curve_cache", "tui_create_live_cache", "tui_create_prepared"):
-        db.query(name)
-    if is_prepared(db, timeline_id):
-        return
-    db.query("tui_fill_live_cache", timeline_id)
-    if db.query("tui_has_shared_allocations", timeline_id)[0][0]:
-        db.query("tui_fill_curve_cache", timeline_id)
-    else:
-        db.query("tui_fill_curve_cache_plain", timeline_id)
-    db.query("tui_mark_prepared", timeline_id)
-
-
 def curve_summary(db: Database, timeline_id: int, width: int) -> CurveSummary:
-    """The prepared timeline's curve in at most ``width`` columns, with its peak."""
+    """The timeline's curve in at most ``width`` columns, with its peak."""
     peak_step, peak_bytes, n_counted, n_steps = db.query("tui_curve_stats", timeline_id)[0]
     cols = max(1, min(width, n_steps))
     buckets = [0] * cols
@@ -214,7 +194,7 @@ LIVE_LIMIT = 300  # live buffers listed by live_at (the LIMIT of tui_live_top)
 
 
 def live_at(db: Database, timeline_id: int, step: int) -> LiveAt:
-    """Memory at ``step`` of a prepared timeline: the curve's figures, the count of live
+    """Memory at ``step``: the curve's figures, the count of live
     buffers, and the first LIVE_LIMIT of them as the ``live_at`` macro lists them."""
     curve = db.query("tui_curve_at", timeline_id, step)
     live, alloc, freed, unknown = curve[0] if curve else (0, 0, 0, 0)
@@ -244,7 +224,7 @@ def step_window(db: Database, timeline_id: int, first: int, count: int, *,
 
 
 def with_memory(db: Database, window: StepWindow) -> StepWindow:
-    """The window with bytes allocated/freed at each step, from the prepared cache."""
+    """The window with bytes allocated/freed at each step (from memory_curve)."""
     if not window.rows:
         return attrs.evolve(window, has_memory=True)
     mem = {s: (a, f) for s, a, f in db.query(

@@ -35,21 +35,24 @@ CURVE = ("SELECT step, live_bytes, alloc_bytes, freed_bytes, unknown_live FROM {
 
 
 @pytest.mark.parametrize("tid", [1, 2, 3, 4, 5])  # 4: XLA shared allocations
-def test_cached_curve_equals_memory_curve(db, tid):
-    q.prepare_timeline(db, tid)
-    assert (db.sql(CURVE.format("_tui_curve"), [tid]).fetchall()
-            == db.sql(CURVE.format("memory_curve"), [tid]).fetchall())
+def test_curve_summary_buckets_are_column_maxima(db, tid):
+    curve = db.sql(CURVE.format("memory_curve"), [tid]).fetchall()
     summary = q.curve_summary(db, tid, 80)
     assert (summary.peak_step, summary.peak_bytes) == db.sql(
         "SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id = ?", [tid]).fetchone()
     assert max(summary.buckets) == summary.peak_bytes
     assert len(summary.buckets) == min(80, summary.n_steps)
+    cols = len(summary.buckets)
+    want = [0] * cols
+    for step, live, *_ in curve:
+        col = step * cols // len(curve)
+        want[col] = max(want[col], live)
+    assert list(summary.buckets) == want
 
 
 @pytest.mark.parametrize("tid,step", [(1, 0), (1, 879), (1, 500), (2, 24), (4, 158),
                                       (5, 1500)])
 def test_live_at_equals_macro(db, tid, step):
-    q.prepare_timeline(db, tid)
     live = q.live_at(db, tid, step)
     want = db.sql("SELECT buffer, bytes, alloc_step, last_step FROM live_at(?, ?)",
                   [tid, step]).fetchall()
@@ -63,7 +66,6 @@ def test_live_at_equals_macro(db, tid, step):
 
 def test_xla_peak_is_xlas_own(db):
     """Seed 003: XLA reports its peak at step 158, 50 values, 1,092,637,220 bytes."""
-    q.prepare_timeline(db, 4)
     summary = q.curve_summary(db, 4, 80)
     assert (summary.peak_step, summary.peak_bytes) == (158, 1_092_637_220)
     live = q.live_at(db, 4, 158)
@@ -71,7 +73,6 @@ def test_xla_peak_is_xlas_own(db):
 
 
 def test_step_window_and_memory(db):
-    q.prepare_timeline(db, 1)
     w = q.with_memory(db, q.step_window(db, 1, 875, 10, durations=False))
     assert [r.step for r in w.rows] == list(range(875, 885))
     want = db.sql("SELECT step, node, alloc_bytes, freed_bytes FROM memory_curve "

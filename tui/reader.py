@@ -1,8 +1,7 @@
 """The UI's access to one database: two read-only connections, each behind a lock.
 
-``memory``: holds this session's TEMP cache of prepared timelines (curves and live
-buffers); ``schedule``: the rows of the execution list, read straight from the views,
-so the list scrolls while a huge timeline is being prepared; ``detail``: the node at
+``memory``: the memory curve and live buffers (cached views); ``schedule``: the rows of
+the execution list, so the list scrolls while memory figures load; ``detail``: the node at
 the cursor, collectives, search (slower reads that must not hold up the list).
 Workers call these from threads; a lock makes each connection serve one at a time.
 """
@@ -75,5 +74,6 @@ class Reader:
             db.close()
 
     def prepare(self, timeline_id: int) -> None:
-        self.memory(q.prepare_timeline, timeline_id)
+        """Read the timeline's curve summary once, so its memory panels can be shown."""
+        self.memory(q.curve_summary, timeline_id, 1)
         self.prepared.add(timeline_id)
