@@ -27,12 +27,15 @@ class FormatSpec:
     description: str
     sniff: Callable[[str, str], bool]  # (head text, path) -> is it mine?
     parse: Parse
+    # For dumps split over sibling files: path -> the one file that stands for its group,
+    # so that a folder ingests each group once. None: every file stands alone.
+    group: Callable[[str], str] | None = None
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir, torch_log
+    from . import inductor_ir, torch_log, xla_buffer_assignment
 
-    return [inductor_ir.SPEC, torch_log.SPEC]
+    return [inductor_ir.SPEC, xla_buffer_assignment.SPEC, torch_log.SPEC]
 
 
 def formats() -> dict[str, FormatSpec]:

@@ -175,6 +175,17 @@ def parse_scheduler_ir(
         if block is not None and (not text or text[0] in " \t"):
             block[2].append(text)  # loop body / code block lines: the bulk of a dump
             continue
+        pending = parser.pending
+        if pending is not None and text[:1] == " " and parser.pending_balance > 0:
+            # continuation of a wrapped value (users lists, dependency lists)
+            pending[2].append(text.strip())
+            parser.pending_balance += (
+                text.count("[") + text.count("(") + text.count("{")
+                - text.count("]") - text.count(")") - text.count("}"))
+            if parser.pending_balance <= 0:
+                parser.pending = None
+                pending[0].fields[pending[1]] = " ".join(pending[2]).strip()
+            continue
         out = feed(number, text)
         if out:
             yield from out

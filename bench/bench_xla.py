@@ -1,0 +1,144 @@
+"""Benchmark: ingest of a >= 50 MB XLA buffer-assignment dump, against a bare line scan.
+
+The input is a real dump scaled up: the JAX RNN module (tests/fixtures/xla, split
+form, glued into the single-file form) repeated as N copies of itself inside one
+module, each copy with its own instruction names (``name_kN``), value ids,
+allocation indices and schedule steps (shifted by the module's length), so the
+big dump has N times the instructions, values and allocations of the real one.
+XLA's peak list is copy 0's. Built under bench/out/ (gitignored).
+
+    .venv/bin/python -m bench xla          (or: python -m bench.bench_xla)
+    TLVIEW_BENCH_XLA_MB=200 .venv/bin/python -m bench xla    (another size; default 50)
+
+Measured in the same run, each in a fresh process: a bare line scan of the file,
+the parser alone (records generated, nothing stored) and tlview's full ingest into
+a fresh DuckDB file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .harness import ROOT, Result, print_table, run_child
+
+SOURCE = ROOT / "tests/fixtures/xla/module_0020.jit_rnn_scan_grad.cpu_after_optimizations"
+OUT_DIR = ROOT / "bench" / "out"
+MARK = "\x01"
+SIZE_MB = float(os.environ.get("TLVIEW_BENCH_XLA_MB", "50"))
+
+_SEQ = re.compile(r"^(\s+)(\d+):")
+_RANGE = re.compile(r":(\d+)-(\d+)$")
+_ALLOC = re.compile(r"^allocation (\d+):")
+_VALUE_ID = re.compile(r"^( value: <|<)(\d+) ")
+
+
+def _parts() -> tuple[list[str], list[str], list[str], int]:
+    alloc = Path(f"{SOURCE}-buffer-assignment.txt").read_text().splitlines()
+    values = Path(f"{SOURCE}-buffer-assignment-values.txt").read_text().splitlines()
+    live = Path(f"{SOURCE}-live-range.txt").read_text().splitlines()
+    steps = int(re.match(r"HloLiveRange \(max (\d+)\)", live[0]).group(1))
+    return alloc, values, live, steps
+
+
+def _mark_names(lines: list[str], names: list[str]) -> list[str]:
+    """Put MARK after every instruction name, so each copy can give it its own suffix."""
+    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w.\-])({alternation})(?![\w\-]|\.\w)")
+    return [pattern.sub(lambda m: m.group(1) + MARK, ln) for ln in lines]
+
+
+def build(target_mb: float) -> Path:
+    """Write the scaled dump (single-file form) and return its path."""
+    alloc, values, live, steps = _parts()
+    seq_at = live.index("  InstructionSequence:")
+    ranges_at = live.index("  BufferLiveRange:")
+    peak_at = next(i for i, ln in enumerate(live) if ln.startswith("  Live ranges at"))
+    names = [ln.split(":", 1)[1] for ln in live[seq_at + 1:ranges_at]]
+    names += [m.group(1) for ln in alloc
+              if (m := re.match(r" value: <\d+ ([^\s{}<>]+)", ln))]
+    total_used = next(ln for ln in values if ln.startswith("Total bytes used"))
+    alloc_body = _mark_names(alloc[1:], names)
+    used_body = _mark_names(values[values.index("Used values:") + 1:], names)
+    seq_body = _mark_names(live[seq_at + 1:ranges_at], names)
+    range_body = _mark_names(live[ranges_at + 1:peak_at], names)
+    n_alloc = sum(1 for ln in alloc if ln.startswith("allocation "))
+    id_span = 1 + max(int(m.group(2)) for ln in alloc if (m := _VALUE_ID.match(ln)))
+    one_copy = sum(len(ln) + 1 for ln in alloc + values + live)
+    copies = max(1, int(target_mb * 1e6 / one_copy) + 1)
+
+    def shift(lines: list[str], k: int) -> list[str]:
+        out = []
+        suffix = f"_k{k}"
+        for ln in lines:
+            ln = ln.replace(MARK, suffix)
+            if m := _ALLOC.match(ln):
+                ln = f"allocation {int(m.group(1)) + k * n_alloc}:" + ln[m.end():]
+            elif m := _VALUE_ID.match(ln):
+                ln = f"{m.group(1)}{int(m.group(2)) + k * id_span} " + ln[m.end():]
+            out.append(ln)
+        return out
+
+    def shift_steps(lines: list[str], k: int, seq: bool) -> list[str]:
+        out = []
+        for ln in lines:
+            ln = ln.replace(MARK, f"_k{k}")
+            if seq and (m := _SEQ.match(ln)):
+                ln = f"{m.group(1)}{int(m.group(2)) + k * steps}:" + ln[m.end():]
+            elif not seq and (m := _RANGE.search(ln)):
+                ln = ln[:m.start()] + f":{int(m.group(1)) + k * steps}-{int(m.group(2)) + k * steps}"
+            out.append(ln)
+        return out
+
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    path = OUT_DIR / f"xla_rnn_x{copies}-buffer-assignment.txt"
+    if path.exists():
+        return path
+    with open(path, "w") as f:
+        f.write("BufferAssignment:\n")
+        for k in range(copies):
+            f.write("\n".join(shift(alloc_body, k)) + "\n")
+        f.write(f"\n{total_used}\n\nUsed values:\n")
+        for k in range(copies):
+            f.write("\n".join(shift(used_body, k)) + "\n")
+        f.write(f"HloLiveRange (max {steps * copies}):\n  InstructionSequence:\n")
+        for k in range(copies):
+            f.write("\n".join(shift_steps(seq_body, k, True)) + "\n")
+        f.write("  BufferLiveRange:\n")
+        for k in range(copies):
+            f.write("\n".join(shift_steps(range_body, k, False)) + "\n")
+        peak = [ln.replace(MARK, "_k0") for ln in _mark_names(live[peak_at:], names)]
+        f.write("\n".join(peak) + "\n")
+    return path
+
+
+def parse_only(path: str) -> int:
+    """The parser alone: every record generated, nothing stored."""
+    from tlview.ingest import records_for
+
+    return sum(1 for _ in records_for(path, "xla_buffer_assignment"))
+
+
+def main() -> list[Result]:
+    """Build the scaled dump and measure, in the same run: line scan, parse, full ingest."""
+    path = build(SIZE_MB)
+    size = path.stat().st_size
+    label = f"XLA {size / 1e6:.0f} MB ({path.name})"
+    db = str(OUT_DIR / "bench_xla.duckdb")
+    scan = run_child("bench.harness:line_scan", str(path))
+    parsed = run_child("bench.bench_xla:parse_only", str(path))
+    ingest = run_child("bench.harness:ingest_file", str(path), db, "xla_buffer_assignment")
+    return [
+        Result("line scan (baseline)", label, size, scan["wall_s"], scan["peak_rss_mb"]),
+        Result("parse only xla_buffer_assignment", label, size, parsed["wall_s"],
+               parsed["peak_rss_mb"], events=parsed["result"],
+               baseline={"vs line scan": parsed["wall_s"] / scan["wall_s"]}),
+        Result("tlview ingest xla_buffer_assignment", label, size, ingest["wall_s"],
+               ingest["peak_rss_mb"], events=ingest["result"],
+               baseline={"vs line scan": ingest["wall_s"] / scan["wall_s"]}),
+    ]
+
+
+if __name__ == "__main__":
+    print_table(main())
