@@ -33,9 +33,9 @@ class FormatSpec:
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir, xla_buffer_assignment
+    from . import inductor_ir, torch_log, xla_buffer_assignment
 
-    return [inductor_ir.SPEC, xla_buffer_assignment.SPEC]
+    return [inductor_ir.SPEC, xla_buffer_assignment.SPEC, torch_log.SPEC]
 
 
 def formats() -> dict[str, FormatSpec]:

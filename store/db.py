@@ -110,8 +110,8 @@ class Database:
 
     def scalar(self, name: str, *params: Any) -> Any:
         """The first column of the first row of a named query, or None."""
-        row = self.con.execute(self.queries[name], list(params)).fetchone()
-        return row[0] if row else None
+        rows = self.con.execute(self.queries[name], list(params)).fetchall()  # no open result
+        return rows[0][0] if rows else None
 
     def meta(self, key: str) -> str | None:
         return self.scalar("get_meta", key)

@@ -63,6 +63,8 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     tids: dict[str, int] = {}
     counts: Counter[str] = Counter()
     rows: list[tuple[Any, ...]] = []
+    timelines: list[tuple[Any, ...]] = []
+    notes: list[tuple[Any, ...]] = []
     seq = 0
 
     def flush() -> None:
@@ -76,7 +78,7 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
         )
         con.register("_tlview_batch", table)
         try:
-            con.execute(db.queries["append_events"])
+            con.execute(db.queries["append_events"]).fetchall()
         finally:
             con.unregister("_tlview_batch")
         rows = []
@@ -101,18 +103,20 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
             if rec.key in tids:
                 raise ValueError(f"timeline {rec.key!r} declared twice")
             tids[rec.key] = next_tid
-            con.execute(
-                db.queries["insert_timeline"],
-                [next_tid, source_id, rec.key, rec.name, rec.format, rec.device,
-                 dumps(rec.attrs or None)],
-            )
+            timelines.append((next_tid, source_id, rec.key, rec.name, rec.format, rec.device,
+                              dumps(rec.attrs or None)))
             next_tid += 1
         elif isinstance(rec, TimelineNote):
-            con.execute(db.queries["insert_timeline_note"],
-                        [tids[rec.timeline], source_id, dumps(rec.attrs)])
+            notes.append((tids[rec.timeline], source_id, dumps(rec.attrs)))
         else:
             raise TypeError(f"unexpected record {type(rec).__name__}")
     flush()
+    # Timelines and their notes in one batch each (an ingest may declare thousands).
+    _append(con, db.queries["append_timelines"], timelines,
+            ["timeline_id", "source_id", "key", "name", "format", "device", "attrs"],
+            [pa.int32(), pa.int32()] + [pa.string()] * 5)
+    _append(con, db.queries["append_timeline_notes"], notes,
+            ["timeline_id", "source_id", "attrs"], [pa.int32(), pa.int32(), pa.string()])
     caches.refresh(db, tids.values())
     # The source row goes in last, so that it can carry the ingest's own summary.
     con.execute(
@@ -122,3 +126,17 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(counts)})],
     )
     return IngestSummary(source_id, tids, dict(counts))
+
+
+def _append(con: Any, query: str, rows: list[tuple[Any, ...]], names: list[str],
+            types: list[Any]) -> None:
+    """``query`` (an INSERT ... SELECT FROM _tlview_rows) over ``rows`` as one Arrow batch."""
+    if not rows:
+        return
+    table = pa.Table.from_arrays(
+        [pa.array(col, type=t) for col, t in zip(zip(*rows), types)], names=names)
+    con.register("_tlview_rows", table)
+    try:
+        con.execute(query).fetchall()
+    finally:
+        con.unregister("_tlview_rows")

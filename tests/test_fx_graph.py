@@ -1,0 +1,119 @@
+"""AOT FX graphs (joint, forward, backward) ingest: exact peaks against the independent
+simulation in tests/reference_wrapper.py, on seed 004 and the real CPU torch fixtures.
+
+Both count an FX graph the same documented way (README "AOT FX graphs"): placeholders
+excluded, each node's tensor output allocates its annotation's storage bytes, views and
+in-place ops share their first argument's storage, a tuple node's elements appear at the
+tuple's step, ``x = None`` ends a name, outputs live to the last step. tlview counts per
+step, the simulation per node line with reference counts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+import reference_wrapper as ref
+from conftest import FIXTURES, SEED_004, ingest_into
+from tlview.ingest.errors import IngestError
+from tlview.ingest.fx_graph import parse_annotation
+from tlview.ingest.source import records_for
+from tlview.store.records import NodeScheduled
+
+TORCH = FIXTURES / "torch"
+
+
+def _fx_peaks(db_path: Path, tids: list[int]) -> dict[str, int]:
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT t.name, p.peak_bytes FROM timelines t JOIN peak_memory p USING (timeline_id) "
+        "WHERE t.format = 'aot_fx_graph' AND list_contains(?, t.timeline_id)", [tids]).fetchall()
+    con.close()
+    return dict(rows)
+
+
+def test_seed_004_graphs_equal_simulation(db_path):
+    tids = ingest_into(db_path, SEED_004)
+    got = _fx_peaks(db_path, tids)
+    assert got == {t: ref.simulate_fx(body) for t, body in ref.fx_graphs(SEED_004).items()}
+    assert got == {"Joint graph 0": 318_767_112, "Forward graph 0": 276_824_072,
+                   "Backward graph 0": 134_217_732}
+
+
+@pytest.mark.parametrize("log", ["mlp_train.log", "transformer_block.short.log",
+                                 "conv_net.log", "conv_net.short.log", "inplace_mutation.log"])
+def test_real_graphs_equal_simulation(log, db_path):
+    tids = ingest_into(db_path, TORCH / log)
+    got = _fx_peaks(db_path, tids)
+    assert got == {t: ref.simulate_fx(b) for t, b in ref.fx_graphs(TORCH / log).items()}
+    assert len(got) == (1 if log.startswith("inplace") else 2)
+
+
+def test_views_alias_and_float8_bytes(db_path):
+    tids = ingest_into(db_path, SEED_004)
+    con = duckdb.connect(str(db_path), read_only=True)
+    fwd = con.execute("SELECT timeline_id FROM timelines WHERE name = 'Forward graph 0' AND "
+                      "list_contains(?, timeline_id)", [tids]).fetchone()[0]
+    rows = {b: (x, dt, lay) for b, x, dt, lay in con.execute(
+        "SELECT buffer, bytes, dtype, layout FROM buffers WHERE timeline_id = ?",
+        [fwd]).fetchall()}
+    # f8e4m3fn[4096, 8192] = 33,554,432 B; its permute_3 (after clone) is a view: 0 B
+    assert rows["convert_element_type_7"] == (33_554_432, "float8_e4m3fn", "fx_output")
+    assert rows["permute_3"] == (0, "float8_e4m3fn", "view")
+    assert rows["primals_1"] == (67_108_864, "bfloat16", "input")
+    # permute of an input: a view of the input, never counted
+    assert rows["permute"][0] == 0
+    # outputs live to the last step
+    last = con.execute("SELECT n_steps - 1 FROM timelines WHERE timeline_id = ?",
+                       [fwd]).fetchone()[0]
+    assert con.execute("SELECT last_step FROM buffers WHERE timeline_id = ? AND buffer = "
+                       "'clone'", [fwd]).fetchone()[0] == last
+
+
+def test_nodes_keep_target_and_source_location():
+    nodes = [r for r in records_for(SEED_004) if isinstance(r, NodeScheduled)
+             and r.timeline == "fx:Backward graph 0"]
+    first = nodes[0]
+    assert (first.step, first.node, first.ir_type, first.kernel) == (
+        0, "view_2", "view", "torch.ops.aten.view.default")
+    assert first.attrs["source"].startswith(
+        "/data/users/vasiliy/ao/torchao/float8/float8_linear.py:364 in forward")
+    assert first.reads == ("tangents_1",)
+    assert len(nodes) == 18
+
+
+def test_tuple_elements_allocate_at_the_tuple_step(db_path):
+    tids = ingest_into(db_path, TORCH / "transformer_block.log")
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute(
+        "SELECT b.buffer, b.bytes, b.alloc_step, b.producer FROM buffers b JOIN timelines t "
+        "USING (timeline_id) WHERE t.name = 'Forward graph 0' AND b.buffer IN "
+        "('getitem_5', 'getitem_6') AND list_contains(?, t.timeline_id) ORDER BY 1",
+        [tids]).fetchall()
+    step = con.execute("SELECT n.step FROM nodes n JOIN timelines t USING (timeline_id) WHERE "
+                       "t.name = 'Forward graph 0' AND n.node = "
+                       "'_scaled_dot_product_flash_attention_for_cpu' AND list_contains(?, "
+                       "t.timeline_id)", [tids]).fetchone()[0]
+    sdpa = "_scaled_dot_product_flash_attention_for_cpu"
+    assert rows == [("getitem_5", 1024, step, sdpa), ("getitem_6", 128, step, sdpa)]
+
+
+def test_annotation_parsing():
+    assert parse_annotation("bf16[2048, 4096][4096, 1]cuda:0") == {
+        "dtype": "bfloat16", "shape": ["2048", "4096"], "stride": ["4096", "1"],
+        "device": "cuda:0"}
+    assert parse_annotation("f32[][]cpu")["shape"] == []
+    assert parse_annotation("f32[s0, 16][16, 1]cpu")["shape"] == ["s0", "16"]
+    assert parse_annotation("Sym(s0)") is None
+
+
+def test_truncated_graph_is_an_error(tmp_path):
+    lines = SEED_004.read_text().splitlines()
+    end = next(n for n, ln in enumerate(lines) if "===== Backward graph 0" in ln)
+    bad = tmp_path / "cut.log"
+    bad.write_text("\n".join(lines[:end + 8]) + "\n")
+    with pytest.raises(IngestError) as e:
+        list(records_for(bad))
+    assert "Backward graph 0" in e.value.message and "truncated" in e.value.message
+    assert e.value.line == end + 8
