@@ -63,7 +63,7 @@ async def _measure(db: str, width: int, height: int, presses: int) -> dict:
         out["peak_step"] = app.curve.peak_step
         out["n_steps"] = app.timeline.n_steps
         app.go(app.curve.peak_step - presses // 2)
-        await app.workers.wait_for_complete()
+        await settle(app)
         await pilot.pause()
         drawn, pressed, settled = [], [], []
         for _ in range(presses):
@@ -77,7 +77,7 @@ async def _measure(db: str, width: int, height: int, presses: int) -> dict:
             drawn.append(drawn_at[target] - t)
             while live.live is None or live.live.step != target:
                 await pilot.pause(0.001)
-            await app.workers.wait_for_complete()
+            await settle(app)
             await pilot.pause(0.001)
             settled.append(time.perf_counter() - t)
         out["step_drawn_ms"] = statistics.median(drawn) * 1000
@@ -101,6 +101,18 @@ async def _measure(db: str, width: int, height: int, presses: int) -> dict:
         out["step_settled_p90_ms"] = sorted(settled)[int(0.9 * len(settled))] * 1000
         out["live_at_peak"] = live.live.n_live
     return out
+
+
+async def settle(app) -> None:
+    """Wait for the app's workers; an exclusive worker replaced by a newer one is fine."""
+    from textual.worker import WorkerCancelled
+
+    while True:
+        try:
+            await app.workers.wait_for_complete()
+            return
+        except WorkerCancelled:
+            continue
 
 
 def measure(db: str, width: str = "80", height: str = "24", presses: str = "100") -> dict:
