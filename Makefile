@@ -14,7 +14,7 @@ lint: $(PY)
 	$(PY) -m ruff check ingest store tui cli bench tests
 
 types: $(PY)
-	$(PY) -m mypy ingest store cli --ignore-missing-imports
+	$(PY) -m mypy ingest store cli tui --ignore-missing-imports
 
 test: $(PY)
 	$(PY) -m pytest -q

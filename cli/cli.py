@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
 
     tui = sub.add_parser("tui", help="open the terminal UI (same as `tlview [DB]`)")
     tui.add_argument("db", nargs="?", default=DEFAULT_DB)
+    tui.add_argument("--ascii", action="store_true",
+                     help="draw with 7-bit ASCII only (also TLVIEW_ASCII=1)")
     return p
 
 
@@ -223,4 +225,4 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     from tlview.tui import run
 
-    return run(args.db)
+    return run(args.db, ascii_only=True if args.ascii else None)

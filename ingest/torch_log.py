@@ -241,9 +241,9 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str) -> Iterator[Rec
                 WrapperParser(path, names, header=line, fx_graphs=fx_by_aot), line)
             continue
         if stripped.startswith("# AOT ID:"):
-            parser = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot)
-            yield from open_section(parser, line)
-            yield from parser.feed(line)
+            wrapper = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot)
+            yield from open_section(wrapper, line)
+            yield from wrapper.feed(line)
             continue
         if stripped.startswith("Output code written to:"):
             yield from close()

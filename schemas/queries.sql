@@ -65,24 +65,25 @@ SELECT timeline_id FROM timelines ORDER BY timeline_id;
 
 -- Cache refresh, per timeline, in dependency order (see store/caches.py).
 -- name: cache_clear_buffers
-DELETE FROM _cache_buffers WHERE timeline_id = ?;
+DELETE FROM _cache_buffers WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_buffers
 INSERT INTO _cache_buffers BY NAME
-SELECT * FROM _buffers_derived WHERE timeline_id = ? ORDER BY alloc_step, buffer;
+SELECT * FROM _buffers_derived WHERE timeline_id BETWEEN ? AND ? ORDER BY timeline_id, alloc_step, buffer;
 
 -- name: cache_clear_memory_curve
-DELETE FROM _cache_memory_curve WHERE timeline_id = ?;
+DELETE FROM _cache_memory_curve WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_memory_curve
 INSERT INTO _cache_memory_curve BY NAME
-SELECT * FROM _memory_curve_derived WHERE timeline_id = ? ORDER BY step;
+SELECT * FROM _memory_curve_derived WHERE timeline_id BETWEEN ? AND ?
+ORDER BY timeline_id, step;
 
 -- name: cache_clear_peak
-DELETE FROM _cache_peak WHERE timeline_id = ?;
+DELETE FROM _cache_peak WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_peak
-INSERT INTO _cache_peak BY NAME SELECT * FROM _peak_derived WHERE timeline_id = ?;
+INSERT INTO _cache_peak BY NAME SELECT * FROM _peak_derived WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: all_timeline_ids
 SELECT timeline_id FROM timeline_records ORDER BY timeline_id;

@@ -17,10 +17,19 @@ CACHES = ("buffers", "memory_curve", "peak")
 
 def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
     """Recompute every cache for ``timeline_ids`` (the caller holds the transaction)."""
-    for tid in timeline_ids:
+    ids = sorted(set(timeline_ids))
+    # One statement per cache and run of consecutive ids (an ingest's timelines are
+    # consecutive): an ingest may declare thousands of timelines.
+    runs: list[list[int]] = []
+    for tid in ids:
+        if runs and tid == runs[-1][1] + 1:
+            runs[-1][1] = tid
+        else:
+            runs.append([tid, tid])
+    for lo, hi in runs:
         for name in CACHES:
-            db.con.execute(db.queries[f"cache_clear_{name}"], [tid])
-            db.con.execute(db.queries[f"cache_fill_{name}"], [tid])
+            db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
+            db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
 
 
 def rebuild_all(db: Any) -> None:
