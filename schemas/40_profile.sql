@@ -376,13 +376,13 @@ FROM _extern_ops e JOIN _call_launches l
  AND l.launch_ts_ns >= e.ts_ns AND l.launch_ts_ns < e.end_ns
 WHERE l.kernel NOT LIKE 'triton!_%' ESCAPE '!';
 
--- node_times: per output-code node and trace, its measured GPU time.
+-- output_node_times: per output-code node and trace, its measured GPU time.
 --   invocations: calls of the graph in which the node was found; n_gpu_events: GPU
 --   events attached; total_ns / mean_ns (per invocation): their summed durations;
 --   attach_method: triton_name_order | extern_cpu_op | no_gpu_work (its CPU op ran
 --   and launched nothing, e.g. wait_tensor) | not_a_launch (return) | unattached
 --   (no trace call matched this node: see unattached_nodes).
-CREATE OR REPLACE VIEW node_times AS
+CREATE OR REPLACE VIEW output_node_times AS
 WITH calls AS (
     SELECT graph_timeline_id, step, timeline_id AS measured_timeline_id, call_seq,
            sum(dur_ns) AS ns, count(*) AS n_events, any_value(method) AS method,
@@ -478,7 +478,8 @@ WITH ir AS (
     FROM matched WHERE ir_timeline_id IS NOT NULL GROUP BY ALL
 )
 SELECT ir.timeline_id, ir.step, ir.node, ir.node_class, ir.ir_type, m.wrapper_timeline_id,
-       m.wrapper_step, t.kernel, t.measured_timeline_id, t.invocations, t.total_ns, t.mean_ns,
+       m.wrapper_step, t.kernel, t.measured_timeline_id, t.invocations, t.n_gpu_events,
+       t.total_ns, t.mean_ns, t.confidence,
        CASE WHEN NOT ir.launches THEN 'no_launch'
             WHEN NOT o.all_agree THEN 'ir_order_mismatch'
             WHEN t.attach_method IN ('triton_name_order', 'extern_cpu_op', 'no_gpu_work')
@@ -487,8 +488,8 @@ SELECT ir.timeline_id, ir.step, ir.node, ir.node_class, ir.ir_type, m.wrapper_ti
 FROM ir
 LEFT JOIN matched m ON m.ir_timeline_id = ir.timeline_id AND m.ir_step = ir.step
 LEFT JOIN ok o ON o.ir_timeline_id = m.ir_timeline_id AND o.wrapper_timeline_id = m.wrapper_timeline_id
-LEFT JOIN node_times t ON t.timeline_id = m.wrapper_timeline_id AND t.step = m.wrapper_step
-                      AND o.all_agree;
+LEFT JOIN output_node_times t
+  ON t.timeline_id = m.wrapper_timeline_id AND t.step = m.wrapper_step AND o.all_agree;
 
 -- collectives_measured: the scheduler IR's collectives (core view `collectives`) with
 -- the measured time of the node that issued them, where attached (see ir_node_times).
@@ -506,6 +507,22 @@ SELECT timeline_id, kernel, any_value(kind) AS kind, measured_timeline_id,
        CAST(sum(n_gpu_events) AS BIGINT) AS n_gpu_events,
        CAST(sum(total_ns) AS BIGINT) AS total_ns,
        CAST(sum(total_ns) / nullif(sum(invocations), 0) AS BIGINT) AS mean_ns_per_launch
-FROM node_times
+FROM output_node_times
 WHERE kind IS NOT NULL AND measured_timeline_id IS NOT NULL
 GROUP BY timeline_id, kernel, measured_timeline_id;
+
+-- node_times: measured GPU time beside every node that has one, output code and
+-- scheduler IR alike (what the TUI shows next to a step).
+--   timeline_id, step, node, kernel: the node; kind: triton | extern | NULL for output
+--   code, 'ir' for scheduler-IR nodes; measured_timeline_id: the trace; invocations,
+--   n_gpu_events, total_ns, mean_ns (per invocation); attach_method and confidence as in
+--   output_node_times / ir_node_times.
+CREATE OR REPLACE VIEW node_times AS
+SELECT timeline_id, step, node, kernel, kind, measured_timeline_id, invocations,
+       n_gpu_events, total_ns, mean_ns, attach_method, confidence
+FROM output_node_times
+UNION ALL
+SELECT timeline_id, step, node, kernel, 'ir', measured_timeline_id,
+       COALESCE(invocations, 0), COALESCE(n_gpu_events, 0), COALESCE(total_ns, 0), mean_ns,
+       attach_method, confidence
+FROM ir_node_times;

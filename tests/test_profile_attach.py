@@ -134,14 +134,15 @@ class TestExternKernels:
         expect = [sum(per_op[i::4]) for i in range(4)]
         with open_database(rank0_db, read_only=True) as db:
             got = db.sql("SELECT total_ns, attach_method, confidence FROM node_times "
-                         "WHERE kernel = 'extern_kernels.mm' ORDER BY step").fetchall()
+                         "WHERE kernel = 'extern_kernels.mm' AND kind = 'extern' "
+                         "ORDER BY step").fetchall()
         assert [g[0] for g in got] == expect
         assert {(g[1], float(g[2])) for g in got} == {("extern_cpu_op", 1.0)}
 
     def test_collectives_and_waits(self, rank0_db):
         with open_database(rank0_db, read_only=True) as db:
             rows = db.sql("SELECT kernel, attach_method, count(*), sum(n_gpu_events) "
-                          "FROM node_times WHERE kernel LIKE 'torch.ops._c10d%' "
+                          "FROM node_times WHERE kernel LIKE 'torch.ops._c10d%' AND kind = 'extern' "
                           "GROUP BY ALL ORDER BY 1").fetchall()
         assert rows == [
             ("torch.ops._c10d_functional.all_gather_into_tensor.default", "extern_cpu_op", 4, 12),
