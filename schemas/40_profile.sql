@@ -512,7 +512,8 @@ WHERE kind IS NOT NULL AND measured_timeline_id IS NOT NULL
 GROUP BY timeline_id, kernel, measured_timeline_id;
 
 -- node_times: measured GPU time beside every node that has one, output code and
--- scheduler IR alike (what the TUI shows next to a step).
+-- scheduler IR alike (what the TUI shows next to a step). Only nodes a trace was
+-- attached to; the others, and why, are in output_node_times / ir_node_times.
 --   timeline_id, step, node, kernel: the node; kind: triton | extern | NULL for output
 --   code, 'ir' for scheduler-IR nodes; measured_timeline_id: the trace; invocations,
 --   n_gpu_events, total_ns, mean_ns (per invocation); attach_method and confidence as in
@@ -520,9 +521,8 @@ GROUP BY timeline_id, kernel, measured_timeline_id;
 CREATE OR REPLACE VIEW node_times AS
 SELECT timeline_id, step, node, kernel, kind, measured_timeline_id, invocations,
        n_gpu_events, total_ns, mean_ns, attach_method, confidence
-FROM output_node_times
+FROM output_node_times WHERE measured_timeline_id IS NOT NULL
 UNION ALL
-SELECT timeline_id, step, node, kernel, 'ir', measured_timeline_id,
-       COALESCE(invocations, 0), COALESCE(n_gpu_events, 0), COALESCE(total_ns, 0), mean_ns,
-       attach_method, confidence
-FROM ir_node_times;
+SELECT timeline_id, step, node, kernel, 'ir', measured_timeline_id, invocations,
+       n_gpu_events, total_ns, mean_ns, attach_method, confidence
+FROM ir_node_times WHERE measured_timeline_id IS NOT NULL;
