@@ -6,6 +6,7 @@ import json
 from functools import cache
 from typing import Any
 
+import attrs
 import cattrs
 import pyarrow as pa
 
@@ -31,25 +32,51 @@ EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
 
 @cache
 def converter() -> cattrs.Converter:
-    """The converter: tuples become lists (Arrow lists), the rest as attrs says."""
+    """The converter: each event class unstructures to its row of the events table
+    (after the three columns the writer owns: source_id, timeline_id, seq)."""
     c = cattrs.Converter()
     c.register_unstructure_hook(tuple, list)
+    for cls in EVENT_KINDS:
+        c.register_unstructure_hook(cls, _row_function(cls))
     return c
 
 
-@cache
-def _hook(cls: type) -> Any:
-    return converter().get_unstructure_hook(cls)
+_OWNED = ("source_id", "timeline_id", "seq")
+
+
+def _row_function(cls: type) -> Any:
+    """Generate ``row(event) -> tuple`` in events-column order for one event class.
+
+    Generated once per class, so turning a record into a row is one tuple display:
+    the hot path of every ingest. ``attrs`` becomes JSON text; absent columns NULL.
+    """
+    names = {f.name for f in attrs.fields(cls)}
+    parts = []
+    for col in EVENT_COLUMNS:
+        if col in _OWNED:
+            continue
+        if col == "kind":
+            parts.append(repr(EVENT_KINDS[cls]))
+        elif col == "attrs":
+            parts.append("(_dumps(e.attrs) if e.attrs else None)")
+        elif col in names:
+            parts.append(f"e.{col}")
+        else:
+            parts.append("None")
+    src = f"def row(e):\n    return ({', '.join(parts)},)\n"
+    scope: dict[str, Any] = {"_dumps": dumps}
+    exec(compile(src, f"<tlview row of {cls.__name__}>", "exec"), scope)  # noqa: S102
+    return scope["row"]
+
+
+def event_tuple(event: Event) -> tuple[Any, ...]:
+    """The row of ``event`` without the writer-owned leading columns."""
+    return converter().unstructure(event)
 
 
 def event_row(event: Event) -> dict[str, Any]:
-    """One event as a dict keyed by events-table column (timeline still the local key)."""
-    cls: Any = type(event)
-    row = _hook(cls)(event)
-    row["kind"] = EVENT_KINDS[cls]
-    extra = row.pop("attrs", None)
-    row["attrs"] = json.dumps(extra, default=str, separators=(",", ":")) if extra else None
-    return row
+    """One event as a dict keyed by events-table column (for reading and tests)."""
+    return dict(zip(EVENT_COLUMNS[len(_OWNED):], event_tuple(event)))
 
 
 def dumps(value: Any) -> str | None:

@@ -1,9 +1,9 @@
 """Appending an ingest's records to the database: one transaction per input file.
 
-Events are buffered into Arrow batches and appended with one INSERT ... SELECT
-per batch; profiler traces hand whole columnar batches (``MeasuredBatch``), which
-go in as one INSERT that DuckDB feeds by pulling batches from the parser, so the
-memory of a huge trace's ingest stays flat. The parser runs in a thread while
+Events become Arrow batches (records through the cattrs converter's generated row
+functions; profiler traces hand whole columnar ``MeasuredBatch``es) and go in as ONE
+INSERT that DuckDB feeds by pulling batches from the parser, so the memory of an
+ingest stays flat whatever the input's size. The parser runs in a thread while
 DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
 ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 512MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
 database is exactly as it was before.
@@ -16,15 +16,17 @@ import os
 import queue
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
+import duckdb
 import pyarrow as pa
 
 from . import caches
-from .convert import EVENT_COLUMNS, EVENT_SCHEMA, dumps, event_row
+from .convert import EVENT_SCHEMA, converter, dumps
 from .db import Database
 from .records import EVENT_KINDS, MeasuredBatch, Record, Source, Timeline, TimelineNote
 
@@ -79,106 +81,84 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     next_tid = db.scalar("next_timeline_id")
     tids: dict[str, int] = {}
     counts: Counter[str] = Counter()
-    rows: list[tuple[Any, ...]] = []
     timelines: list[tuple[Any, ...]] = []
     notes: list[tuple[Any, ...]] = []
-    seq = 0
+    failed: list[BaseException] = []
+    row_of = converter().get_unstructure_hook
+    stop = threading.Event()  # set on Ctrl-C: the batch generator stops
+    types = [f.type for f in EVENT_SCHEMA]
 
-    def flush() -> None:
-        nonlocal rows
-        if not rows:
-            return
-        table = pa.Table.from_arrays(
-            [pa.array(col, type=EVENT_SCHEMA.field(i).type)
-             for i, col in enumerate(zip(*rows))] if rows else [],
-            schema=EVENT_SCHEMA,
-        )
-        con.register("_tlview_batch", table)
+    def arrow_batches() -> Iterator[pa.RecordBatch]:
+        """Every event of the ingest as Arrow batches; timelines and notes set aside."""
+        nonlocal next_tid
+        rows: list[tuple[Any, ...]] = []
+        seq = 0
+
+        def batch() -> pa.RecordBatch:
+            return pa.RecordBatch.from_arrays(
+                [pa.array(col, type=t) for col, t in zip(zip(*rows), types)],
+                schema=EVENT_SCHEMA)
+
         try:
-            con.execute(db.queries["append_events"]).fetchall()
-        finally:
-            con.unregister("_tlview_batch")
-        rows = []
-
-    pending: list[Record] = []  # records read ahead by a batch stream, not yet written
-
-    def stream_batches(first: MeasuredBatch) -> None:
-        """Append ``first`` and every MeasuredBatch right after it in ONE statement.
-
-        DuckDB pulls the batches from the parser as it inserts, so an ingest of
-        millions of measured events holds about one batch in memory (separate
-        INSERTs per batch would keep all of the transaction's rows in memory).
-        """
-        nonlocal seq
-        failed: list[BaseException] = []
-
-        def arrow_batches() -> Iterator[pa.RecordBatch]:
-            nonlocal seq
-            batch = first
-            try:
-                while True:
-                    tid = tids.get(batch.timeline)
+            for rec in it:
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                cls = type(rec)
+                if cls in EVENT_KINDS:
+                    tid = tids.get(rec.timeline)  # type: ignore[union-attr]
                     if tid is None:
-                        raise ValueError(
-                            f"events name timeline {batch.timeline!r} before it was declared")
-                    yield _batch_arrow(batch, source_id, tid, seq)
-                    seq += len(batch)
-                    counts["kernel_measured"] += len(batch)
-                    nxt = next(it, None)
-                    if not isinstance(nxt, MeasuredBatch):
-                        if nxt is not None:
-                            pending.append(nxt)
-                        return
-                    batch = nxt
-            except BaseException as e:  # DuckDB would re-raise it as its own error type
-                failed.append(e)
-                raise
-
-        reader = pa.RecordBatchReader.from_batches(EVENT_SCHEMA, arrow_batches())
-        con.register("_tlview_batch", reader)
-        try:
-            con.execute(db.queries["append_events"]).fetchall()
-        except BaseException:
-            if failed:
-                raise failed[0] from None
+                        raise ValueError(f"event names timeline {rec.timeline!r} "  # type: ignore[union-attr]
+                                         "before it was declared")
+                    rows.append((source_id, tid, seq, *row_of(cls)(rec)))
+                    seq += 1
+                    counts[EVENT_KINDS[cls]] += 1
+                    if len(rows) >= batch_size:
+                        yield batch()
+                        rows = []
+                elif cls is MeasuredBatch:
+                    if rows:
+                        yield batch()
+                        rows = []
+                    tid = tids.get(rec.timeline)  # type: ignore[union-attr]
+                    if tid is None:
+                        raise ValueError(f"events name timeline {rec.timeline!r} "  # type: ignore[union-attr]
+                                         "before it was declared")
+                    yield _batch_arrow(rec, source_id, tid, seq)  # type: ignore[arg-type]
+                    seq += len(rec)  # type: ignore[arg-type]
+                    counts["kernel_measured"] += len(rec)  # type: ignore[arg-type]
+                elif cls is Timeline:
+                    if rec.key in tids:  # type: ignore[union-attr]
+                        raise ValueError(f"timeline {rec.key!r} declared twice")  # type: ignore[union-attr]
+                    tids[rec.key] = next_tid  # type: ignore[union-attr]
+                    timelines.append((next_tid, source_id, rec.key, rec.name, rec.format,  # type: ignore[union-attr]
+                                      rec.device, dumps(rec.attrs or None)))  # type: ignore[union-attr]
+                    next_tid += 1
+                elif cls is TimelineNote:
+                    notes.append((tids[rec.timeline], source_id, dumps(rec.attrs)))  # type: ignore[union-attr]
+                else:
+                    raise TypeError(f"unexpected record {cls.__name__}")
+            if rows:
+                yield batch()
+        except BaseException as e:  # DuckDB would re-raise it as its own error type
+            failed.append(e)
             raise
-        finally:
-            con.unregister("_tlview_batch")
 
-    while True:
-        rec = pending.pop() if pending else next(it, None)
-        if rec is None:
-            break
-        if type(rec) in EVENT_KINDS:
-            row = event_row(rec)  # type: ignore[arg-type]
-            key = row.pop("timeline")
-            tid = tids.get(key)
-            if tid is None:
-                raise ValueError(f"event names timeline {key!r} before it was declared")
-            row["timeline_id"] = tid
-            row["source_id"] = source_id
-            row["seq"] = seq
-            seq += 1
-            get = row.get
-            rows.append(tuple([get(c) for c in EVENT_COLUMNS]))
-            counts[row["kind"]] += 1
-            if len(rows) >= batch_size:
-                flush()
-        elif isinstance(rec, MeasuredBatch):
-            flush()
-            stream_batches(rec)
-        elif isinstance(rec, Timeline):
-            if rec.key in tids:
-                raise ValueError(f"timeline {rec.key!r} declared twice")
-            tids[rec.key] = next_tid
-            timelines.append((next_tid, source_id, rec.key, rec.name, rec.format, rec.device,
-                              dumps(rec.attrs or None)))
-            next_tid += 1
-        elif isinstance(rec, TimelineNote):
-            notes.append((tids[rec.timeline], source_id, dumps(rec.attrs)))
-        else:
-            raise TypeError(f"unexpected record {type(rec).__name__}")
-    flush()
+    # ONE INSERT for the whole ingest, fed by DuckDB pulling batches from the parser:
+    # the process holds about one batch, whatever the input's size (separate INSERTs
+    # would keep every row of the open transaction in memory).
+    reader = pa.RecordBatchReader.from_batches(EVENT_SCHEMA, arrow_batches())
+    con.register("_tlview_batch", reader)
+    try:
+        _interruptible(con, db.queries["append_events"], stop)
+    except BaseException:
+        try:
+            con.unregister("_tlview_batch")
+        except duckdb.Error:
+            pass  # an aborted transaction refuses it; the rollback clears it anyway
+        if failed and not isinstance(failed[0], KeyboardInterrupt):
+            raise failed[0] from None
+        raise
+    con.unregister("_tlview_batch")
     # Timelines and their notes in one batch each (an ingest may declare thousands).
     _append(con, db.queries["append_timelines"], timelines,
             ["timeline_id", "source_id", "key", "name", "format", "device", "attrs"],
@@ -194,6 +174,53 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(counts)})],
     )
     return IngestSummary(source_id, tids, dict(counts))
+
+
+def _interruptible(con: Any, sql: str, stop: threading.Event) -> None:
+    """Run a long statement in a thread so that Ctrl-C reaches us meanwhile.
+
+    While DuckDB runs a statement the main thread executes no Python, so a
+    KeyboardInterrupt would wait for the end of the whole ingest. Waiting here in
+    short joins lets it through; then the statement is interrupted and the caller
+    rolls the transaction back.
+    """
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            con.execute(sql).fetchall()
+        except BaseException as e:
+            errors.append(e)
+
+    worker = threading.Thread(target=run, name="tlview-insert", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        stop.set()
+        con.interrupt()
+        worker.join()
+        _wait_until_free(con)
+        raise
+    if errors:
+        raise errors[0]
+
+
+def _wait_until_free(con: Any, timeout: float = 5.0) -> None:
+    """After an interrupt DuckDB keeps the connection busy for a moment; wait it out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            con.execute(_PROBE).fetchall()
+            return
+        except duckdb.ResourceInUseException:
+            time.sleep(0.01)
+        except duckdb.Error:
+            return  # free, with the transaction aborted: the caller rolls back
+
+
+_PROBE = "SELECT 1"  # the smallest statement: tells a busy connection from a free one
 
 
 def _batch_arrow(batch: MeasuredBatch, source_id: int, tid: int, seq: int) -> pa.RecordBatch:
