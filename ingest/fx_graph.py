@@ -45,6 +45,7 @@ from tlview.store.records import (
 )
 
 from .errors import IngestError
+from .storage import Storage
 from .tensors import storage_bytes
 
 FORMAT = "aot_fx_graph"
@@ -120,34 +121,16 @@ def _first_arg(args: str) -> str | None:
 
 
 @attrs.define
-class _Storage:
-    root: str
-    step: int | None
-    line: int
-    bytes: int | None = None
-    size_expr: str | None = None
-    dtype: str | None = None
-    shape: str | None = None
-    stride: str | None = None
-    device: str | None = None
-    node: str | None = None
-    is_input: bool = False
-    holders: set[str] = attrs.field(factory=set)
-    end: int = -1
-    attrs: dict[str, Any] = attrs.field(factory=dict)
-
-
-@attrs.define
 class _Name:
     name: str
-    storage: _Storage | None  # None: a tuple value
+    storage: Storage | None  # None: a tuple value
     step: int | None
     line: int
     relation: str  # alloc | view | input | tuple
     target: str | None = None
     ann: dict[str, Any] | None = None
     op: str | None = None
-    elements: list[_Storage] = attrs.field(factory=list)
+    elements: list[Storage] = attrs.field(factory=list)
 
 
 class FxGraphParser:
@@ -270,7 +253,7 @@ class FxGraphParser:
 
     def _input(self, name: str, ann: str, number: int) -> None:
         a = parse_annotation(ann)
-        st = _Storage(root=name, step=None, line=number, is_input=True, holders={name})
+        st = Storage(root=name, step=None, line=number, is_input=True, holders={name})
         if a is not None:
             b = storage_bytes(a["shape"], a["stride"], a["dtype"])
             st.bytes, st.size_expr = b.bytes, b.expr
@@ -357,8 +340,8 @@ class FxGraphParser:
         self._bind(_Name(name, st, step, number, "alloc", ann=a, op=op))
 
     def _storage(self, name: str, step: int | None, number: int, a: dict[str, Any] | None,
-                 node: str) -> _Storage:
-        st = _Storage(root=name, step=step, line=number, node=node)
+                 node: str) -> Storage:
+        st = Storage(root=name, step=step, line=number, node=node, layout="fx_output")
         if a is not None:
             b = storage_bytes(a["shape"], a["stride"], a["dtype"])
             st.bytes, st.size_expr = b.bytes, b.expr
@@ -394,15 +377,11 @@ class FxGraphParser:
             return
         if nm.storage is None:  # a tuple stops holding its elements
             for st in nm.elements:
-                if name in st.holders:
-                    st.holders.discard(name)
-                    st.end = max(st.end, end)
-                    if not st.holders:
-                        self._emit_storage(st)
+                if name in st.holders and st.release(name, end):
+                    self._emit_storage(st)
             return
         st = nm.storage
-        st.holders.discard(name)
-        st.end = max(st.end, end)
+        free = st.release(name, end)
         if nm.relation != "input" and name != st.root:
             a = nm.ann or {}
             self.pending.append(BufferAllocated(
@@ -415,10 +394,10 @@ class FxGraphParser:
             ))
             self.pending.append(BufferFreed(timeline=self.key, step=max(end, nm.step or 0),
                                             buffer=name, reason="last use"))
-        if not st.holders:
+        if free:
             self._emit_storage(st)
 
-    def _emit_storage(self, st: _Storage) -> None:
+    def _emit_storage(self, st: Storage) -> None:
         if st.is_input:
             self.pending.append(BufferAllocated(
                 timeline=self.key, step=None, buffer=st.root, bytes=st.bytes, layout="input",
@@ -426,14 +405,7 @@ class FxGraphParser:
                 size_expr=st.size_expr, is_input=True, line=st.line, attrs=st.attrs,
             ))
             return
-        step = st.step if st.step is not None else 0
-        self.pending.append(BufferAllocated(
-            timeline=self.key, step=step, buffer=st.root, bytes=st.bytes, node=st.node,
-            layout="fx_output", dtype=st.dtype, shape=st.shape, stride=st.stride,
-            device=st.device, size_expr=st.size_expr, line=st.line, attrs=st.attrs,
-        ))
-        self.pending.append(BufferFreed(timeline=self.key, step=max(st.end, step),
-                                        buffer=st.root, reason="last use"))
+        self.pending.extend(st.records(self.key, "last use"))
 
     def _return(self, text: str, number: int) -> None:
         names = re.findall(r"\b[A-Za-z_]\w*\b", text)

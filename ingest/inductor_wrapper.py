@@ -45,6 +45,7 @@ from tlview.store.records import (
 from .errors import IngestError
 from .fx_graph import op_name
 from .pytext import balance, dims, split_args, split_comment, split_semicolons
+from .storage import Storage
 from .tensors import itemsize, storage_bytes
 
 FORMAT = "inductor_wrapper"
@@ -98,28 +99,6 @@ class _Kernel:
 
 
 @attrs.define
-class _Storage:
-    """One allocation. ``holders`` are the names (and tuples) that keep it alive."""
-
-    root: str
-    step: int
-    line: int
-    bytes: int | None = None
-    size_expr: str | None = None
-    dtype: str | None = None
-    shape: str | None = None
-    stride: str | None = None
-    device: str | None = None
-    node: str | None = None
-    is_input: bool = False
-    layout: str = "empty_strided"
-    holders: set[str] = attrs.field(factory=set)
-    end: int = -1
-    attrs: dict[str, Any] = attrs.field(factory=dict)
-    pending_op: _OpResult | None = None  # an op output whose size comes from assert_size_stride
-
-
-@attrs.define
 class _OpResult:
     """``bufN = <op>(...)``: a tensor or a tuple, known once asserted or indexed."""
 
@@ -132,7 +111,7 @@ class _OpResult:
     kind: str | None = None  # "tensor" | "tuple"
     arg_root: str | None = None  # storage root of the first tensor argument
     elements: dict[int, str] = attrs.field(factory=dict)  # index -> element name
-    storages: list[_Storage] = attrs.field(factory=list)  # the elements' storages
+    storages: list[Storage] = attrs.field(factory=list)  # the elements' storages
 
 
 @attrs.define
@@ -140,7 +119,7 @@ class _Name:
     """A name bound in ``call``: which storage it holds, and how it came to."""
 
     name: str
-    storage: _Storage | None  # None: a tuple result (holds its elements)
+    storage: Storage | None  # None: a tuple result (holds its elements)
     step: int
     line: int
     relation: str  # alloc | reuse | view | tuple | input
@@ -234,7 +213,7 @@ class WrapperParser:
         self.n_launches = 0
         self.alloc_lines = 0
         self.note: TimelineNote | None = None
-        self.deferred: list[_Storage] = []
+        self.deferred: list[Storage] = []
         self.sizes: dict[str, tuple[list[str], list[str]]] = {}
         self.symbols: dict[str, str] = {}
 
@@ -427,7 +406,7 @@ class WrapperParser:
                     self.input_meta.setdefault(n, meta)
             for n in split_args(m["names"]):
                 self.inputs[n] = number
-                self._bind(_Name(n, _Storage(n, -1, number, is_input=True, holders={n}),
+                self._bind(_Name(n, Storage(n, -1, number, is_input=True, holders={n}),
                                  -1, number, "input"))
             return
         m = _RAW_STREAM.match(first)
@@ -484,9 +463,9 @@ class WrapperParser:
         return self.step if self.gap_alloc else self.step - 1
 
     def _new_storage(self, name: str, number: int, sizes: list[str], strides: list[str],
-                     dtype: str | None, device: str | None, layout: str) -> _Storage:
+                     dtype: str | None, device: str | None, layout: str) -> Storage:
         st = storage_bytes(sizes, strides, dtype)
-        return _Storage(
+        return Storage(
             root=name, step=self.step, line=number, bytes=st.bytes, size_expr=st.expr,
             dtype=dtype, shape=_fmt(sizes), stride=_fmt(strides), device=device,
             layout=layout, attrs={"size_reason": st.reason} if st.reason else {},
@@ -599,7 +578,7 @@ class WrapperParser:
         if op.kind is None:
             op.kind = "tuple"
         op.elements[index] = lhs
-        storage = _Storage(root=lhs, step=op.step, line=number, node=op.kernel,
+        storage = Storage(root=lhs, step=op.step, line=number, node=op.kernel,
                            layout="extern_output", pending_op=op,
                            attrs={"op": op.op, "output_index": index})
         storage.holders.add(tup.name)
@@ -618,14 +597,14 @@ class WrapperParser:
         if nm.op is not None and nm.op.kind is None and nm.storage is None:
             # The op returned a single tensor.
             nm.op.kind = "tensor"
-            nm.storage = _Storage(root=name, step=nm.op.step, line=nm.line, node=nm.op.kernel,
+            nm.storage = Storage(root=name, step=nm.op.step, line=nm.line, node=nm.op.kernel,
                                   layout="extern_output", pending_op=nm.op,
                                   attrs={"op": nm.op.op}, holders={name})
         st = nm.storage
         if st is not None and st.pending_op is not None and st.root == name:
             self._size_from_assert(st, sizes, strides)
 
-    def _size_from_assert(self, st: _Storage, sizes: list[str], strides: list[str]) -> None:
+    def _size_from_assert(self, st: Storage, sizes: list[str], strides: list[str]) -> None:
         op = st.pending_op
         assert op is not None
         st.pending_op = None
@@ -795,14 +774,11 @@ class WrapperParser:
                 out.append(BufferFreed(timeline=key, step=max(end, nm.step), buffer=nm.name,
                                        reason="del"))
                 for st in op.storages:
-                    if nm.name in st.holders:
-                        st.holders.discard(nm.name)
-                        st.end = max(st.end, end)
-                        if not st.holders:
-                            out.extend(self._storage_rows(st))
+                    if nm.name in st.holders and st.release(nm.name, end):
+                        out.extend(self._storage_rows(st))
                 return out
             if op is not None:  # never asserted nor indexed: size unknown
-                st = _Storage(root=nm.name, step=op.step, line=nm.line, node=op.kernel,
+                st = Storage(root=nm.name, step=op.step, line=nm.line, node=op.kernel,
                               layout="extern_output", attrs={
                                   "op": op.op, "size_reason":
                                   "extern output without assert_size_stride: size unknown"})
@@ -813,9 +789,8 @@ class WrapperParser:
                 out.extend(self._storage_rows(st))
             return out
         st = nm.storage
-        st.holders.discard(nm.name)
         name_end = max(end, nm.step)
-        st.end = max(st.end, name_end)
+        free = st.release(nm.name, name_end)
         if nm.name != st.root:
             out.append(BufferAllocated(
                 timeline=key, step=nm.step if nm.step >= 0 else None, buffer=nm.name, bytes=0,
@@ -825,11 +800,11 @@ class WrapperParser:
             ))
             out.append(BufferFreed(timeline=key, step=name_end, buffer=nm.name,
                                    reason="del" if not self.returned else "return"))
-        if not st.holders:
+        if free:
             out.extend(self._storage_rows(st))
         return out
 
-    def _storage_rows(self, st: _Storage) -> list[Record]:
+    def _storage_rows(self, st: Storage) -> list[Record]:
         key = self.key or ""
         if st.is_input:
             sizes, strides, dtype = self.input_meta.get(st.root, (None, None, None))
@@ -849,16 +824,7 @@ class WrapperParser:
         if st.dtype is None and st.attrs.get("dtype_from_input"):
             self.deferred.append(st)  # resolved at the end of the module
             return []
-        attrs_ = dict(st.attrs)
-        return [
-            BufferAllocated(
-                timeline=key, step=st.step, buffer=st.root, bytes=st.bytes, node=st.node,
-                layout=st.layout, dtype=st.dtype, shape=st.shape, stride=st.stride,
-                device=st.device, size_expr=st.size_expr, line=st.line, attrs=attrs_,
-            ),
-            BufferFreed(timeline=key, step=max(st.end, st.step), buffer=st.root,
-                        reason="storage released"),
-        ]
+        return st.records(key, "storage released")
 
     def _return(self, text: str, number: int) -> None:
         t = text.strip()
