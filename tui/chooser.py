@@ -28,13 +28,13 @@ class TimelineChooser(ModalScreen[int | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for label, key in (("id", "id"), ("name", "name"), ("format", "format"),
-                           ("device", "device"), ("steps", "steps"), ("peak", "peak"),
-                           ("at", "at")):
+        # The figures first, the (long) name last: at 80 columns only the name is cut.
+        for label, key in (("id", "id"), ("steps", "steps"), ("peak", "peak"), ("at", "at"),
+                           ("device", "device"), ("format", "format"), ("name", "name")):
             table.add_column(label, key=key)
         for i, t in enumerate(self.timelines):
-            table.add_row(str(t.timeline_id), Text(t.name), Text(t.format), Text(t.device or ""),
-                          f"{t.n_steps:,}", *self._peak_cells(t.timeline_id),
+            table.add_row(str(t.timeline_id), f"{t.n_steps:,}", *self._peak_cells(t.timeline_id),
+                          Text(t.device or ""), Text(t.format), Text(t.name),
                           key=str(t.timeline_id))
             if t.timeline_id == self.current:
                 table.move_cursor(row=i, animate=False)
