@@ -22,14 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH = ROOT / "tests" / "fixtures" / "torch"
 SEED_004 = ROOT / "tests" / "fixtures" / "seeds" / "004_11560de70615f418.txt"
 OUT_DIR = ROOT / "bench" / "out"
-SIZE_MB = float(os.environ.get("TLVIEW_BENCH_WRAPPER_MB", "50"))
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_WRAPPER_MB", "10,50,100").split(",")]
 PROGRAMS = ["mlp_train", "transformer_block", "conv_net", "inplace_mutation"]
 
 _AOT = re.compile(r"(AOT ID: \[')(\d+)(_\w+'\])")
 _GRAPH = re.compile(r"(===== \w+ graph )(\d+)( =====)")
 
 
-def scaled_log(dress: str, target_mb: float = SIZE_MB) -> Path:
+def scaled_log(dress: str, target_mb: float) -> Path:
     """Real logs repeated, each copy renumbered as a new compile, up to ``target_mb``."""
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     out = OUT_DIR / f"torch_{dress}_{target_mb:g}MB.log"
@@ -56,10 +56,10 @@ def scaled_log(dress: str, target_mb: float = SIZE_MB) -> Path:
 def main() -> list[Result]:
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
-    for dress in ("glog", "short"):
-        path = scaled_log(dress)
+    for dress, mb in [(d, mb) for d in ("glog", "short") for mb in SIZES_MB]:
+        path = scaled_log(dress, mb)
         size = path.stat().st_size
-        label = f"torch log ({dress}) {SIZE_MB:g} MB"
+        label = f"torch log ({dress}) {mb:g} MB"
         scan = run_child("bench.harness:line_scan", str(path))
         ing = run_child("bench.harness:ingest_file", str(path), str(OUT / "wrapper.duckdb"))
         results.append(Result("line scan (baseline)", label, size, scan["wall_s"],

@@ -26,7 +26,7 @@ from .harness import ROOT, Result, print_table, run_child
 SOURCE = ROOT / "tests/fixtures/xla/module_0020.jit_rnn_scan_grad.cpu_after_optimizations"
 OUT_DIR = ROOT / "bench" / "out"
 MARK = "\x01"
-SIZE_MB = float(os.environ.get("TLVIEW_BENCH_XLA_MB", "50"))
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_XLA_MB", "10,50,100").split(",")]
 
 _SEQ = re.compile(r"^(\s+)(\d+):")
 _RANGE = re.compile(r":(\d+)-(\d+)$")
@@ -121,8 +121,12 @@ def parse_only(path: str) -> int:
 
 
 def main() -> list[Result]:
-    """Build the scaled dump and measure, in the same run: line scan, parse, full ingest."""
-    path = build(SIZE_MB)
+    """Per size: build the scaled dump, measure line scan, parse and full ingest."""
+    return [r for mb in SIZES_MB for r in measure(mb)]
+
+
+def measure(mb: float) -> list[Result]:
+    path = build(mb)
     size = path.stat().st_size
     label = f"XLA {size / 1e6:.0f} MB ({path.name})"
     db = str(OUT_DIR / "bench_xla.duckdb")
