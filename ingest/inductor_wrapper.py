@@ -151,12 +151,19 @@ def _contiguous(sizes: list[str]) -> list[str]:
 
 
 def _params(signature: str) -> list[str]:
+    """Parameter names of a kernel signature: the last identifier of each parameter.
+
+    Scanned backwards by hand: a regex search for a trailing word is quadratic on a
+    long garbled line (the fuzz campaign found a 1 MB line that hung the ingest).
+    """
     out = []
     for p in split_args(signature):
-        p = p.split(":")[0].split("=")[0].strip()
-        m = re.search(r"(\w+)\s*\Z", p)
-        if m:
-            out.append(m.group(1))
+        p = p.split(":")[0].split("=")[0].rstrip()
+        i = len(p)
+        while i and (p[i - 1].isalnum() or p[i - 1] == "_"):
+            i -= 1
+        if i < len(p):
+            out.append(p[i:])
     return out
 
 

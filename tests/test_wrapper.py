@@ -399,3 +399,16 @@ def call(args):
     launch = next(r for r in recs if isinstance(r, NodeScheduled))
     assert (launch.kernel, launch.node_class, launch.step) == ("multi_kernel_0", "multi_kernel", 0)
     assert launch.reads == ("arg0_1", "buf0")
+
+
+def test_kernel_params_linear_on_garbled_long_line():
+    """Found by the fuzz campaign: a 1 MB garbled signature hung the ingest (quadratic regex)."""
+    import time
+
+    from tlview.ingest.inductor_wrapper import _params
+
+    assert _params("in_out_ptr0, in_ptr1 : tl.pointer, xnumel, XBLOCK : tl.constexpr") == [
+        "in_out_ptr0", "in_ptr1", "xnumel", "XBLOCK"]
+    t = time.perf_counter()
+    assert _params("x" * 1_000_000 + ")") == []
+    assert time.perf_counter() - t < 2
