@@ -134,7 +134,7 @@ class _Reader:
     def peek(self) -> str:
         """The next non-blank character ('' at the end of the file), not consumed."""
         while True:
-            self.pos = _WS.match(self.text, self.pos).end()
+            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]  # \s* always matches
             if self.pos < len(self.text):
                 return self.text[self.pos]
             if not self.fill():
@@ -220,7 +220,7 @@ def _events(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
         return
     decode = r.json.raw_decode
     sep = _SEP.match
-    r.pos = _WS.match(r.text, r.pos).end()
+    r.pos = _WS.match(r.text, r.pos).end()  # type: ignore[union-attr]
     while True:
         # the common case inline: a whole event inside the window, then ',' or ']'
         start = r.pos
@@ -245,4 +245,4 @@ def _events(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
             continue
         if r.expect(",]", "',' or ']' between events (truncated trace?)") == "]":
             return
-        r.pos = _WS.match(r.text, r.pos).end()
+        r.pos = _WS.match(r.text, r.pos).end()  # type: ignore[union-attr]

@@ -174,9 +174,9 @@ class _Trace:
                         device = self.gpu_pids[pid]
                     else:
                         dev = args.get("device", pid)
-                        device = devices.get(dev)
-                        if device is None:
-                            device = devices[dev] = f"cuda:{dev}"
+                        if dev not in devices:
+                            devices[dev] = f"cuda:{dev}"
+                        device = devices[dev]
                     if category == "kernel":
                         if is_comm_kernel(name):
                             category = "comm"

@@ -87,3 +87,6 @@ INSERT INTO _cache_peak BY NAME SELECT * FROM _peak_derived WHERE timeline_id BE
 
 -- name: all_timeline_ids
 SELECT timeline_id FROM timeline_records ORDER BY timeline_id;
+
+-- name: current_memory_limit
+SELECT current_setting('memory_limit');

@@ -53,7 +53,7 @@ def write_records(
 ) -> IngestSummary:
     """Append one source's records atomically. The first record must be its Source."""
     con = db.con
-    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    limit = db.scalar("current_memory_limit")
     con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
     con.execute("BEGIN TRANSACTION")
     try:
