@@ -18,6 +18,7 @@ Holds names and numbers only: the steps of instructions and the ranges of values
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,14 +43,21 @@ def is_live_range_header(text: str) -> bool:
 
 @attrs.define
 class LiveRanges:
-    """What the section says. ``ranges``: value key -> (start, end, line)."""
+    """What the section says. ``ranges``: value key -> row of ``starts``/``ends``/``lines``.
+
+    Compact: one dict entry per value (its key and row number), its three numbers in
+    ``array('q')`` columns; ``pop_range`` drops a value's entry once its events are out.
+    """
 
     path: str
     header_line: int
     schedule_end: int
     sequence: list[str] = attrs.field(factory=list)
-    sequence_lines: list[int] = attrs.field(factory=list)
-    ranges: dict[str, tuple[int, int, int]] = attrs.field(factory=dict)
+    sequence_lines: array[int] = attrs.field(factory=lambda: array("q"))
+    ranges: dict[str, int] = attrs.field(factory=dict)
+    starts: array[int] = attrs.field(factory=lambda: array("q"))
+    ends: array[int] = attrs.field(factory=lambda: array("q"))
+    lines: array[int] = attrs.field(factory=lambda: array("q"))
     peak_step: int | None = None
     peak_form: str | None = None  # "old" (name: N bytes) or "new" (name{index}: N bytes (...))
     peak_values: list[dict[str, Any]] = attrs.field(factory=list)
@@ -58,6 +66,22 @@ class LiveRanges:
 
     def step_of(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.sequence)}
+
+    def range_of(self, key: str) -> tuple[int, int, int] | None:
+        """``(start, end, line)`` of value ``key``, or None."""
+        row = self.ranges.get(key)
+        return None if row is None else (self.starts[row], self.ends[row], self.lines[row])
+
+    def pop_range(self, key: str) -> tuple[int, int, int] | None:
+        """``range_of(key)``, and forget it (its events are out)."""
+        row = self.ranges.pop(key, None)
+        return None if row is None else (self.starts[row], self.ends[row], self.lines[row])
+
+    def add_range(self, key: str, start: int, end: int, line: int) -> None:
+        self.ranges[key] = len(self.starts)
+        self.starts.append(start)
+        self.ends.append(end)
+        self.lines.append(line)
 
 
 def read_live_ranges(path: str, lines: Iterable[tuple[int, str]]) -> LiveRanges | None:
@@ -113,7 +137,7 @@ def _parse(lr: LiveRanges, it: Iterable[tuple[int, str]]) -> None:
                 key = m["name"] + m["index"]
                 if key in lr.ranges:
                     raise IngestError(lr.path, number, f"value {key} has two live ranges")
-                lr.ranges[key] = (start, end, number)
+                lr.add_range(key, start, end, number)
             elif m := _PEAK_HEADER.match(text):
                 lr.peak_step = int(m["k"])
                 section = "peak"
