@@ -149,8 +149,9 @@ class _Values:
     Compact on purpose (a module has hundreds of thousands of values): a dict from
     key (``name{index}``) to row, another from value id to row, and the numbers in
     ``array('q')`` columns (a Python list where a number does not fit 64 bits); shapes
-    are interned. ``range_row``: the value's row in the live ranges once its events are
-    out (-1 before, -2 when it has none).
+    are interned. ``range_row``: the value's row in the live ranges' columns (-2: it has
+    none; -1: no live-range section), taken out of the live ranges' map when the value is
+    read, so that map ends up holding only the values with no allocation.
     """
 
     _COLUMNS = ("ids", "colors", "allocation", "offset", "size", "line", "range_row")
@@ -177,14 +178,14 @@ class _Values:
         return key in self.row_of
 
     def add(self, key: str, id_: int, phi: bool, color: int, allocation: int, offset: int,
-            size: int, shape: str, line: int) -> None:
+            size: int, shape: str, line: int, range_row: int) -> None:
         row = len(self.keys)
         self.row_of[key] = row
         self.row_of_id[id_] = row
         self.keys.append(key)
         self.shapes.append(self._shape_pool.setdefault(shape, shape))
-        self.flags.append(_PHI if phi else 0)
-        for name, x in zip(self._COLUMNS, (id_, color, allocation, offset, size, line, -1),
+        self.flags.append((_PHI if phi else 0) | (_HAS_RANGE if range_row >= 0 else 0))
+        for name, x in zip(self._COLUMNS, (id_, color, allocation, offset, size, line, range_row),
                            strict=True):
             col = getattr(self, name)
             try:
@@ -379,6 +380,8 @@ class _Parser:
             self.section = "after_total"
         elif text.startswith("Used values:"):
             self.section = "used"
+            if self.live is not None:  # a dict keeps its size when emptied: shrink it
+                self.live.ranges = dict(self.live.ranges)
         elif is_live_range_header(text):
             self.section = "live"  # read in pass 1
         elif m := _REPORT_SPACE.match(text):
@@ -435,8 +438,10 @@ class _Parser:
         key = m["name"] + (m["index"] or "{}")
         if key in self.values:
             raise self.error(number, f"value {key} assigned twice")
+        # The value's live range moves to its row now: the map keeps only the unallocated.
+        lr = self.live.ranges.pop(key, -2) if self.live is not None else -1
         self.values.add(key, int(m["id"]), bool(m["phi"]), int(m["color"]) if m["color"] else 0,
-                        alloc.index, offset, size, m["shape"], number)
+                        alloc.index, offset, size, m["shape"], number, lr)
 
     def used_line(self, number: int, text: str) -> None:
         e = self.entry
@@ -504,15 +509,9 @@ class _Parser:
                 a["positions"] = e.positions
             a["uses"] = e.uses
         r = None
-        if self.live is not None:
-            # The value's live range, taken out of the map the first time (kept by row).
-            lr = vs.range_row[row]
-            if lr == -1:
-                lr = self.live.ranges.pop(key, -2)
-                vs.range_row[row] = lr
-            if lr >= 0:
-                r = (self.live.starts[lr], self.live.ends[lr])
-                vs.flags[row] |= _HAS_RANGE
+        lr = vs.range_row[row]
+        if self.live is not None and lr >= 0:
+            r = (self.live.starts[lr], self.live.ends[lr])
         vs.flags[row] |= _EMITTED
         if r is None:
             if self.live is not None:
@@ -585,7 +584,7 @@ class _Parser:
             for step, name in enumerate(live.sequence):  # instructions defining no used value
                 if not self.scheduled[step]:
                     yield self.scheduled_node(name, step, {})
-            # Every allocated value's range is taken out by now: these have no allocation.
+            # Every allocated value's range was taken out: these have no allocation.
             for key, lr in live.ranges.items():
                 if key not in self.values:
                     without_allocation.append(key)
