@@ -34,8 +34,9 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ class _Values:
 
     def __init__(self) -> None:
         self.row_of: dict[str, int] = {}
-        self.row_of_id: dict[int, int] = {}
+        self._by_id: tuple[Sequence[int], Sequence[int]] | None = None  # (ids sorted, rows)
         self.keys: list[str] = []
         self.shapes: list[str] = []
         self._shape_pool: dict[str, str] = {}
@@ -177,11 +178,29 @@ class _Values:
     def __contains__(self, key: str) -> bool:
         return key in self.row_of
 
+    def row_of_id(self, id_: int) -> int | None:
+        """The row of value ``id_`` (the last one listed, if listed twice), or None.
+
+        By binary search in the ids sorted once (values are all listed before they are
+        used): no dict entry per value.
+        """
+        if self._by_id is None:
+            ids = self.ids
+            rows = sorted(range(len(ids)), key=ids.__getitem__)  # stable: equal ids by row
+            try:
+                self._by_id = (array("q", (ids[r] for r in rows)), array("q", rows))
+            except OverflowError:
+                self._by_id = ([ids[r] for r in rows], array("q", rows))
+            del rows
+        sorted_ids, rows_ = self._by_id
+        i = bisect_right(sorted_ids, id_) - 1
+        return rows_[i] if i >= 0 and sorted_ids[i] == id_ else None
+
     def add(self, key: str, id_: int, phi: bool, color: int, allocation: int, offset: int,
             size: int, shape: str, line: int, range_row: int) -> None:
         row = len(self.keys)
         self.row_of[key] = row
-        self.row_of_id[id_] = row
+        self._by_id = None
         self.keys.append(key)
         self.shapes.append(self._shape_pool.setdefault(shape, shape))
         self.flags.append((_PHI if phi else 0) | (_HAS_RANGE if range_row >= 0 else 0))
@@ -303,6 +322,7 @@ class _Parser:
         self.path = ""
         self.section = "start"
         self.allocations: dict[int, _Allocation] = {}
+        self.kind_pool: dict[tuple[str, ...], list[str]] = {}
         self.current_alloc: _Allocation | None = None
         self.values = _Values()
         self.entry: _Entry | None = None
@@ -417,6 +437,7 @@ class _Parser:
                 kind.append(part)
         if alloc.index in self.allocations:
             raise self.error(number, f"allocation {alloc.index} listed twice")
+        alloc.kind = self.kind_pool.setdefault(tuple(kind), kind)  # one list per distinct kind
         self.allocations[alloc.index] = alloc
         self.current_alloc = alloc
 
@@ -484,7 +505,7 @@ class _Parser:
             step = self.step_of.get(e.name)
             if step is not None and not self.scheduled[step]:
                 out.append(self.scheduled_node(e.name, step, facts))
-        row = self.values.row_of_id.get(e.id)
+        row = self.values.row_of_id(e.id)
         if row is None:
             self.keep_unknown(e.line, f"used value <{e.id} {e.name}{e.index}> is in no allocation")
             return tuple(out)
