@@ -310,9 +310,10 @@ def _source_of(facts: dict[str, Any]) -> str | None:
 class _Parser:
     """Pass 2: the allocation and used-value sections, line by line, given the live ranges.
 
-    Holds the allocations' values (numbers and short strings) and the steps from pass 1;
-    a used value's positions, uses and instruction text are held only until its entry
-    ends, when its events are emitted.
+    Holds the allocations and their values (``_Values``: a row of numbers per value, its
+    key, an interned shape) and the steps from pass 1; a used value's positions, uses and
+    instruction text are held only until its entry ends, when its events are emitted.
+    The peak rules' inputs are kept as columns (``placed``) and per-step sums (``moment``).
     """
 
     def __init__(self, key: str, live: LiveRanges | None) -> None:

@@ -46,7 +46,8 @@ class LiveRanges:
     """What the section says. ``ranges``: value key -> row of ``starts``/``ends``/``lines``.
 
     Compact: one dict entry per value (its key and row number), its three numbers in
-    ``array('q')`` columns; ``pop_range`` drops a value's entry once its events are out.
+    ``array('q')`` columns. The buffer-assignment parser takes a value's entry out of
+    ``ranges`` when it reads the value's allocation line (the row stays valid).
     """
 
     path: str
@@ -66,16 +67,6 @@ class LiveRanges:
 
     def step_of(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.sequence)}
-
-    def range_of(self, key: str) -> tuple[int, int, int] | None:
-        """``(start, end, line)`` of value ``key``, or None."""
-        row = self.ranges.get(key)
-        return None if row is None else (self.starts[row], self.ends[row], self.lines[row])
-
-    def pop_range(self, key: str) -> tuple[int, int, int] | None:
-        """``range_of(key)``, and forget it (its events are out)."""
-        row = self.ranges.pop(key, None)
-        return None if row is None else (self.starts[row], self.ends[row], self.lines[row])
 
     def add_range(self, key: str, start: int, end: int, line: int) -> None:
         self.ranges[key] = len(self.starts)
