@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,7 @@ from tlview.store.records import (
 from .errors import IngestError
 from .lines import ProgressFn, read_lines
 from .xla_live_range import LiveRanges, is_live_range_header, read_live_ranges
-from .xla_peaks import Placed, first_max, union_curve, xla_peak_moment
+from .xla_peaks import MomentSums, first_max, union_curve_columns
 from .xla_shapes import instruction_opcode, instruction_shape, parse_shape
 
 FORMAT = "xla_buffer_assignment"
@@ -139,20 +141,76 @@ class _Allocation:
     line: int = 0
 
 
-@attrs.define
-class _Value:
-    id: int
-    key: str  # name{index}
-    name: str
-    index: str
-    phi: bool
-    color: int | None
-    allocation: int
-    offset: int
-    size: int
-    shape: str
-    line: int
-    emitted: bool = False
+_PHI, _EMITTED, _HAS_RANGE = 1, 2, 4  # _Values.flags bits
+
+
+class _Values:
+    """The allocated values, one row each (row = order of the allocation lines).
+
+    Compact on purpose (a module has hundreds of thousands of values): a dict from
+    key (``name{index}``) to row, another from value id to row, and the numbers in
+    ``array('q')`` columns (a Python list where a number does not fit 64 bits); shapes
+    are interned. ``range_row``: the value's row in the live ranges' columns (-2: it has
+    none; -1: no live-range section), taken out of the live ranges' map when the value is
+    read, so that map ends up holding only the values with no allocation.
+    """
+
+    _COLUMNS = ("ids", "colors", "allocation", "offset", "size", "line", "range_row")
+
+    def __init__(self) -> None:
+        self.row_of: dict[str, int] = {}
+        self._by_id: tuple[Sequence[int], Sequence[int]] | None = None  # (ids sorted, rows)
+        self.keys: list[str] = []
+        self.shapes: list[str] = []
+        self._shape_pool: dict[str, str] = {}
+        self.flags = bytearray()
+        self.ids: array[int] | list[int] = array("q")
+        self.colors: array[int] | list[int] = array("q")  # 0 for none (never shown)
+        self.allocation: array[int] | list[int] = array("q")
+        self.offset: array[int] | list[int] = array("q")
+        self.size: array[int] | list[int] = array("q")
+        self.line: array[int] | list[int] = array("q")
+        self.range_row: array[int] | list[int] = array("q")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.row_of
+
+    def row_of_id(self, id_: int) -> int | None:
+        """The row of value ``id_`` (the last one listed, if listed twice), or None.
+
+        By binary search in the ids sorted once (values are all listed before they are
+        used): no dict entry per value.
+        """
+        if self._by_id is None:
+            ids = self.ids
+            rows = sorted(range(len(ids)), key=ids.__getitem__)  # stable: equal ids by row
+            try:
+                self._by_id = (array("q", (ids[r] for r in rows)), array("q", rows))
+            except OverflowError:
+                self._by_id = ([ids[r] for r in rows], array("q", rows))
+            del rows
+        sorted_ids, rows_ = self._by_id
+        i = bisect_right(sorted_ids, id_) - 1
+        return rows_[i] if i >= 0 and sorted_ids[i] == id_ else None
+
+    def add(self, key: str, id_: int, phi: bool, color: int, allocation: int, offset: int,
+            size: int, shape: str, line: int, range_row: int) -> None:
+        row = len(self.keys)
+        self.row_of[key] = row
+        self._by_id = None
+        self.keys.append(key)
+        self.shapes.append(self._shape_pool.setdefault(shape, shape))
+        self.flags.append((_PHI if phi else 0) | (_HAS_RANGE if range_row >= 0 else 0))
+        for name, x in zip(self._COLUMNS, (id_, color, allocation, offset, size, line, range_row),
+                           strict=True):
+            col = getattr(self, name)
+            try:
+                col.append(x)
+            except OverflowError:
+                setattr(self, name, [*col, x])
 
 
 @attrs.define
@@ -252,9 +310,10 @@ def _source_of(facts: dict[str, Any]) -> str | None:
 class _Parser:
     """Pass 2: the allocation and used-value sections, line by line, given the live ranges.
 
-    Holds the allocations' values (numbers and short strings) and the steps from pass 1;
-    a used value's positions, uses and instruction text are held only until its entry
-    ends, when its events are emitted.
+    Holds the allocations and their values (``_Values``: a row of numbers per value, its
+    key, an interned shape) and the steps from pass 1; a used value's positions, uses and
+    instruction text are held only until its entry ends, when its events are emitted.
+    The peak rules' inputs are kept as columns (``placed``) and per-step sums (``moment``).
     """
 
     def __init__(self, key: str, live: LiveRanges | None) -> None:
@@ -264,17 +323,20 @@ class _Parser:
         self.path = ""
         self.section = "start"
         self.allocations: dict[int, _Allocation] = {}
+        self.kind_pool: dict[tuple[str, ...], list[str]] = {}
         self.current_alloc: _Allocation | None = None
-        self.values: dict[str, _Value] = {}
-        self.value_by_id: dict[int, _Value] = {}
+        self.values = _Values()
         self.entry: _Entry | None = None
         self.used_list: list[str] | None = None
         self.instruction_shape_of: dict[str, str | None] = {}  # where no {} value is allocated
         self.last_facts: tuple[str, dict[str, Any]] | None = None
-        self.scheduled: set[str] = set()
+        self.scheduled = bytearray(len(live.sequence) if live else 0)  # by step
         self.total_bytes_used: int | None = None
-        self.placed: list[Placed] = []
-        self.xla_sizes: list[tuple[int, int, int | None]] = []  # (start, end, instruction bytes)
+        # Each value with a live range, for the peak rules: (allocation, offset, size,
+        # start, end) rows of tlview's rule; XLA's moment rule summed as it goes.
+        self.placed: tuple[array[int] | list[int], ...] = tuple(array("q") for _ in range(5))
+        self.moment = MomentSums(live.schedule_end + 2 if live else 0)
+        self.moment_unknown = False  # a value whose instruction's bytes are unknown
         self.report: dict[str, int] = {}
         self.report_space: str | None = None
         self.unknown: list[str] = []
@@ -290,9 +352,9 @@ class _Parser:
 
     def instruction_bytes(self, name: str) -> int | None:
         """ByteSizeOf(defining instruction's shape, 8): the size XLA's moment rule charges."""
-        whole = self.values.get(name + "{}")
-        if whole is not None:
-            return whole.size
+        row = self.values.row_of.get(name + "{}")
+        if row is not None:
+            return self.values.size[row]
         shape = self.instruction_shape_of.get(name)
         return parse_shape(shape).bytes if shape else None
 
@@ -339,6 +401,8 @@ class _Parser:
             self.section = "after_total"
         elif text.startswith("Used values:"):
             self.section = "used"
+            if self.live is not None:  # a dict keeps its size when emptied: shrink it
+                self.live.ranges = dict(self.live.ranges)
         elif is_live_range_header(text):
             self.section = "live"  # read in pass 1
         elif m := _REPORT_SPACE.match(text):
@@ -374,6 +438,7 @@ class _Parser:
                 kind.append(part)
         if alloc.index in self.allocations:
             raise self.error(number, f"allocation {alloc.index} listed twice")
+        alloc.kind = self.kind_pool.setdefault(tuple(kind), kind)  # one list per distinct kind
         self.allocations[alloc.index] = alloc
         self.current_alloc = alloc
 
@@ -392,14 +457,13 @@ class _Parser:
         if offset + size > alloc.size:
             raise self.error(number, f"value {m['name']} at offset {offset} size {size} runs past "
                                      f"allocation {alloc.index}'s {alloc.size} bytes")
-        index = m["index"] or "{}"
-        v = _Value(int(m["id"]), m["name"] + index, m["name"], index, bool(m["phi"]),
-                   int(m["color"]) if m["color"] else None, alloc.index, offset, size,
-                   m["shape"], number)
-        if v.key in self.values:
-            raise self.error(number, f"value {v.key} assigned twice")
-        self.values[v.key] = v
-        self.value_by_id[v.id] = v
+        key = m["name"] + (m["index"] or "{}")
+        if key in self.values:
+            raise self.error(number, f"value {key} assigned twice")
+        # The value's live range moves to its row now: the map keeps only the unallocated.
+        lr = self.live.ranges.pop(key, -2) if self.live is not None else -1
+        self.values.add(key, int(m["id"]), bool(m["phi"]), int(m["color"]) if m["color"] else 0,
+                        alloc.index, offset, size, m["shape"], number, lr)
 
     def used_line(self, number: int, text: str) -> None:
         e = self.entry
@@ -439,51 +503,74 @@ class _Parser:
                 self.last_facts = (e.instruction, facts)
             if e.name + "{}" not in self.values and e.name not in self.instruction_shape_of:
                 self.instruction_shape_of[e.name] = facts.get("shape")  # a tuple not allocated
-            if e.name not in self.scheduled and e.name in self.step_of:
-                out.append(self.scheduled_node(e.name, facts))
-        v = self.value_by_id.get(e.id)
-        if v is None:
+            step = self.step_of.get(e.name)
+            if step is not None and not self.scheduled[step]:
+                out.append(self.scheduled_node(e.name, step, facts))
+        row = self.values.row_of_id(e.id)
+        if row is None:
             self.keep_unknown(e.line, f"used value <{e.id} {e.name}{e.index}> is in no allocation")
             return tuple(out)
-        out.extend(self.value_events(v, facts, e))
+        out.extend(self.value_events(row, facts, e))
         return tuple(out)
 
-    def scheduled_node(self, name: str, facts: dict[str, Any]) -> NodeScheduled:
-        self.scheduled.add(name)
+    def scheduled_node(self, name: str, step: int, facts: dict[str, Any]) -> NodeScheduled:
+        self.scheduled[step] = 1
         a = {k: v for k, v in facts.items() if k != "opcode"}
-        step = self.step_of[name]
         assert self.live is not None
         return NodeScheduled(timeline=self.key, step=step, node=name,
                              node_class=facts.get("opcode"),
                              line=self.live.sequence_lines[step], attrs=a)
 
-    def value_events(self, v: _Value, facts: dict[str, Any],
+    def value_events(self, row: int, facts: dict[str, Any],
                      e: _Entry | None) -> tuple[Record, ...]:
-        v.emitted = True
+        vs = self.values
+        key = vs.keys[row]
         a: dict[str, Any] = _provenance(facts)
         if e is not None:
             if len(e.positions) > 1:  # one position is the value's own instruction: not kept
                 a["positions"] = e.positions
             a["uses"] = e.uses
-        r = self.live.ranges.get(v.key) if self.live else None
+        r = None
+        lr = vs.range_row[row]
+        if self.live is not None and lr >= 0:
+            r = (self.live.starts[lr], self.live.ends[lr])
+        vs.flags[row] |= _EMITTED
         if r is None:
             if self.live is not None:
                 a["no_live_range"] = True
-            return (self.allocated(v, None, a),)
-        start, end, _ = r
-        a["instruction_bytes"] = ib = self.instruction_bytes(v.name)
-        self.placed.append(Placed(v.allocation, v.offset, v.size, start, end))
-        self.xla_sizes.append((start, end, ib))
-        return (self.allocated(v, start, a),
-                BufferFreed(timeline=self.key, step=end, buffer=v.key, reason="live range end"))
+            return (self.allocated(row, None, a),)
+        start, end = r
+        a["instruction_bytes"] = ib = self.instruction_bytes(key[: key.index("{")])
+        self.place(row, start, end, ib)
+        return (self.allocated(row, start, a),
+                BufferFreed(timeline=self.key, step=end, buffer=key, reason="live range end"))
 
-    def allocated(self, v: _Value, step: int | None, a: dict[str, Any]) -> BufferAllocated:
-        alloc = self.allocations[v.allocation]
-        a.update(value_id=v.id, allocation_size=alloc.size, allocation_kind=", ".join(alloc.kind))
-        if v.phi:
+    def place(self, row: int, start: int, end: int, ib: int | None) -> None:
+        """Count a value with a live range in both peak rules."""
+        vs = self.values
+        if row >= 0:
+            cols = self.placed
+            for i, x in enumerate((vs.allocation[row], vs.offset[row], vs.size[row], start, end)):
+                try:
+                    cols[i].append(x)
+                except OverflowError:
+                    self.placed = cols = (*cols[:i], [*cols[i], x], *cols[i + 1:])
+        if ib is None:
+            self.moment_unknown = True
+        elif not self.moment_unknown:
+            self.moment.add(start, end, ib)
+
+    def allocated(self, row: int, step: int | None, a: dict[str, Any]) -> BufferAllocated:
+        vs = self.values
+        key = vs.keys[row]
+        allocation = vs.allocation[row]
+        alloc = self.allocations[allocation]
+        a.update(value_id=vs.ids[row], allocation_size=alloc.size,
+                 allocation_kind=", ".join(alloc.kind))
+        if vs.flags[row] & _PHI:
             a["phi"] = True
-        if v.color:
-            a["color"] = v.color
+        if color := vs.colors[row]:
+            a["color"] = color
         if alloc.parameter is not None:
             a["parameter"] = alloc.parameter
             a["parameter_shape"] = alloc.parameter_shape
@@ -492,11 +579,12 @@ class _Parser:
             a["output_shape"] = alloc.output_shape
         if "maybe-live-out" in alloc.kind:
             a["maybe_live_out"] = True
-        shape = parse_shape(v.shape)
+        shape = parse_shape(vs.shapes[row])
         return BufferAllocated(
-            timeline=self.key, step=step, buffer=v.key, bytes=v.size, node=v.name,
-            layout=shape.layout, dtype=shape.dtype, shape=shape.dims or shape.text,
-            allocation=v.allocation, offset=v.offset, line=v.line, attrs=a)
+            timeline=self.key, step=step, buffer=key, bytes=vs.size[row],
+            node=key[: key.index("{")], layout=shape.layout, dtype=shape.dtype,
+            shape=shape.dims or shape.text, allocation=allocation, offset=vs.offset[row],
+            line=vs.line[row], attrs=a)
 
     # -- the end -----------------------------------------------------------------------
     def finish(self, number: int) -> Iterator[Record]:
@@ -508,18 +596,22 @@ class _Parser:
                      if part else "")
             raise self.error(number, "no 'BufferAssignment:' section: expected an XLA "
                                      f"buffer-assignment dump{where}")
-        for v in self.values.values():  # allocated values that "Used values" did not list
-            if not v.emitted:
-                yield from self.value_events(v, {}, None)
+        flags = self.values.flags
+        for row in range(len(self.values)):  # allocated values "Used values" did not list
+            if not flags[row] & _EMITTED:
+                yield from self.value_events(row, {}, None)
         without_allocation: list[str] = []
-        if self.live is not None:
-            for name in self.live.sequence:  # instructions that define no used value
-                if name not in self.scheduled:
-                    yield self.scheduled_node(name, {})
-            for key, (start, end, line) in self.live.ranges.items():
+        live = self.live
+        if live is not None:
+            for step, name in enumerate(live.sequence):  # instructions defining no used value
+                if not self.scheduled[step]:
+                    yield self.scheduled_node(name, step, {})
+            # Every allocated value's range was taken out: these have no allocation.
+            for key, lr in live.ranges.items():
                 if key not in self.values:
                     without_allocation.append(key)
-                    yield from self.unallocated_events(key, start, end, line)
+                    yield from self.unallocated_events(key, live.starts[lr], live.ends[lr],
+                                                       live.lines[lr])
         yield TimelineNote(timeline=self.key, attrs=self.note(without_allocation))
 
     def unallocated_events(self, key: str, start: int, end: int,
@@ -527,7 +619,7 @@ class _Parser:
         """A value in BufferLiveRange with no allocation line: reported, size unknown."""
         name = key[: key.index("{")]
         ib = self.instruction_bytes(name)
-        self.xla_sizes.append((start, end, ib))
+        self.place(-1, start, end, ib)
         a = {"no_allocation": True, "instruction_bytes": ib}
         return (
             BufferAllocated(timeline=self.key, step=start, buffer=key, bytes=None, node=name,
@@ -560,12 +652,13 @@ class _Parser:
             warnings.append(f"{len(without_allocation)} values in BufferLiveRange have no "
                             f"allocation line (size unknown, not counted): "
                             f"{_some(without_allocation)}")
-        no_range = [v for v in self.values.values() if v.key not in live.ranges]
+        vs = self.values
+        no_range = [row for row in range(len(vs)) if not vs.flags[row] & _HAS_RANGE]
         if no_range:
-            names = [v.key for v in no_range]
+            names = [vs.keys[row] for row in no_range]
             note["allocation_without_live_range"] = names
-            kinds = Counter("/".join(self.allocations[v.allocation].kind) or "temp"
-                            for v in no_range)
+            kinds = Counter("/".join(self.allocations[vs.allocation[row]].kind) or "temp"
+                            for row in no_range)
             by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
             warnings.append(f"{len(names)} allocated values have no live range ({by_kind}; "
                             f"values of called computations): liveness unknown, not counted: "
@@ -587,13 +680,12 @@ class _Parser:
                             "bytes": stated_bytes, "values": live.peak_values}
         if live.stack_trace:
             note["xla_peak"]["stack_trace"] = live.stack_trace
-        sizes = [(s, e, b) for s, e, b in self.xla_sizes if b is not None]
-        if len(sizes) == len(self.xla_sizes):
-            recomputed = xla_peak_moment(sizes)
+        if not self.moment_unknown:
+            recomputed = self.moment.moment()
             if recomputed != live.peak_step:
                 out.append(f"XLA's moment rule recomputed from the live ranges gives step "
                            f"{recomputed}, but the dump states {live.peak_step}")
-        curve = union_curve(self.placed, len(live.sequence))
+        curve = union_curve_columns(*self.placed, n_steps=len(live.sequence))
         true_peak = first_max(curve)
         if true_peak is not None:
             step, peak = true_peak

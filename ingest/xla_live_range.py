@@ -18,6 +18,7 @@ Holds names and numbers only: the steps of instructions and the ranges of values
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,14 +43,22 @@ def is_live_range_header(text: str) -> bool:
 
 @attrs.define
 class LiveRanges:
-    """What the section says. ``ranges``: value key -> (start, end, line)."""
+    """What the section says. ``ranges``: value key -> row of ``starts``/``ends``/``lines``.
+
+    Compact: one dict entry per value (its key and row number), its three numbers in
+    ``array('q')`` columns. The buffer-assignment parser takes a value's entry out of
+    ``ranges`` when it reads the value's allocation line (the row stays valid).
+    """
 
     path: str
     header_line: int
     schedule_end: int
     sequence: list[str] = attrs.field(factory=list)
-    sequence_lines: list[int] = attrs.field(factory=list)
-    ranges: dict[str, tuple[int, int, int]] = attrs.field(factory=dict)
+    sequence_lines: array[int] = attrs.field(factory=lambda: array("q"))
+    ranges: dict[str, int] = attrs.field(factory=dict)
+    starts: array[int] = attrs.field(factory=lambda: array("q"))
+    ends: array[int] = attrs.field(factory=lambda: array("q"))
+    lines: array[int] = attrs.field(factory=lambda: array("q"))
     peak_step: int | None = None
     peak_form: str | None = None  # "old" (name: N bytes) or "new" (name{index}: N bytes (...))
     peak_values: list[dict[str, Any]] = attrs.field(factory=list)
@@ -58,6 +67,12 @@ class LiveRanges:
 
     def step_of(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.sequence)}
+
+    def add_range(self, key: str, start: int, end: int, line: int) -> None:
+        self.ranges[key] = len(self.starts)
+        self.starts.append(start)
+        self.ends.append(end)
+        self.lines.append(line)
 
 
 def read_live_ranges(path: str, lines: Iterable[tuple[int, str]]) -> LiveRanges | None:
@@ -113,7 +128,7 @@ def _parse(lr: LiveRanges, it: Iterable[tuple[int, str]]) -> None:
                 key = m["name"] + m["index"]
                 if key in lr.ranges:
                     raise IngestError(lr.path, number, f"value {key} has two live ranges")
-                lr.ranges[key] = (start, end, number)
+                lr.add_range(key, start, end, number)
             elif m := _PEAK_HEADER.match(text):
                 lr.peak_step = int(m["k"])
                 section = "peak"

@@ -16,7 +16,7 @@ plainly when XLA's stated peak is not the true maximum.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -48,26 +48,65 @@ def xla_peak_moment(values: Iterable[tuple[int, int, int]]) -> int:
     return moment
 
 
+class MomentSums:
+    """``xla_peak_moment`` fed one value at a time: per-time sums, not a list of events.
+
+    At one time all starts come before all ends, so the running sum only grows through
+    a time's starts and only falls through its ends: summing them per time gives the
+    same first strict maximum. Memory: two lists of ``n_times`` sums.
+    """
+
+    def __init__(self, n_times: int) -> None:
+        self.up = [0] * n_times
+        self.down = [0] * n_times
+
+    def add(self, start: int, end: int, size: int) -> None:
+        self.up[start] += size
+        self.down[end + 1] += size
+
+    def moment(self) -> int:
+        usage = peak = 0
+        moment = 0
+        for time, (up, down) in enumerate(zip(self.up, self.down, strict=True)):
+            usage += up
+            if peak < usage:
+                peak, moment = usage, time
+            usage -= down
+        return moment
+
+
 def union_curve(values: Iterable[Placed], n_steps: int) -> list[int]:
     """Live bytes at each step 0..n_steps-1 by tlview's rule (union per allocation)."""
-    by_alloc: dict[int, list[Placed]] = defaultdict(list)
+    cols: tuple[list[int], ...] = ([], [], [], [], [])
     for v in values:
-        if v.size > 0:
-            by_alloc[v.allocation].append(v)
+        for col, x in zip(cols, (v.allocation, v.offset, v.size, v.start, v.end), strict=True):
+            col.append(x)
+    return union_curve_columns(*cols, n_steps=n_steps)
+
+
+def union_curve_columns(allocation: Sequence[int], offset: Sequence[int], size: Sequence[int],
+                        start: Sequence[int], end: Sequence[int], *,
+                        n_steps: int) -> list[int]:
+    """``union_curve`` over columns (value i is row i of each): no object per value."""
+    by_alloc: dict[int, list[int]] = defaultdict(list)
+    for i, a in enumerate(allocation):
+        if size[i] > 0:
+            by_alloc[a].append(i)
     delta = [0] * (n_steps + 1)
-    for vals in by_alloc.values():
+    while by_alloc:
+        _, rows = by_alloc.popitem()
         opens: dict[int, list[int]] = defaultdict(list)
         closes: dict[int, list[int]] = defaultdict(list)
-        for i, v in enumerate(vals):
-            opens[v.offset].append(i)
-            closes[v.offset + v.size].append(i)
+        for i in rows:
+            opens[offset[i]].append(i)
+            closes[offset[i] + size[i]].append(i)
         bounds = sorted(opens.keys() | closes.keys())
         active: set[int] = set()
         # Sweep the elementary byte segments; merge the live intervals covering each.
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
             active.difference_update(closes.get(lo, ()))
             active.update(opens.get(lo, ()))
-            spans = sorted((vals[i].start, vals[i].end) for i in active)
+            spans = sorted((start[i], end[i]) for i in active)
             merged: list[list[int]] = []
             for s, e in spans:
                 if merged and s <= merged[-1][1] + 1:
