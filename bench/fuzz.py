@@ -43,7 +43,9 @@ def main(seconds: float) -> int:
         kind = rnd.choice(MUTATIONS)
         seed = rnd.randrange(2**32)
         data = mutate(src.read_bytes(), kind, random.Random(seed))
-        path = tmp / src.name
+        case = tmp / f"case{stats['tried']}"  # a folder of its own: no stale siblings
+        case.mkdir()
+        path = case / src.name
         path.write_bytes(data)
         stats["tried"] += 1
         stats[f"kind:{kind}"] += 1
@@ -53,6 +55,9 @@ def main(seconds: float) -> int:
         except Exception:
             stats["bug"] += 1
             failures.append((src.name, kind, seed, traceback.format_exc(limit=3)))
+        finally:
+            path.unlink()
+            case.rmdir()
     print(f"inputs tried: {stats['tried']} from {len(corpus)} fixtures in {seconds:.0f} s")
     print("by mutation: " + ", ".join(f"{k[5:]} {v}" for k, v in sorted(stats.items())
                                       if k.startswith("kind:")))
