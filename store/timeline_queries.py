@@ -168,6 +168,11 @@ def timeline_peaks(db: Database) -> dict[int, TimelinePeak]:
     return {r[0]: TimelinePeak(*r) for r in db.query("tui_peaks") if r[2] is not None}
 
 
+def timeline_notes(db: Database, timeline_id: int) -> tuple[str, ...]:
+    """What the ingest noted of a timeline (``timeline_notes.attrs.warnings``), in order."""
+    return tuple(str(r[0]) for r in db.query("timeline_warnings", timeline_id))
+
+
 def has_node_times(db: Database) -> bool:
     """Whether a profile view ``node_times(timeline_id, step, total_ns, ...)`` exists."""
     return bool(db.query("tui_has_node_times")[0][0])

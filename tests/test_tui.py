@@ -286,3 +286,24 @@ def test_first_screen_is_quick(seed000):
             return time.perf_counter() - t0
 
     assert asyncio.run(go()) < 10
+
+
+class TestNotes:
+    """What `tlview ingest` said of a timeline, the UI says too."""
+
+    @asynctest
+    async def test_xla_stated_peak_below_true_maximum_is_said(self, tmp_path):
+        from conftest import FIXTURES
+
+        path = tmp_path / "x.duckdb"
+        ingest_into(path, FIXTURES / "xla" /
+                    "module_0020.jit_rnn_scan_grad.cpu_after_optimizations-buffer-assignment.txt")
+        (want,) = [r[0] for r in view(
+            path, "SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '[\"VARCHAR\"]')) "
+                  "FROM timeline_notes") if "XLA states its peak" in r[0]]
+        app = TlviewApp(str(path))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            shown = [n.message for n in app._notifications]
+            assert want in shown
+            assert "the true maximum is 9,289,740 bytes at step 49" in want

@@ -198,7 +198,8 @@ class TlviewApp(App[int]):
         assert self.reader is not None
         t0 = time.perf_counter()
         self.reader.prepare(timeline_id)
-        self.post_message(m.MemoryReady(timeline_id, time.perf_counter() - t0))
+        notes = self.reader.memory(q.timeline_notes, timeline_id) or ()
+        self.post_message(m.MemoryReady(timeline_id, time.perf_counter() - t0, notes))
 
     def _current(self, timeline_id: int, step: int | None = None) -> bool:
         return (self.timeline is not None and self.timeline.timeline_id == timeline_id
@@ -208,6 +209,8 @@ class TlviewApp(App[int]):
     def on_memory_ready(self, event: m.MemoryReady) -> None:
         if not self._current(event.timeline_id):
             return
+        for note in event.notes:  # said plainly, as `tlview ingest` said it
+            self.notify(note, title="note", timeout=12)
         self.load_curve(event.timeline_id, self.query_one(MemoryCurve).size.width)
         self.query_one(ExecutionList).forget_rows()
         self.load_live(event.timeline_id, self.step)

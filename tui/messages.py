@@ -40,10 +40,11 @@ class PeaksLoaded(Message):
 
 
 class MemoryReady(Message):
-    def __init__(self, timeline_id: int, seconds: float) -> None:
+    def __init__(self, timeline_id: int, seconds: float, notes: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.timeline_id = timeline_id
         self.seconds = seconds
+        self.notes = notes  # what the ingest said of this timeline (e.g. XLA's stated peak)
 
 
 class CurveLoaded(Message):
