@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import zlib
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import attrs
 from tlview.store.records import Record
@@ -64,7 +63,3 @@ def detect_format(path: str) -> FormatSpec:
     names = ", ".join(f"{f.name} ({f.description})" for f in _registry())
     first = next((ln for ln in head.splitlines() if ln.strip()), "")[:80]
     raise IngestError(path, 1, f"unrecognised input {first!r}: expected one of {names}")
-
-
-def is_dump_candidate(path: Path) -> bool:
-    return path.is_file() and not path.name.startswith(".")

@@ -53,13 +53,11 @@ from .tensors import split_dims, storage_bytes
 FORMAT = "inductor_ir"
 
 _HEADER = re.compile(r"(?P<name>[A-Za-z_]\w*): (?P<cls>[A-Za-z_]\w*)\((?P<ir>[^()]*)\)\s*\Z")
-_FIELD = re.compile(r"(?P<name>[A-Za-z_]\w*?)\.(?P<field>[A-Za-z_][\w.\[\]]*) =\s?(?P<value>.*)\Z")
 _SNODE = re.compile(r"snodes\[(\d+)\]\Z")
 _LAYOUT_LINE = re.compile(r"(?P<name>[A-Za-z_]\w*)_layout = (?P<value>.*)\Z")
 _LOOP_BODY = re.compile(r"class (?P<name>[A-Za-z_]\w*)_loop_body:\s*\Z")
 _CODE_BLOCK = re.compile(r"(?P<name>[A-Za-z_]\w*) (?P<lang>\w+) code:\s*\Z")
 _BUF_HEADER = re.compile(r"\s+(?P<name>[A-Za-z_]\w*): (?P<cls>[A-Za-z_]\w*)\s*\Z")
-_BUF_FIELD = re.compile(r"\s+(?P<name>[A-Za-z_]\w*)\.(?P<field>\w+) = (?P<value>.*)\Z")
 _DEP = re.compile(r"(?P<kind>\w+Dep)\((?:name=)?'(?P<name>[^']+)'")
 _USER = re.compile(
     r"NodeUser\(node=(?:(?P<output>OUTPUT)|\w+\(name='(?P<node>[^']+)'\))"

@@ -74,10 +74,6 @@ def event_tuple(event: Event) -> tuple[Any, ...]:
     return converter().unstructure(event)
 
 
-def event_row(event: Event) -> dict[str, Any]:
-    """One event as a dict keyed by events-table column (for reading and tests)."""
-    return dict(zip(EVENT_COLUMNS[len(_OWNED):], event_tuple(event)))
-
 
 def dumps(value: Any) -> str | None:
     """JSON for an attrs column (None stays NULL)."""
