@@ -37,6 +37,10 @@ _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
 
+class BadEvent(ValueError):
+    """An event whose content breaks its meaning; the reader adds file and line."""
+
+
 _EXACT_FLOAT_US = float(2**43)  # below this a double tells apart every 0.001 us
 
 
@@ -73,7 +77,7 @@ def exact_ns(value: Any, key: str, raw: str | None) -> int:
             if m:
                 return us_to_ns(m.group(1))
         return int((Decimal(repr(value)) * 1000).to_integral_value())
-    raise TypeError(f"{key!r} is {value!r}: expected a number")
+    raise BadEvent(f"'{key}' is {type(value).__name__}: expected a number")
 
 
 class _Reader:
@@ -121,7 +125,10 @@ class _Reader:
         try:
             self.text += self.decoder.decode(data, final=not data)
         except UnicodeDecodeError as e:
-            raise self.fail(f"not UTF-8 (byte {e.start} of a chunk): expected JSON text") from None
+            bad = data[e.start] if e.start < len(data) else None
+            line = self.line_base + self.text.count("\n") + data.count(b"\n", 0, e.start)
+            what = f"byte 0x{bad:02x}" if bad is not None else "a cut multi-byte character"
+            raise IngestError(self.path, line, f"not UTF-8 text ({what}): expected JSON") from None
         if self.progress is not None and self.raw.tell() >= self.next_report:
             self.progress(self.raw.tell(), self.total)
             self.next_report = self.raw.tell() + (4 << 20)
@@ -164,6 +171,10 @@ class _Reader:
                     raise IngestError(self.path, where, f"{reason}: expected {what}") from None
                 self.fill()
                 continue
+            except (ValueError, RecursionError) as e:  # json's limits: digits, nesting
+                reason = ("nested too deeply" if isinstance(e, RecursionError)
+                          else "an integer of more than 4300 digits")
+                raise IngestError(self.path, self.line(), f"{reason}: expected {what}") from None
             if end >= len(self.text) and not self.eof and not isinstance(obj, dict | list | str):
                 self.fill()  # a number at the window's end may go on in the next chunk
                 continue
@@ -172,17 +183,38 @@ class _Reader:
             return obj
 
 
+class TraceReader:
+    """The entries of one trace, in file order, and the line of the last one read.
+
+    Iterating yields ``(key, value, raw)``: each event of ``traceEvents`` on its own as
+    ``("traceEvents", event, raw)`` with ``raw`` its JSON text as written; any other key
+    (``distributedInfo``, ``deviceProperties``, ...) once, with its value and
+    ``raw=None``. A bare top-level array is read as ``traceEvents``. ``event_line()`` is
+    the line where the entry just yielded begins, for errors about its content.
+    """
+
+    def __init__(self, path: str, progress: ProgressFn | None = None) -> None:
+        self.path = path
+        self.progress = progress
+        self._r: _Reader | None = None
+
+    def event_line(self) -> int | None:
+        r = self._r
+        return None if r is None else r.line_base + r.text.count("\n", 0, r.start)
+
+    def __iter__(self) -> Iterator[tuple[str, Any, str | None]]:
+        self._r = _Reader(self.path, self.progress)
+        return _entries(self._r)
+
+
 def read_trace(
     path: str, progress: ProgressFn | None = None
 ) -> Iterator[tuple[str, Any, str | None]]:
-    """Yield ``(key, value, raw)`` for each top-level entry of the trace, in file order.
+    """Yield ``(key, value, raw)`` for each top-level entry of the trace (see TraceReader)."""
+    return iter(TraceReader(path, progress))
 
-    Each event of ``traceEvents`` is yielded on its own as ``("traceEvents", event, raw)``
-    with ``raw`` its JSON text as written; any other key (``distributedInfo``,
-    ``deviceProperties``, ...) once, with its value and ``raw=None``.
-    A bare top-level array is read as ``traceEvents``.
-    """
-    r = _Reader(path, progress)
+
+def _entries(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
     try:
         first = r.expect("{[", "a JSON object with traceEvents (a Chrome trace)")
         if first == "[":
@@ -226,13 +258,14 @@ def _events(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
         start = r.pos
         try:
             event, end = decode(r.text, start)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # bad, cut or over json's limits: slow path
             event, end = None, len(r.text)
         if end >= len(r.text) - 1:  # cut by the window's end (or bad): the slow path
             event = r.value("an event object")
             raw = r.text[r.start:r.pos]
         else:
             raw = r.text[start:end]
+            r.start = start
             r.pos = end
         if type(event) is not dict:
             raise r.fail(f"expected an event object in traceEvents, found {type(event).__name__}")

@@ -41,9 +41,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import MeasuredBatch, Record, Timeline, TimelineNote
+from tlview.store.records import EventColumns, MeasuredBatch, Record, Timeline, TimelineNote
 
-from .chrome_trace import EVENTS_KEY, exact_ns, read_trace
+from . import native
+from .chrome_trace import EVENTS_KEY, BadEvent, TraceReader, exact_ns
 from .errors import IngestError
 from .lines import ProgressFn
 
@@ -80,11 +81,12 @@ def is_comm_kernel(name: str) -> bool:
     return "nccl" in low or "rccl" in low
 
 
-def _int_or_none(v: Any) -> int | None:
+def _int_or_none(v: Any, key: str) -> int | None:
+    """An int, or a string of ASCII digits, as int64; anything else None."""
     if type(v) is int:
-        return v
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
+        return _int64(v, key)
+    if type(v) is str and v.isascii() and v.isdigit():
+        return _int64(int(v), key)
     return None
 
 
@@ -138,87 +140,106 @@ class _Trace:
 
     def metadata_event(self, ev: dict[str, Any]) -> None:
         if ev.get("name") == "process_name":
-            label = str((ev.get("args") or {}).get("name", ""))
-            if label.startswith("/device:GPU:"):
-                self.gpu_pids[ev.get("pid")] = "cuda:" + label.rsplit(":", 1)[1]
+            label = _args(ev).get("name", "")
+            if type(label) is str and label.startswith("/device:GPU:"):
+                device = "cuda:" + label.rsplit(":", 1)[1]
+                _check_text(device)
+                self.gpu_pids[_key(ev.get("pid"), "pid")] = device
 
-    def consume(self, items: Iterator[tuple[str, Any, str | None]]) -> Iterator[Record]:
+    def consume(self, reader: TraceReader) -> Iterator[Record]:
         """The records of the trace's entries: timeline, event batches, note.
 
-        The hot loop: one pass per event, locals only, counts taken per batch.
+        The hot loop: one pass per event, locals only, counts taken per batch. An event
+        whose content breaks its meaning is an IngestError at the line where it begins.
         """
         gpu_cats = _GPU_CATEGORIES
         cpu_cats = _CPU_CATEGORIES
         encode = _ENCODER.encode
         devices: dict[Any, str] = {}
         cols = self.cols
-        for key, ev, raw in items:
+        for key, ev, raw in reader:
             if key != EVENTS_KEY:
                 (self.late_meta if self.started else self.meta)[key] = ev
                 continue
             if not self.started:
                 self.started = True
                 yield self.timeline()
-            if ev.get("ph") != "X":
-                self.other_event(ev, raw)
-            else:
-                cat = ev.get("cat")
-                name = ev.get("name")
-                args = ev.get("args") or _EMPTY
-                category = gpu_cats.get(cat)
-                nbytes = None
-                if category is not None or (cat is None and ev.get("pid") in self.gpu_pids):
-                    pid = ev.get("pid")
-                    if category is None:  # jax: GPU activity is told by its process
-                        category = _jax_gpu_category(name)
-                        device = self.gpu_pids[pid]
-                    else:
-                        dev = args.get("device", pid)
-                        if dev not in devices:
-                            devices[dev] = f"cuda:{dev}"
-                        device = devices[dev]
-                    if category == "kernel":
-                        if is_comm_kernel(name):
-                            category = "comm"
-                            nbytes = _message_bytes(args)
-                    elif category != "gpu_annotation":
-                        nbytes = _int_or_none(args.get("bytes"))
-                    stream = args.get("stream", ev.get("tid"))
+            try:
+                ph = ev.get("ph")
+                if ph != "X":
+                    self.other_event(ev, ph, raw)
                 else:
-                    category = cpu_cats.get(cat)
+                    cat = ev.get("cat")
+                    if cat is not None and type(cat) is not str:
+                        raise BadEvent(f"'cat' is {_kind(cat)}: expected a string")
+                    args = _args(ev)
+                    category = gpu_cats.get(cat)  # type: ignore[arg-type]  # None: no match
+                    jax_device = None
                     if category is None:
-                        if cat in _SKIPPED_CATEGORIES:
+                        if cat is None:
+                            pid = _key(ev.get("pid"), "pid")
+                            jax_device = self.gpu_pids.get(pid) if self.gpu_pids else None
+                        elif cat in _SKIPPED_CATEGORIES:
                             self.skipped[cat] += 1
                             continue
-                        category = "other" if cat is not None else "cpu_op"
-                    elif category == "cpu_op" and name == "record_param_comms":
-                        category = "comm_call"
-                        nbytes = _message_bytes(args)
-                    device = "cpu"
-                    stream = ev.get("tid")
-                if type(name) is not str:
-                    raise IngestError(self.path, None,
-                                      f"an 'X' event without a name: {str(ev)[:120]}")
-                ts = ev.get("ts")
-                dur = ev.get("dur")
-                corr = args.get("correlation")
-                cols["name"].append(name)
-                cols["category"].append(category)
-                cols["device"].append(device)
-                cols["stream"].append(stream if type(stream) is int else None)
-                cols["ts_ns"].append(
-                    ts * 1000 if type(ts) is int else exact_ns(ts, "ts", raw))
-                cols["dur_ns"].append(
-                    0 if dur is None else dur * 1000 if type(dur) is int
-                    else exact_ns(dur, "dur", raw))
-                cols["correlation"].append(
-                    corr if type(corr) is int else _int_or_none(
-                        args.get("correlation_id") if corr is None else corr))
-                cols["bytes"].append(nbytes)
-                del ev["name"], ev["ph"]
-                ev.pop("ts", None)
-                ev.pop("dur", None)
-                cols["attrs"].append(encode(ev))
+                    name = ev.get("name")
+                    if type(name) is not str:
+                        raise BadEvent(f"an 'X' event whose 'name' is {_kind(name)}: "
+                                       "expected a string")
+                    nbytes = None
+                    if category is not None or jax_device is not None:
+                        if category is None:  # jax: GPU activity is told by its process
+                            category = _jax_gpu_category(name)
+                            device = jax_device
+                        else:
+                            dev = args.get("device", ev.get("pid"))
+                            dkey = _key(dev, "device")
+                            device = devices.get(dkey)  # type: ignore[assignment]
+                            if device is None:
+                                device = devices[dkey] = "cuda:" + _pystr(dev, "device")
+                        if category == "kernel":
+                            if is_comm_kernel(name):
+                                category = "comm"
+                                nbytes = _message_bytes(args)
+                        elif category != "gpu_annotation":
+                            nbytes = _int_or_none(args.get("bytes"), "bytes")
+                        stream = args.get("stream", ev.get("tid"))
+                    else:
+                        category = cpu_cats.get(cat)  # type: ignore[arg-type]
+                        if category is None:
+                            category = "other" if cat is not None else "cpu_op"
+                        elif category == "cpu_op" and name == "record_param_comms":
+                            category = "comm_call"
+                            nbytes = _message_bytes(args)
+                        device = "cpu"
+                        stream = ev.get("tid")
+                    corr = args.get("correlation")
+                    ts_ns = _ns(ev.get("ts", _MISSING), "ts", raw)
+                    dur = ev.get("dur")
+                    dur_ns = 0 if dur is None else _ns(dur, "dur", raw)
+                    del ev["name"], ev["ph"]
+                    ev.pop("ts", None)
+                    ev.pop("dur", None)
+                    attrs = encode(ev)
+                    if not attrs.isascii():
+                        _check_text(attrs)
+                    if not name.isascii():
+                        _check_text(name)
+                    cols["name"].append(name)
+                    cols["category"].append(category)
+                    cols["device"].append(device)
+                    cols["stream"].append(_int64(stream, "stream") if type(stream) is int
+                                          else None)
+                    cols["ts_ns"].append(ts_ns)
+                    cols["dur_ns"].append(dur_ns)
+                    cols["correlation"].append(
+                        _int64(corr, "correlation") if type(corr) is int else _int_or_none(
+                            args.get("correlation_id") if corr is None else corr,
+                            "correlation"))
+                    cols["bytes"].append(nbytes)
+                    cols["attrs"].append(attrs)
+            except BadEvent as e:
+                raise IngestError(self.path, reader.event_line(), str(e)) from None
             if len(cols["name"]) >= BATCH:
                 yield self.take()
                 cols = self.cols
@@ -229,33 +250,119 @@ class _Trace:
             yield self.take()
         yield self.note()
 
-    def other_event(self, ev: dict[str, Any], raw: str | None) -> None:
-        ph = ev.get("ph")
+    def consume_native(self, parser: Any, progress: ProgressFn | None) -> Iterator[Record]:
+        """``consume`` with the compiled reader: it hands back the top-level entries as JSON
+        text and the events as columns; the timeline and note are made here, as above."""
+        for outputs in native.feed_file(parser, self.path, progress):
+            for item in outputs:
+                tag = item[0]
+                if tag == "batch":
+                    n, columns = native.arrow_columns(item[1])
+                    yield EventColumns(timelines=(KEY,), n=n, columns=columns)
+                elif tag == "meta":
+                    value = json.loads(item[2])
+                    (self.late_meta if self.started else self.meta)[item[1]] = value
+                elif tag == "start":
+                    self.started = True
+                    yield self.timeline()
+                elif tag == "end":
+                    self.kept.update(dict(item[1]))
+                    self.skipped.update(dict(item[2]))
+                    self.devices.update(item[3])
+        if not self.started:
+            raise IngestError(self.path, None,
+                              "no traceEvents: expected a Chrome trace with events")
+        yield self.note()
+
+    def other_event(self, ev: dict[str, Any], ph: Any, raw: str | None) -> None:
         if ph in ("i", "I") and ev.get("name") == "[memory]":
             self.memory_event(ev, raw)
             return
         if ph == "M":
             self.metadata_event(ev)
-        self.skipped[f"ph={ph}"] += 1
+        self.skipped["ph=" + _pystr(ph, "ph")] += 1
 
     def memory_event(self, ev: dict[str, Any], raw: str | None) -> None:
-        args = ev.get("args") or {}
+        args = _args(ev)
         device = "cpu"
         if args.get("Device Type") == 1:
-            device = f"cuda:{args.get('Device Id')}"
+            device = "cuda:" + _pystr(args.get("Device Id"), "Device Id")
         tid = ev.get("tid")
+        ts_ns = _ns(ev.get("ts", _MISSING), "ts", raw)
+        nbytes = _int_or_none(args.get("Bytes"), "Bytes")
+        for k in ("name", "ph", "ts"):
+            ev.pop(k, None)
+        attrs = _ENCODER.encode(ev)
+        if not attrs.isascii():
+            _check_text(attrs)
         c = self.cols
         c["name"].append("[memory]")
         c["category"].append("memory")
         c["device"].append(device)
-        c["stream"].append(tid if type(tid) is int else None)
-        c["ts_ns"].append(exact_ns(ev.get("ts"), "ts", raw))
+        c["stream"].append(_int64(tid, "tid") if type(tid) is int else None)
+        c["ts_ns"].append(ts_ns)
         c["dur_ns"].append(0)
         c["correlation"].append(None)
-        c["bytes"].append(_int_or_none(args.get("Bytes")))
-        for k in ("name", "ph", "ts"):
-            ev.pop(k, None)
-        c["attrs"].append(_ENCODER.encode(ev))
+        c["bytes"].append(nbytes)
+        c["attrs"].append(attrs)
+
+
+_MISSING = object()
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def _kind(value: Any) -> str:
+    """How an error names a JSON value's type (Python's names, as json.loads made it)."""
+    return "missing" if value is _MISSING else type(value).__name__
+
+
+def _args(ev: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``args`` object; absent or empty (any falsy value) reads as {}."""
+    args = ev.get("args") or _EMPTY
+    if type(args) is not dict:
+        raise BadEvent(f"'args' is {_kind(args)}: expected an object")
+    return args
+
+
+def _key(value: Any, key: str) -> tuple[type, Any]:
+    """A scalar as a lookup key that keeps its type (1, 1.0 and true stay apart)."""
+    if type(value) in (list, dict):
+        raise BadEvent(f"'{key}' is {_kind(value)}: expected a number or a string")
+    return type(value), value
+
+
+def _pystr(value: Any, key: str) -> str:
+    """``str()`` of a scalar JSON value, as the f-strings of the first release wrote it."""
+    if type(value) in (list, dict):
+        raise BadEvent(f"'{key}' is {_kind(value)}: expected a number or a string")
+    return str(value)
+
+
+def _int64(value: int, key: str) -> int:
+    if _I64_MIN <= value <= _I64_MAX:
+        return value
+    raise BadEvent(f"'{key}' is {value}: out of the 64-bit range")
+
+
+def _ns(value: Any, key: str, raw: str | None) -> int:
+    """Microseconds (int or float) to integer nanoseconds, exactly (see exact_ns)."""
+    if type(value) is int:
+        ns = value * 1000
+    elif type(value) is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadEvent(f"'{key}' is {value}: expected a finite number")
+        ns = exact_ns(value, key, raw)
+    else:
+        raise BadEvent(f"'{key}' is {_kind(value)}: expected a number of microseconds")
+    return _int64(ns, f"{key} in ns")
+
+
+def _check_text(text: str) -> None:
+    """Text stored from the trace must be valid Unicode (json keeps lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadEvent("a \\u escape of an unpaired UTF-16 surrogate: not valid text") from None
 
 
 def _jax_gpu_category(name: str) -> str:
@@ -273,21 +380,27 @@ def _message_bytes(args: dict[str, Any]) -> int | None:
     counts = [c for c in (args.get("In msg nelems"), args.get("Out msg nelems"))
               if type(c) is int]
     if size and counts:
-        return max(counts) * size
+        return _int64(max(counts) * size, "message bytes")
     return None
 
 
 def parse_trace(path: str, progress: ProgressFn | None = None, fmt: str = FORMAT_KINETO
                 ) -> Iterator[Record]:
-    """The timeline of one trace, then its kept events in batches, then a closing note."""
-    return _Trace(path, fmt).consume(read_trace(path, progress))
+    """The timeline of one trace, then its kept events in batches, then a closing note.
+
+    The compiled core does the reading where it is built (the same rows; see native.py).
+    """
+    core = native.module()
+    if core is None:
+        return _Trace(path, fmt).consume(TraceReader(path, progress))
+    return _Trace(path, fmt).consume_native(core.ChromeTraceParser(path), progress)
 
 
 def measured_records(path: str, fmt: str = FORMAT_KINETO) -> list[Any]:
     """Every kept event of a trace as ``KernelMeasured`` values (tests, small traces)."""
     out: list[Any] = []
     for rec in parse_trace(path, None, fmt):
-        if isinstance(rec, MeasuredBatch):
+        if isinstance(rec, MeasuredBatch | EventColumns):
             out.extend(rec.records())
     return out
 

@@ -1,0 +1,155 @@
+// What every compiled parser shares: the input window, UTF-8 checking, errors, and the
+// Python object plumbing for a parser type (feed(bytes) -> list, finish() -> list).
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "columns.hpp"
+
+namespace tlv {
+
+// Bad input: becomes tlview.ingest.errors.IngestError(path, line, message). line 0: none.
+struct ParseError {
+    int64_t line;
+    std::string msg;
+};
+
+// Length of the longest prefix of s that is valid UTF-8 as Python's strict decoder reads
+// it (no overlongs, no encoded surrogates, nothing above U+10FFFF); `complete` false when
+// the prefix stops at a sequence cut by the end of s rather than at a bad byte.
+inline size_t utf8_valid_prefix(std::string_view s, bool* cut) {
+    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+    size_t n = s.size(), i = 0;
+    *cut = false;
+    while (i < n) {
+        // 8 ASCII bytes at a time
+        while (i + 8 <= n) {
+            uint64_t w;
+            std::memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ull) break;
+            i += 8;
+        }
+        if (i >= n) break;
+        uint8_t c = p[i];
+        if (c < 0x80) { ++i; continue; }
+        size_t need;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c == 0xE0) { need = 2; lo = 0xA0; }
+        else if (c >= 0xE1 && c <= 0xEC) need = 2;
+        else if (c == 0xED) { need = 2; hi = 0x9F; }
+        else if (c >= 0xEE && c <= 0xEF) need = 2;
+        else if (c == 0xF0) { need = 3; lo = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) need = 3;
+        else if (c == 0xF4) { need = 3; hi = 0x8F; }
+        else return i;
+        for (size_t k = 1; k <= need; ++k) {
+            if (i + k >= n) { *cut = true; return i; }
+            uint8_t d = p[i + k];
+            uint8_t l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+            if (d < l || d > h) return i;
+        }
+        i += need + 1;
+    }
+    return i;
+}
+
+inline int64_t count_lines(std::string_view s) {
+    int64_t n = 0;
+    const char* p = s.data();
+    const char* e = p + s.size();
+    while ((p = static_cast<const char*>(std::memchr(p, '\n', (size_t)(e - p)))) != nullptr) {
+        ++n;
+        ++p;
+    }
+    return n;
+}
+
+inline std::string hex_byte(uint8_t b) {
+    static const char h[] = "0123456789abcdef";
+    return std::string("0x") + h[b >> 4] + h[b & 15];
+}
+
+// The bytes of a streamed input not yet consumed, with the line number of their start.
+// Text is appended as it arrives (checked as UTF-8); consumed text is dropped.
+struct Window {
+    std::string buf;
+    size_t pos = 0;            // next unconsumed byte
+    int64_t line_base = 1;     // line of buf[0]
+    std::string pending;       // a UTF-8 sequence cut by the end of the last chunk
+    bool eof = false;
+
+    int64_t line_at(size_t p) const {
+        return line_base + count_lines(std::string_view(buf).substr(0, p));
+    }
+
+    // Append a chunk; a byte that is not UTF-8 is a ParseError at its own line.
+    void append(std::string_view chunk) {
+        std::string joined;
+        std::string_view s = chunk;
+        if (!pending.empty()) {
+            joined = pending;
+            joined.append(chunk);
+            s = joined;
+            pending.clear();
+        }
+        bool cut = false;
+        size_t ok = utf8_valid_prefix(s, &cut);
+        if (ok < s.size() && !cut) {
+            int64_t line = line_at(buf.size()) + count_lines(s.substr(0, ok));
+            throw ParseError{line, "not UTF-8 text (byte " + hex_byte((uint8_t)s[ok]) +
+                                       "): expected JSON"};
+        }
+        buf.append(s.data(), ok);
+        pending.assign(s.data() + ok, s.size() - ok);
+    }
+
+    void finish() {
+        eof = true;
+        if (!pending.empty())
+            throw ParseError{line_at(buf.size()),
+                             "not UTF-8 text (a cut multi-byte character): expected JSON"};
+    }
+
+    // Drop what was consumed, keeping line numbers right.
+    void compact() {
+        if (pos == 0) return;
+        line_base += count_lines(std::string_view(buf).substr(0, pos));
+        buf.erase(0, pos);
+        pos = 0;
+    }
+};
+
+// Python <-> C++ glue -------------------------------------------------------------------
+
+// Set the Python error for a ParseError (IngestError from tlview.ingest.errors).
+inline void raise_parse_error(PyObject* path, const ParseError& e) {
+    PyObject* mod = PyImport_ImportModule("tlview.ingest.errors");
+    if (!mod) return;
+    PyObject* cls = PyObject_GetAttrString(mod, "IngestError");
+    Py_DECREF(mod);
+    if (!cls) return;
+    PyObject* line = e.line > 0 ? PyLong_FromLongLong(e.line) : (Py_INCREF(Py_None), Py_None);
+    PyObject* msg = PyUnicode_DecodeUTF8(e.msg.data(), (Py_ssize_t)e.msg.size(), "replace");
+    PyObject* exc = (line && msg) ? PyObject_CallFunctionObjArgs(cls, path, line, msg, nullptr)
+                                  : nullptr;
+    Py_XDECREF(line);
+    Py_XDECREF(msg);
+    Py_DECREF(cls);
+    if (exc) {
+        PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+inline PyObject* py_str(std::string_view s) {
+    return PyUnicode_DecodeUTF8(s.data(), (Py_ssize_t)s.size(), "surrogatepass");
+}
+
+}  // namespace tlv

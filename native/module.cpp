@@ -1,0 +1,30 @@
+// tlview.ingest._native: the compiled ingest core.
+//
+// Each input format that needs speed has a parser type here (its own .cpp), the twin of
+// a Python parser that stays the specification (ingest/native.py explains the contract).
+#include <Python.h>
+
+namespace tlv {
+int add_chrome_trace(PyObject* module);
+int add_cuda_snapshot(PyObject* module);
+}
+
+static PyModuleDef native_module = {
+    PyModuleDef_HEAD_INIT, "tlview.ingest._native",
+    "Compiled parsers of tlview's ingest (twins of the Python parsers).", -1, nullptr,
+    nullptr, nullptr, nullptr, nullptr};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject* m = PyModule_Create(&native_module);
+    if (!m) return nullptr;
+    if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0) {
+        Py_DECREF(m);
+        return nullptr;
+    }
+    // Bumped whenever any parser's output changes, so a stale build is never used.
+    if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {
+        Py_DECREF(m);
+        return nullptr;
+    }
+    return m;
+}
