@@ -1,0 +1,55 @@
+"""The lines `tlview ingest` and `tlview info` print for a CUDA allocator snapshot timeline."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable
+from typing import Any
+
+from .fmt import exact_bytes
+
+
+def _when(time_us: int | None, start_us: int | None) -> str:
+    """``+5.001 ms`` into the window, and the wall-clock time torch recorded (UTC)."""
+    if time_us is None:
+        return "time not recorded"
+    clock = _dt.datetime.fromtimestamp(time_us / 1e6, _dt.timezone.utc)
+    rel = f"+{(time_us - start_us) / 1000:,.3f} ms, " if start_us is not None else ""
+    return f"{rel}{clock:%Y-%m-%d %H:%M:%S}.{time_us % 1_000_000:06d} UTC"
+
+
+def _at(index: int) -> str:
+    return "the start of the window" if index == -1 else f"event {index:,}"
+
+
+def print_snapshot_summary(db: Any, r: dict[str, Any],
+                           out: Callable[[str], None] = print) -> None:
+    """Events, the allocated and reserved peaks with time and top site, every OOM."""
+    tid = r["timeline_id"]
+    rows = db.query_dicts("snapshot_summary", tid)
+    head = (f"timeline {tid} {r['name']} [{r['format']}"
+            f"{', ' + r['device'] if r['device'] else ''}]")
+    if not rows:
+        out(f"{head}: no allocator state")
+        return
+    s = rows[0]
+    actions = ", ".join(f"{n:,} {a}" for a, n in db.query("snapshot_actions", tid))
+    out(f"{head}: {s['n_events']:,} events{' (' + actions + ')' if actions else ''}")
+    start = s["start_time_us"]
+    site = db.query("snapshot_top_site", tid)
+    top = f"; top site {site[0][0]}: {exact_bytes(site[0][1])}" if site else ""
+    out(f"  peak allocated {exact_bytes(s['allocated_bytes'])} at {_at(s['event_index'])} "
+          f"({_when(s['time_us'], start)}){top}")
+    out(f"  peak reserved {exact_bytes(s['reserved_bytes'])} at "
+          f"{_at(s['reserved_event_index'])} ({_when(s['reserved_time_us'], start)})")
+    out(f"  peak in whole blocks {exact_bytes(s['block_bytes'])} at "
+          f"{_at(s['block_event_index'])} (what torch.cuda.max_memory_allocated() counts)")
+    if not s["consistent"]:
+        out("  the trace does not match its allocations: these sums are not to be trusted")
+    for o in db.query_dicts("snapshot_ooms", tid):
+        fits = {True: "it would fit", False: "it would not fit", None: "unknown"}[o["request_fits"]]
+        out(f"  OOM at {_at(o['event_index'])} ({_when(o['time_us'], start)}): requested "
+              f"{exact_bytes(o['requested_bytes'])}, CUDA free {exact_bytes(o['device_free'])}; "
+              f"allocated {exact_bytes(o['allocated_bytes'])}, reserved "
+              f"{exact_bytes(o['reserved_bytes'])}, largest free block "
+              f"{exact_bytes(o['largest_free_block'])} ({fits})")

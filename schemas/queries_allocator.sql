@@ -1,0 +1,113 @@
+-- Named queries of the allocator-snapshot ingest (store/writer.py) and its summaries.
+
+-- name: append_frames
+INSERT INTO frames SELECT * FROM _tlview_rows;
+
+-- name: append_stacks
+INSERT INTO stacks SELECT * FROM _tlview_rows;
+
+-- Cache refresh (store/caches.py), per timeline range.
+-- name: cache_clear_allocator_curve
+DELETE FROM _cache_allocator_curve WHERE timeline_id BETWEEN ? AND ?;
+
+-- name: cache_ranges_allocator_curve
+-- The curve is filled in ranges (store/caches.py): (timeline, lo, hi), in order: the start
+-- (-1), then 2**20 entries at a time, each from the cache's row before it.
+SELECT t.timeline_id, -1 AS lo, -1 AS hi
+FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
+UNION ALL
+SELECT e.timeline_id, r * 1048576, r * 1048576 + 1048575
+FROM (SELECT timeline_id, max(step) AS last FROM events
+      WHERE kind = 'allocator_action' AND timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id) e,
+     LATERAL (SELECT unnest(range(0, e.last // 1048576 + 1)) AS r)
+ORDER BY 1, 2;
+
+-- name: cache_fill_allocator_curve
+INSERT INTO _cache_allocator_curve BY NAME
+SELECT timeline_id, -1 AS event_index, first_time AS time_us, allocated_bytes, reserved_bytes,
+       active_blocks, block_bytes
+FROM _allocator_start WHERE timeline_id = $1 AND $2 = -1
+UNION ALL
+SELECT c.* FROM (SELECT * FROM _cache_allocator_curve
+                 WHERE timeline_id = $1 AND event_index = $2 - 1 AND $2 >= 0) b,
+     LATERAL _allocator_curve_steps($1, $2, $3, b.allocated_bytes, b.reserved_bytes,
+                                    b.active_blocks, b.block_bytes) c;
+
+-- name: cache_clear_allocator_blocks
+DELETE FROM _cache_allocator_blocks WHERE timeline_id BETWEEN ? AND ?;
+
+-- name: cache_fill_allocator_blocks
+INSERT INTO _cache_allocator_blocks BY NAME
+SELECT * FROM _allocator_blocks_derived WHERE timeline_id BETWEEN ? AND ?;
+
+-- Content digest of a source's interned frames and stacks (store/digest.py), given only
+-- where the source has any, so that other sources' digests are unchanged.
+-- name: digest_stacks
+SELECT CASE WHEN (SELECT count(*) FROM stacks WHERE source_id = $1) = 0
+            AND (SELECT count(*) FROM frames WHERE source_id = $1) = 0 THEN NULL
+       ELSE sha256(
+           COALESCE((SELECT string_agg(md5(to_json(f)::VARCHAR), '' ORDER BY f.frame_id)
+                     FROM (SELECT frame_id, filename, line, name, attrs FROM frames
+                           WHERE source_id = $1) f), '') ||
+           COALESCE((SELECT string_agg(md5(to_json(s)::VARCHAR), '' ORDER BY s.stack_id)
+                     FROM (SELECT stack_id, frame_ids FROM stacks WHERE source_id = $1) s), ''))
+       END;
+
+-- The `tlview ingest` / `tlview info` summary of a snapshot timeline (cli/snapshot_summary.py).
+-- name: snapshot_summary
+SELECT p.event_index, p.time_us, p.allocated_bytes, p.reserved_bytes, p.reserved_event_index,
+       p.block_bytes, p.block_event_index, p.consistent,
+       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = p.timeline_id
+          AND c.event_index = -1) AS start_time_us,
+       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = p.timeline_id
+          AND c.event_index = p.reserved_event_index) AS reserved_time_us,
+       (SELECT count(*) FROM allocator_events e WHERE e.timeline_id = p.timeline_id) AS n_events
+FROM allocator_peak p WHERE p.timeline_id = ?;
+
+-- name: snapshot_actions
+SELECT action, count(*) FROM allocator_events WHERE timeline_id = ?
+GROUP BY action ORDER BY count(*) DESC, action;
+
+-- name: snapshot_top_site
+SELECT site, bytes_at_peak FROM allocation_sites WHERE timeline_id = ? AND bytes_at_peak > 0
+ORDER BY bytes_at_peak DESC, site LIMIT 1;
+
+-- name: snapshot_ooms
+SELECT event_index, time_us, requested_bytes, device_free, allocated_bytes, reserved_bytes,
+       largest_free_block, request_fits
+FROM ooms WHERE timeline_id = ? ORDER BY event_index;
+
+-- What a snapshot screen of the terminal UI reads (store/snapshot_queries.py): range reads
+-- of the cached curve and blocks, never a recomputation.
+-- name: snap_overview
+SELECT (SELECT count(*) FROM allocator_curve WHERE timeline_id = $1) - 1 AS n_events,
+       p.event_index, p.allocated_bytes, p.reserved_bytes, p.block_bytes, p.consistent
+FROM allocator_peak p WHERE p.timeline_id = $1;
+
+-- name: snap_curve_buckets
+-- The curve squeezed into $2 columns over $3 rows (event -1 included): per column the
+-- largest allocated and reserved bytes.
+SELECT CAST(floor((event_index + 1) * $2 / $3) AS BIGINT) AS col,
+       max(allocated_bytes), max(reserved_bytes)
+FROM allocator_curve WHERE timeline_id = $1 GROUP BY col ORDER BY col;
+
+-- name: snap_at
+SELECT c.event_index, c.time_us, e.action, e.size, e.address, c.allocated_bytes,
+       c.reserved_bytes, c.active_blocks, c.block_bytes
+FROM allocator_curve c LEFT JOIN allocator_events e
+  ON e.timeline_id = c.timeline_id AND e.event_index = c.event_index
+WHERE c.timeline_id = $1 AND c.event_index = $2;
+
+-- name: snap_sites_at
+-- The blocks live after entry $2, grouped by site, largest first ($3 sites at most).
+SELECT site, count(*) AS blocks, sum(requested_size) AS bytes, sum(size) AS block_bytes,
+       arg_max(stack_id, size) AS stack_id
+FROM blocks_live_at($1, $2) GROUP BY site ORDER BY bytes DESC, site LIMIT $3;
+
+-- name: snap_stack
+SELECT stack FROM allocator_stacks s JOIN timeline_records t ON t.source_id = s.source_id
+WHERE t.timeline_id = $1 AND s.stack_id = $2;
+
+-- name: snap_ooms
+SELECT event_index FROM allocator_events WHERE timeline_id = $1 AND action = 'oom'
+ORDER BY event_index;

@@ -1,0 +1,88 @@
+"""What a view of an allocator snapshot asks of the store: frozen snapshots, as
+``timeline_queries`` does for schedules. SQL in ``schemas/queries_allocator.sql``; the
+curve and the blocks' lives are cached at ingest, so scrubbing is a range read."""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from .db import Database
+
+
+@frozen
+class SnapshotOverview:
+    timeline_id: int
+    n_events: int
+    peak_event: int
+    peak_allocated: int
+    peak_reserved: int
+    peak_blocks: int
+    consistent: bool
+    ooms: tuple[int, ...]  # event indexes of the OOMs, in order
+
+
+@frozen
+class SnapshotCurve:
+    """allocated/reserved squeezed to columns: the largest of the events in each."""
+
+    allocated: tuple[int, ...]
+    reserved: tuple[int, ...]
+
+
+@frozen
+class SnapshotPoint:
+    event_index: int  # -1: the window's start
+    time_us: int | None
+    action: str | None
+    size: int | None
+    address: int | None
+    allocated: int
+    reserved: int
+    active_blocks: int
+    block_bytes: int
+
+
+@frozen
+class SiteRow:
+    site: str
+    blocks: int
+    bytes: int
+    block_bytes: int
+    stack_id: int | None  # the largest block's stack (see ``stack``)
+
+
+def overview(db: Database, tid: int) -> SnapshotOverview | None:
+    rows = db.query("snap_overview", tid)
+    if not rows:
+        return None
+    n, idx, alloc, res, blocks, consistent = rows[0]
+    ooms = tuple(r[0] for r in db.query("snap_ooms", tid))
+    return SnapshotOverview(tid, n, idx, alloc, res, blocks, bool(consistent), ooms)
+
+
+def curve(db: Database, tid: int, columns: int, n_events: int) -> SnapshotCurve:
+    """The curve in ``columns`` columns (event -1 and the ``n_events`` entries)."""
+    alloc = [0] * columns
+    res = [0] * columns
+    for col, a, r in db.query("snap_curve_buckets", tid, columns, max(n_events + 1, 1)):
+        if 0 <= col < columns:
+            alloc[col], res[col] = a, r
+    return SnapshotCurve(tuple(alloc), tuple(res))
+
+
+def point(db: Database, tid: int, event_index: int) -> SnapshotPoint | None:
+    rows = db.query("snap_at", tid, event_index)
+    return SnapshotPoint(*rows[0]) if rows else None
+
+
+def sites_at(db: Database, tid: int, event_index: int, limit: int = 200) -> tuple[SiteRow, ...]:
+    """The blocks live after ``event_index``, by allocation site, largest first."""
+    return tuple(SiteRow(*r) for r in db.query("snap_sites_at", tid, event_index, limit))
+
+
+def stack(db: Database, tid: int, stack_id: int | None) -> tuple[str, ...]:
+    """A stack's frames as ``filename:line:name``, innermost first."""
+    if stack_id is None:
+        return ()
+    rows = db.query("snap_stack", tid, stack_id)
+    return tuple(rows[0][0]) if rows else ()
