@@ -30,7 +30,7 @@ Rules (README, "FX graphs"):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -104,6 +104,81 @@ def parse_annotation(ann: str) -> dict[str, Any] | None:
     return {"dtype": DTYPES.get(m["dtype"], m["dtype"]), "shape": shape, "stride": stride, "device": m["device"] or None}
 
 
+_ANN_UNSTRIDED = re.compile(r"(?P<dtype>\w+)\[(?P<shape>[^\]]*)\](?P<device>[^\[\s]*)\Z")
+
+
+def graph_summary(lines: Iterable[tuple[int, str]]) -> dict[str, Any]:
+    """What a wrapper can learn from a readable FX graph file (``fx_graph_readable.py`` /
+    ``fx_graph_transformed.py`` of a TORCH_COMPILE_DEBUG folder): the dtype and shape of
+    every node's tensor output, in the form of :meth:`FxGraphParser.summary`.
+
+    These files print annotations without strides (``"f32[2, 2, 8]"``): such an output's
+    stride is None, and a wrapper matches it on op, output index and shape alone.
+    """
+    outputs: list[tuple[str, int | None, str, str, str | None]] = []
+    inputs: dict[str, tuple[list[str], list[str] | None, str]] = {}
+    tuples: dict[str, str] = {}  # tuple-valued node -> its op
+    for _, text in lines:
+        s = text.strip()
+        if s.startswith("def forward("):
+            for d in _DECL.finditer(s):
+                a = _loose_annotation(d["ann"])
+                if a is not None:
+                    inputs[d["name"]] = (a["shape"], a["stride"], a["dtype"])
+            continue
+        m = _NODE.match(s.split(";", 1)[0].strip())
+        if m is None:
+            continue
+        rhs = m["rhs"].strip()
+        call = _CALL.match(rhs)
+        if m["ann"] is None:
+            if call is not None:
+                tuples[m["name"]] = op_name(call["target"])
+            continue
+        a = _loose_annotation(m["ann"])
+        if a is None:
+            continue
+        shape, stride = _fmt(a["shape"]), _fmt(a["stride"]) if a["stride"] is not None else None
+        g = _GETITEM.match(rhs)
+        if g is not None and g["base"] in tuples:
+            outputs.append((tuples[g["base"]], int(g["i"]), a["dtype"], shape, stride))
+        elif call is not None:
+            outputs.append((op_name(call["target"]), None, a["dtype"], shape, stride))
+    return {"outputs": outputs, "inputs": inputs}
+
+
+def _loose_annotation(ann: str) -> dict[str, Any] | None:
+    """An annotation with or without its strides and device."""
+    a = parse_annotation(ann)
+    if a is not None:
+        return a
+    m = _ANN_UNSTRIDED.match(ann.strip())
+    if not m:
+        return None
+    shape = [d.strip() for d in m["shape"].split(",") if d.strip()]
+    return {"dtype": DTYPES.get(m["dtype"], m["dtype"]), "shape": shape, "stride": None,
+            "device": m["device"] or None}
+
+
+def _strip_comment(code: str) -> str:
+    """``primals_1: "f32[4][1]cpu",  # PlainAOTInput(idx=0)`` -> the code before the comment
+    (a ``#`` inside the quoted annotation is not one)."""
+    i = code.find("#")
+    if i < 0:
+        return code
+    if code.count('"', 0, i) % 2:
+        j = code.find('"', i)
+        i = code.find("#", j) if j >= 0 else -1
+        if i < 0:
+            return code
+    return code[:i].rstrip()
+
+
+def _balance(text: str) -> int:
+    return (text.count("(") + text.count("[") + text.count("{")
+            - text.count(")") - text.count("]") - text.count("}"))
+
+
 def _fmt(dims: list[str]) -> str:
     return "[" + ", ".join(dims) + "]"
 
@@ -153,6 +228,8 @@ class FxGraphParser:
         self.pending: list[Record] = []
         self.returned: list[str] | None = None
         self.saw_forward = False
+        # (kind, lines so far, first line) of a signature or return spread over lines
+        self.open_lines: tuple[str, list[str], int] | None = None
         self.last_line = header.number if header is not None else 0
         self.device: str | None = None
         self.nodes: list[tuple[str, int | None, str, str, str]] = []  # for summary()
@@ -171,6 +248,7 @@ class FxGraphParser:
         for k in ("rank", "compile_id", "pid", "time", "dress"):
             if k in meta:
                 attrs_[k] = meta[k]
+        attrs_.update(meta.get("timeline_attrs", {}))  # what a TORCH_TRACE record adds
         yield Timeline(key=self.key, name=self.display, format=FORMAT, attrs=attrs_)
 
     def summary(self) -> dict[str, Any]:
@@ -195,6 +273,9 @@ class FxGraphParser:
 
     def _line(self, number: int, text: str) -> None:
         s = text.strip()
+        if self.open_lines is not None:  # inside an expanded signature or return
+            self._continue_open(s, number)
+            return
         if not s:
             self.location = None
             return
@@ -213,6 +294,9 @@ class FxGraphParser:
         if not self.saw_forward:
             if s.endswith("(torch.nn.Module):") and " class " in f" {s}":
                 return
+            if s == "def forward(":  # expanded signature: one parameter per line
+                self.open_lines = ("signature", [], number)
+                return
             m = _FORWARD.search(s)
             if m:
                 self.saw_forward = True
@@ -220,11 +304,18 @@ class FxGraphParser:
                     self._input(d["name"], d["ann"], number)
                 return
         if s.startswith("return"):
-            self._return(s[len("return"):].strip(), number)
+            rest = s[len("return"):].strip()
+            if _balance(rest) > 0:  # return (\n name,  # comment\n ...)
+                self.open_lines = ("return", [rest], number)
+                return
+            self._return(rest, number)
             return
-        if s.endswith(";") and " = " not in s:  # the joint graph's placeholder line
-            decls = list(_DECL.finditer(s))
-            if decls:
+        if " = " not in s:
+            # The joint graph's placeholders: `primals_1: "..."; tangents_1: "...";` on one
+            # line, or one per line (`primals_1: "..."  # PlainAOTInput(idx=0)`).
+            code = _strip_comment(s)
+            decls = list(_DECL.finditer(code))
+            if decls and (code.endswith(";") or _DECL.fullmatch(code)):
                 for d in decls:
                     self._input(d["name"], d["ann"], number)
                 return
@@ -250,6 +341,27 @@ class FxGraphParser:
                         self._release(n.strip(), self.step - 1)
             return
         self._keep_unknown(number, text)
+
+    def _continue_open(self, s: str, number: int) -> None:
+        """A line of an expanded signature (``def forward(`` ... ``):``) or of a return
+        spread over lines (``return (`` ... ``)``), as TORCH_TRACE prints graphs; each
+        line may end with a comment naming what the value is (``# PlainAOTInput(idx=0)``)."""
+        assert self.open_lines is not None
+        kind, parts, start = self.open_lines
+        code = _strip_comment(s)
+        if kind == "signature":
+            if code.startswith(")"):
+                self.open_lines = None
+                self.saw_forward = True
+                return
+            for d in _DECL.finditer(code):
+                self._input(d["name"], d["ann"], number)
+            return
+        parts.append(code)
+        text = " ".join(parts)
+        if _balance(text) <= 0:
+            self.open_lines = None
+            self._return(text, start)
 
     def _input(self, name: str, ann: str, number: int) -> None:
         a = parse_annotation(ann)
@@ -412,6 +524,10 @@ class FxGraphParser:
         self.returned = [n for n in names if n in self.bound]
 
     def finish(self) -> Iterator[Record]:
+        if self.open_lines is not None:
+            what = "signature" if self.open_lines[0] == "signature" else "return statement"
+            raise self.error(self.open_lines[2], f"{self.title}: the graph's {what} never "
+                             "ends: truncated?")
         if not self.saw_forward:
             raise self.error(self.last_line, f"{self.title}: no 'def forward(self, ...)' line: "
                              "truncated graph?")

@@ -22,7 +22,11 @@ Liveness rule (see README): a buffer is live from its node's step through the
 largest step among its non-weak users (sub-nodes count at their fused node's
 step, OUTPUT means the last step, no users means only its own step); a buffer
 named in another's ``.mutations``/``.aliases`` lives at least as long as that
-buffer, transitively. Freed events are therefore emitted after the last node.
+buffer, transitively. A ``NonOwningLayout`` buffer (a ConcatKernel's input, written
+straight into the concat buffer named in its ``.aliases``) owns 0 bytes; the concat
+buffer, printed after the views written into it, is live from the earliest step of
+any of them (and is no graph input). Freed events are therefore emitted after the
+last node.
 """
 
 from __future__ import annotations
@@ -66,10 +70,18 @@ _USER = re.compile(
 _QUOTED = re.compile(r"'([^']*)'")
 _LAYOUT = re.compile(r"(?P<kind>[A-Za-z_]\w*)\((?P<args>.*)\)\s*\Z")
 _DEVICE_ARG = re.compile(r"device\(type='(?P<type>\w+)'(?:, index=(?P<index>\d+))?\)")
-_ZERO_BYTE_LAYOUTS = {"NoneLayout", "MultiOutputLayout", "MutationLayoutSHOULDREMOVE"}
+_ZERO_BYTE_LAYOUTS = {"NoneLayout", "MultiOutputLayout", "MutationLayoutSHOULDREMOVE",
+                      "NonOwningLayout"}
+# A NonOwningLayout buffer (a ConcatKernel input) is written straight into the buffer it
+# names in .aliases (the concat buffer, produced by a later node): it owns no storage.
+_NON_OWNING = "NonOwningLayout"
 
 COLLECTIVE_CLASSES = {"_CollectiveKernel"}
 WAIT_CLASSES = {"_WaitKernel"}
+
+
+def _layout_kind(text: str | None) -> str | None:
+    return parse_layout(text)["kind"] if text else None
 
 
 def _balance(text: str) -> int:
@@ -212,6 +224,9 @@ class _Parser:
         self.collective_nodes: set[str] = set()
         self.device: str | None = None
         self.symbolic: list[str] = []
+        # concat buffer -> (earliest step of a view written into it, the views), until the
+        # node producing it appears
+        self.concat_views: dict[str, tuple[int, list[str]]] = {}
 
     def error(self, line: int, message: str) -> IngestError:
         return IngestError(self.path, line, message)
@@ -419,11 +434,23 @@ class _Parser:
             for buf in node.buffers for rel in ("mutations", "aliases") if rel in buf.fields
             for target in _QUOTED.findall(buf.fields[rel])
         ]
-        yield from self._declare_inputs(node, reads + [t for _, t, _ in links])
+        # Views written into a concat buffer not produced yet: it is no input; it is
+        # linked to them once it is produced.
+        later = {target for buf, target, _ in links
+                 if target not in self.produced and target not in self.inputs
+                 and _layout_kind(buf.fields.get("layout")) == _NON_OWNING}
+        yield from self._declare_inputs(
+            node, reads + [t for _, t, _ in links if t not in later])
         for buf in node.buffers:
             yield self._allocate(node, step, buf)
+        for buf in node.buffers:
+            self._link_concat_views(buf.name)
         for buf, target, relation in links:
-            self.live.link(buf.name, target)
+            if target in later:
+                first, views = self.concat_views.get(target, (step, []))
+                self.concat_views[target] = (min(first, step), [*views, buf.name])
+            else:
+                self.live.link(buf.name, target)
             yield BufferAliased(timeline=self.key, step=step, buffer=buf.name, target=target,
                                 relation=relation, node=node.name)
         if node.ir in COLLECTIVE_CLASSES or node.cls in COLLECTIVE_CLASSES:
@@ -437,6 +464,16 @@ class _Parser:
             )
         self.live.node([node.name, *node.snodes], step)
         yield from self._frees()
+
+    def _link_concat_views(self, name: str) -> None:
+        """``name`` was just produced: if views were written into it before (allocated from
+        the earliest of them, see ``_allocate``), it lives at least as long as each."""
+        pending = self.concat_views.pop(name, None)
+        if pending is None:
+            return
+        for view in pending[1]:
+            if view in self.live.open:
+                self.live.link(view, name)
 
     def _frees(self) -> Iterator[BufferFreed]:
         for c in self.live.drain():
@@ -485,6 +522,15 @@ class _Parser:
             if k not in ("layout", "users"):
                 attrs_[k] = v
         size_expr = None
+        alloc_step = step
+        views = self.concat_views.get(buf.name)
+        if views is not None:  # a concat buffer: live from the first view written into it
+            alloc_step = min(step, views[0])
+            attrs_["written_from_step"] = views[0]
+            attrs_["written_by_views"] = views[1]
+        if kind == _NON_OWNING:
+            into = ", ".join(_QUOTED.findall(buf.fields.get("aliases", "")))
+            attrs_["owns_no_storage"] = f"written into {into}"
         if kind in _ZERO_BYTE_LAYOUTS:
             nbytes: int | None = 0
         elif size is not None and stride is not None:
@@ -501,7 +547,7 @@ class _Parser:
             self.symbolic.append(buf.name)
         self.live.buffer(buf.name, step, users, buf.line, nbytes, node.name)
         return BufferAllocated(
-            timeline=self.key, step=step, buffer=buf.name, bytes=nbytes, node=node.name,
+            timeline=self.key, step=alloc_step, buffer=buf.name, bytes=nbytes, node=node.name,
             layout=kind, dtype=dtype,
             shape=f"[{', '.join(size)}]" if size is not None else None,
             stride=f"[{', '.join(stride)}]" if stride is not None else None,

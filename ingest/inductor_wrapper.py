@@ -184,12 +184,16 @@ class WrapperParser:
     """One wrapper module, fed line by line; yields its timeline's records."""
 
     def __init__(self, path: str, names: Any, *, header: Any = None,
-                 fx_graphs: dict[str, Any] | None = None, default_name: str | None = None
-                 ) -> None:
+                 fx_graphs: dict[str, Any] | None = None, default_name: str | None = None,
+                 graph: dict[str, Any] | None = None) -> None:
         self.path = path
         self.names = names
         self.header = header
+        # FX graph summaries by AOT id (a log's graphs, printed before their wrappers), and
+        # this module's own graph where the caller knows it (a TORCH_COMPILE_DEBUG
+        # folder's fx_graph_*.py beside output_code.py, a TORCH_TRACE compile's graphs).
         self.fx_graphs = fx_graphs if fx_graphs is not None else {}
+        self.graph = graph
         self.default_name = default_name
         self.key: str | None = None
         self.aot_id: str | None = None
@@ -239,6 +243,7 @@ class WrapperParser:
         for k in ("rank", "compile_id", "pid", "time", "dress"):
             if k in meta:
                 attrs_[k] = meta[k]
+        attrs_.update(meta.get("timeline_attrs", {}))  # what a TORCH_TRACE record adds
         return Timeline(key=self.key, name=display, format=FORMAT, attrs=attrs_)
 
     def feed(self, line: Any) -> list[Record]:
@@ -637,20 +642,22 @@ class WrapperParser:
         if graph is None:
             return None, ""
         shape, stride = _fmt(sizes), _fmt(strides)
+        # The same op's output of this index and shape; its stride where the graph states
+        # one (fx_graph_readable.py does not).
         found = {dt for (o, i, dt, sh, sd) in graph["outputs"] if o == op and i == index
-                 and sh == shape and sd == stride}
+                 and sh == shape and (sd is None or sd == stride)}
         if len(found) == 1:
             return found.pop(), "FX graph annotation"
         return None, ""
 
     def _fx_graph(self) -> dict[str, Any] | None:
         """The FX graph of the same AOT id earlier in the log (``N_inference`` prints as
-        ``Forward graph N``)."""
+        ``Forward graph N``), else the module's own graph given by the caller."""
         aot = self.aot_id or ""
         graph = self.fx_graphs.get(aot)
         if graph is None and aot.endswith("_inference"):
             graph = self.fx_graphs.get(aot[: -len("_inference")] + "_forward")
-        return graph
+        return graph if graph is not None else self.graph
 
     def _arg_buffers(self, arg: str) -> str | None:
         a = arg.strip()
@@ -905,6 +912,8 @@ class WrapperParser:
             warnings.append(f"{self.interleaved} interleaved warning/traceback line(s) skipped")
         if self.symbols:
             note["symbols"] = self.symbols
+        if self.graph is not None and self.graph.get("files"):
+            note["fx_graph_files"] = self.graph["files"]
         if warnings:
             note["warnings"] = warnings
         self.note = TimelineNote(timeline=self.key, attrs=note)

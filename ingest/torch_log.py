@@ -170,8 +170,13 @@ def _section_key(line: LogLine) -> tuple[Any, ...] | None:
     return (m.get("rank"), m.get("pid"), m.get("source"), m.get("compile_id"), m.get("log"))
 
 
-def parse_torch_log(lines: Iterable[tuple[int, str]], path: str) -> Iterator[Record]:
+def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
+                    graph: dict[str, Any] | None = None) -> Iterator[Record]:
     """Yield the records of every FX graph and wrapper module in a torch log, in log order.
+
+    ``graph``: the FX graph summary of the module(s) where the caller knows it (the
+    ``fx_graph_*.py`` files beside a debug folder's ``output_code.py``), used for the
+    dtypes of extern outputs when the log itself holds no graph of the same AOT id.
 
     Each timeline gets exactly one TimelineNote (its summary), yielded once nothing
     more can be learned about it (an ``Output code written to:`` line follows its module).
@@ -238,10 +243,11 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str) -> Iterator[Rec
             continue
         if stripped == "Output code:":
             yield from open_section(
-                WrapperParser(path, names, header=line, fx_graphs=fx_by_aot), line)
+                WrapperParser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph),
+                line)
             continue
         if stripped.startswith("# AOT ID:"):
-            wrapper = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot)
+            wrapper = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph)
             yield from open_section(wrapper, line)
             yield from wrapper.feed(line)
             continue
@@ -299,10 +305,46 @@ def sniff(head: str, path: str) -> bool:
         "# AOT ID:" in head and "async_compile" in head)
 
 
+# The readable FX graphs TORCH_COMPILE_DEBUG writes beside a graph's output_code.py: the
+# graph as AOT autograd traced it, then after Inductor's post-grad passes.
+SIBLING_GRAPHS = ("fx_graph_readable.py", "fx_graph_transformed.py")
+
+
+def sibling_graph(path: str) -> dict[str, Any] | None:
+    """The FX graph summary of an ``output_code.py`` (or ``<aot id>.output_code.py``) from
+    the ``fx_graph_readable.py`` / ``fx_graph_transformed.py`` in the same folder, which
+    state every node's dtype and shape; None where there are none. Only regular files
+    beside the given one are read (never a link out of the folder)."""
+    from pathlib import Path
+
+    from .fx_graph import graph_summary
+    from .lines import read_lines
+
+    p = Path(path)
+    if not p.name.endswith("output_code.py"):
+        return None
+    prefix = p.name[: -len("output_code.py")]
+    outputs: list[Any] = []
+    inputs: dict[str, Any] = {}
+    files = []
+    for name in SIBLING_GRAPHS:
+        q = p.with_name(prefix + name)
+        if q.is_symlink() or not q.is_file():
+            continue
+        summary = graph_summary(read_lines(q))
+        outputs += summary["outputs"]
+        for k, v in summary["inputs"].items():
+            inputs.setdefault(k, v)
+        files.append(q.name)
+    if not files:
+        return None
+    return {"outputs": outputs, "inputs": inputs, "files": files}
+
+
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     from .lines import read_lines
 
-    return parse_torch_log(read_lines(path, progress), path)
+    return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
 
 
 def _spec() -> Any:

@@ -242,16 +242,32 @@ FROM measured_memory
 QUALIFY row_number() OVER (PARTITION BY timeline_id, device
                            ORDER BY total_allocated DESC, ts_ns, seq) = 1;
 
--- ===== Attaching measured GPU work to the nodes of the output code =====
+-- ===== Attaching measured work to the nodes of the output code =====
 -- A trace's compiled regions are the CPU ranges of its '## Call CompiledFxGraph
 -- <key> ##' annotations. A GPU event belongs to a call when the runtime call that
--- launched it ran on the call's thread inside that range. Output-code timelines are
--- the timelines with a node whose kernel is a Triton kernel (triton_*), whatever
--- ingester made them; their nodes carry the kernel name the trace shows: the Triton
--- name itself, aten::X for extern_kernels.X, NS::OP for torch.ops.NS.OP.overload.
---   A call is matched to an output-code timeline when it launches the same Triton
---   kernels in the same order (and on the same device, where both say). A graph
---   launching no Triton kernel cannot be told apart this way and is not attached.
+-- launched it ran on the call's thread inside that range; a CPU op when it ran on that
+-- thread inside it. Output-code timelines are the wrapper timelines (format
+-- inductor_wrapper: output_code.py, TORCH_LOGS and TORCH_TRACE alike); their nodes carry the name a
+-- trace gives them: the Triton or C++ kernel's own name (the CPU profiler prefixes a
+-- C++ kernel with graph_<N>_ when Inductor records it, TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1),
+-- aten::X for extern_kernels.X, NS::OP for torch.ops.NS.OP.overload.
+--   Which graph a call ran: a GPU graph's call launches the same Triton kernels in the
+--   same order (on the same device, where both say); a CPU graph's call holds, as its
+--   top-level CPU ops, the graph's extern ops (and its C++ kernels, where the trace
+--   records them) in the same order. Among the output-code timelines that match:
+--   * copies of one graph (the same AOT id and the same launches: its output_code.py,
+--     its copy in a TORCH_LOGS log, in a TORCH_TRACE log) are one candidate, attributed
+--     through one of them, its representative (the one under the trace's folder, then
+--     of the trace's rank, then naming the call's key, then the first ingested); the
+--     others are copies (output_node_times.copy_of);
+--   * candidates are narrowed, in turn, to those whose FX-graph cache key (a TORCH_TRACE
+--     log's fx_graph_cache_miss/hit) is the call's key, then to those under the trace's
+--     folder, then to those of the trace's rank, each where any candidate is;
+--   * when k > 1 candidates remain (different graphs launching the same kernels, e.g.
+--     two identical blocks' 0_forward and 1_forward, whose calls carry no key), the call
+--     is ambiguous: each of its events is split over the k graphs, confidence / k, and
+--     its duration shared out in integer ns (dur // k to each, one more ns to the first
+--     dur % k of them by timeline id), so every event is attributed once in total.
 --   Triton kernels attach by name and launch order within the call (the k-th launch
 --   of triton_X to the k-th node of triton_X): method 'triton_name_order'.
 --   Extern kernels (cuBLAS nvjet_*, attention, NCCL ...) attach through the CPU op
@@ -259,6 +275,8 @@ QUALIFY row_number() OVER (PARTITION BY timeline_id, device
 --   extern_kernels.mm node, and every non-Triton GPU event launched inside it is
 --   that node's: method 'extern_cpu_op'. confidence 1.0 when the call holds as many
 --   such ops as the graph has nodes of that name, else 0.5.
+--   CPU graphs: the k-th top-level CPU op of a name in the call is the k-th node of that
+--   name, its duration the node's: method 'cpu_op' (confidence as for extern ops).
 
 -- _compiled_calls: each call of a compiled graph in a trace.
 CREATE OR REPLACE VIEW _compiled_calls AS
@@ -276,63 +294,182 @@ FROM _compiled_calls c JOIN kernel_launches l
   ON l.timeline_id = c.timeline_id AND l.thread = c.thread
  AND l.launch_ts_ns >= c.ts_ns AND l.launch_ts_ns < c.end_ns;
 
+-- _call_cpu_ops: the top-level CPU ops of each compiled call (on its thread, inside its
+-- range, in no other CPU op of the call), with the name a graph node would have
+-- (graph_<N>_ prefix of a recorded C++ kernel removed) and their order by name.
+CREATE OR REPLACE VIEW _call_cpu_ops AS
+WITH ops AS (
+    SELECT c.timeline_id, c.call_seq, o.seq AS op_seq, o.name,
+           regexp_replace(o.name, '^graph_\d+_', '') AS op_name, o.ts_ns, o.end_ns, o.dur_ns,
+           max(o.end_ns) OVER (PARTITION BY c.timeline_id, c.call_seq
+                               ORDER BY o.ts_ns, o.end_ns DESC, o.seq
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+    FROM _compiled_calls c JOIN measured o
+      ON o.timeline_id = c.timeline_id AND o.category = 'cpu_op' AND o.stream = c.thread
+     AND o.ts_ns >= c.ts_ns AND o.end_ns <= c.end_ns
+)
+SELECT timeline_id, call_seq, op_seq, name, op_name, ts_ns, end_ns, dur_ns,
+       row_number() OVER (PARTITION BY timeline_id, call_seq, op_name
+                          ORDER BY ts_ns, op_seq) AS occurrence,
+       count(*) OVER (PARTITION BY timeline_id, call_seq, op_name) AS same_name
+FROM ops WHERE prev_end IS NULL OR ts_ns >= prev_end;
+
+-- _output_timelines: the output-code timelines, with what identifies their graph.
+--   graph_key: the FX-graph cache key a TORCH_TRACE log gave it (NULL elsewhere);
+--   rank: the rank its log states; folder: the folder of its file.
+CREATE OR REPLACE VIEW _output_timelines AS
+SELECT t.timeline_id, json_extract_string(t.attrs, '$.aot_id') AS aot_id,
+       TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank,
+       json_extract_string(n.attrs, '$.fx_graph_cache_key') AS graph_key,
+       s.path, regexp_replace(s.path, '/[^/]*$', '') AS folder
+FROM timeline_records t JOIN sources s USING (source_id)
+LEFT JOIN timeline_notes n USING (timeline_id)
+WHERE t.format = 'inductor_wrapper';
+
 -- _output_nodes: the nodes of output-code timelines with the name a trace gives them.
---   kind: triton | extern | NULL (not a launch: return, ...); occurrence: 1 for the
+--   kind: triton | cpp | extern | NULL (not a launch: return, ...); occurrence: 1 for the
 --   first node of that profiler_name in the timeline, 2 for the next, ...
 CREATE OR REPLACE VIEW _output_nodes AS
 WITH n AS (
     SELECT timeline_id, step, node, kernel, device,
            CASE WHEN kernel LIKE 'triton!_%' ESCAPE '!' THEN 'triton'
+                WHEN node_class = 'cpp' OR kernel LIKE 'cpp!_%' ESCAPE '!' THEN 'cpp'
                 WHEN kernel LIKE 'extern!_kernels.%' ESCAPE '!' OR kernel LIKE 'torch.ops.%'
                 THEN 'extern' END AS kind,
-           CASE WHEN kernel LIKE 'triton!_%' ESCAPE '!' THEN kernel
+           CASE WHEN kernel LIKE 'triton!_%' ESCAPE '!' OR node_class = 'cpp'
+                  OR kernel LIKE 'cpp!_%' ESCAPE '!' THEN kernel
                 WHEN kernel LIKE 'extern!_kernels.%' ESCAPE '!'
                 THEN 'aten::' || regexp_extract(kernel, '[^.]+$')
                 WHEN kernel LIKE 'torch.ops.%'
                 THEN split_part(kernel, '.', 3) || '::' || split_part(kernel, '.', 4)
            END AS profiler_name
     FROM nodes
+    WHERE timeline_id IN (SELECT timeline_id FROM _output_timelines)
 )
 SELECT *, count(*) OVER (PARTITION BY timeline_id, profiler_name) AS same_name,
        row_number() OVER (PARTITION BY timeline_id, profiler_name ORDER BY step) AS occurrence
-FROM n
-WHERE timeline_id IN (SELECT timeline_id FROM n WHERE kind = 'triton');
+FROM n;
 
--- call_graphs: each compiled call and the output-code timeline(s) it ran.
---   Where several output-code timelines match, those whose file lies under the
---   trace's own folder are preferred (rank0/'s output_code.py for rank0/'s trace).
---   candidates: how many remain, matching equally well (the same output code
---   ingested twice, e.g. from output_code.py and from a TORCH_LOGS log).
-CREATE OR REPLACE VIEW call_graphs AS
-WITH cs AS (
+-- _output_graphs: per output-code timeline, the sequences a call is matched on and its
+-- graph_class: copies of one graph (same AOT id, same launches in order) share it.
+--   cpu: the graph runs on the CPU (its nodes' device), matched through CPU ops.
+CREATE OR REPLACE VIEW _output_graphs AS
+SELECT o.timeline_id, o.aot_id, o.rank, o.graph_key, o.path, o.folder,
+       any_value(n.device) FILTER (WHERE n.device IS NOT NULL) AS device,
+       COALESCE(bool_or(n.device LIKE 'cpu%'), false) AS cpu,
+       COALESCE(list(n.profiler_name ORDER BY n.step) FILTER (WHERE n.kind = 'triton'), [])
+           AS triton_sig,
+       COALESCE(list(n.profiler_name ORDER BY n.step) FILTER (WHERE n.kind IN ('cpp', 'extern')),
+                []) AS cpu_sig,
+       COALESCE(list(n.profiler_name ORDER BY n.step) FILTER (WHERE n.kind = 'extern'), [])
+           AS extern_sig,
+       md5(COALESCE(o.aot_id, '') || '|' || CAST(COALESCE(
+           list(n.kernel ORDER BY n.step) FILTER (WHERE n.kind IS NOT NULL), []) AS VARCHAR))
+           AS graph_class
+FROM _output_timelines o JOIN _output_nodes n USING (timeline_id)
+GROUP BY o.timeline_id, o.aot_id, o.rank, o.graph_key, o.path, o.folder;
+
+-- _call_candidates: for each compiled call, the output-code timelines that may have run
+-- it, after the narrowing above, grouped into graph classes.
+--   member_rank 1 is the class's representative; copies: members of its class;
+--   by_key: the class holds a timeline named by the call's cache key.
+CREATE OR REPLACE VIEW _call_candidates AS
+WITH gpu AS (
     SELECT timeline_id, call_seq, any_value(device) AS device,
            list(kernel ORDER BY launch_ts_ns, seq) AS sig
     FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
     GROUP BY timeline_id, call_seq
-), gs AS (
-    SELECT timeline_id, any_value(device) AS device, list(kernel ORDER BY step) AS sig
-    FROM _output_nodes WHERE kind = 'triton' GROUP BY timeline_id
-), paths AS (
-    SELECT t.timeline_id, s.path, regexp_replace(s.path, '/[^/]*$', '') AS folder
-    FROM timeline_records t JOIN sources s USING (source_id)
+), cpu_names AS (
+    SELECT DISTINCT n.profiler_name FROM _output_nodes n JOIN _output_graphs g USING (timeline_id)
+    WHERE g.cpu AND n.kind IN ('cpp', 'extern')
+), cpu AS (
+    SELECT o.timeline_id, o.call_seq, list(o.op_name ORDER BY o.ts_ns, o.op_seq) AS sig,
+           bool_or(o.name LIKE 'graph!_%' ESCAPE '!') AS has_cpp
+    FROM _call_cpu_ops o WHERE o.op_name IN (SELECT profiler_name FROM cpu_names)
+    GROUP BY o.timeline_id, o.call_seq
 ), m AS (
-    SELECT cs.timeline_id, cs.call_seq, gs.timeline_id AS graph_timeline_id,
-           starts_with(gp.path, tp.folder || '/') AS near
-    FROM cs
-    JOIN gs ON gs.sig = cs.sig
-           AND (gs.device IS NULL OR cs.device IS NULL OR gs.device = cs.device)
-    JOIN paths tp ON tp.timeline_id = cs.timeline_id
-    JOIN paths gp ON gp.timeline_id = gs.timeline_id
-), kept AS (
-    SELECT * FROM m
+    SELECT c.timeline_id, c.call_seq, g.timeline_id AS graph_timeline_id, g.graph_class,
+           COALESCE(g.graph_key = k.graph_key, false) AS key_match
+    FROM gpu c
+    JOIN _output_graphs g
+      ON NOT g.cpu AND len(g.triton_sig) > 0 AND g.triton_sig = c.sig
+     AND (g.device IS NULL OR c.device IS NULL OR g.device = c.device)
+    JOIN _compiled_calls k ON k.timeline_id = c.timeline_id AND k.call_seq = c.call_seq
+    UNION ALL
+    SELECT c.timeline_id, c.call_seq, g.timeline_id, g.graph_class,
+           COALESCE(g.graph_key = k.graph_key, false)
+    FROM cpu c
+    JOIN _output_graphs g
+      ON g.cpu AND (len(g.cpu_sig) > 0 AND g.cpu_sig = c.sig
+                    OR NOT c.has_cpp AND len(g.extern_sig) > 0 AND g.extern_sig = c.sig)
+    JOIN _compiled_calls k ON k.timeline_id = c.timeline_id AND k.call_seq = c.call_seq
+    WHERE NOT EXISTS (SELECT 1 FROM gpu WHERE gpu.timeline_id = c.timeline_id
+                                          AND gpu.call_seq = c.call_seq)
+), placed AS (
+    SELECT m.*, starts_with(gp.path, regexp_replace(tp.path, '/[^/]*$', '') || '/') AS near,
+           COALESCE(gp.rank = TRY_CAST(json_extract(tt.attrs, '$.rank') AS INTEGER), false)
+               AS same_rank
+    FROM m
+    JOIN _output_graphs gp ON gp.timeline_id = m.graph_timeline_id
+    JOIN timeline_records tt ON tt.timeline_id = m.timeline_id
+    JOIN sources tp ON tp.source_id = tt.source_id
+), cls AS (
+    SELECT timeline_id, call_seq, graph_class, bool_or(key_match) AS by_key,
+           bool_or(near) AS near, bool_or(same_rank) AS same_rank
+    FROM placed GROUP BY ALL
+), f1 AS (
+    SELECT * FROM cls
+    QUALIFY by_key OR NOT bool_or(by_key) OVER (PARTITION BY timeline_id, call_seq)
+), f2 AS (
+    SELECT * FROM f1
     QUALIFY near OR NOT bool_or(near) OVER (PARTITION BY timeline_id, call_seq)
+), f3 AS (
+    SELECT * FROM f2
+    QUALIFY same_rank OR NOT bool_or(same_rank) OVER (PARTITION BY timeline_id, call_seq)
 )
-SELECT k.timeline_id, k.call_seq, c.graph_key, k.graph_timeline_id,
-       count(*) OVER (PARTITION BY k.timeline_id, k.call_seq) AS candidates
-FROM kept k
-JOIN _compiled_calls c ON c.timeline_id = k.timeline_id AND c.call_seq = k.call_seq;
+SELECT p.timeline_id, p.call_seq, p.graph_timeline_id, p.graph_class, f3.by_key,
+       row_number() OVER (PARTITION BY p.timeline_id, p.call_seq, p.graph_class
+                          ORDER BY p.near DESC, p.same_rank DESC, p.key_match DESC,
+                                   p.graph_timeline_id) AS member_rank,
+       count(*) OVER (PARTITION BY p.timeline_id, p.call_seq, p.graph_class) AS copies
+FROM placed p JOIN f3 USING (timeline_id, call_seq, graph_class);
 
--- _extern_ops: the CPU ops of each matched call that stand for extern nodes.
+-- call_graphs: each compiled call and the graph(s) it ran: one row per candidate graph,
+-- through its representative output-code timeline (see above).
+--   candidates: how many different graphs remain (1: the call is attributed; k > 1:
+--   ambiguous, each of them gets 1/k of it); class_rank: this one's place (1..k) by
+--   timeline id; copies: timelines of this graph (copies included) that matched;
+--   match: graph_key (named by its cache key) | kernel_sequence | ambiguous;
+--   weight: 1 / candidates.
+CREATE OR REPLACE VIEW call_graphs AS
+WITH reps AS (
+    SELECT *, count(*) OVER (PARTITION BY timeline_id, call_seq) AS candidates,
+           row_number() OVER (PARTITION BY timeline_id, call_seq ORDER BY graph_timeline_id)
+               AS class_rank
+    FROM _call_candidates WHERE member_rank = 1
+)
+SELECT r.timeline_id, r.call_seq, c.graph_key, r.graph_timeline_id, r.candidates,
+       r.class_rank, r.copies,
+       CASE WHEN r.by_key THEN 'graph_key' WHEN r.candidates > 1 THEN 'ambiguous'
+            ELSE 'kernel_sequence' END AS match,
+       1.0 / r.candidates AS weight, g.cpu
+FROM reps r
+JOIN _compiled_calls c ON c.timeline_id = r.timeline_id AND c.call_seq = r.call_seq
+JOIN _output_graphs g ON g.timeline_id = r.graph_timeline_id;
+
+-- graph_copies: per trace, the output-code timelines recognised as copies of a graph
+-- that is attributed through another timeline (copy_of), e.g. a log's copy of an
+-- output_code.py: they show its times, never counted twice.
+CREATE OR REPLACE VIEW graph_copies AS
+SELECT DISTINCT c.timeline_id AS measured_timeline_id, c.graph_timeline_id AS timeline_id,
+       r.graph_timeline_id AS copy_of
+FROM _call_candidates c
+JOIN _call_candidates r
+  ON r.timeline_id = c.timeline_id AND r.call_seq = c.call_seq
+ AND r.graph_class = c.graph_class AND r.member_rank = 1
+WHERE c.member_rank > 1;
+
+-- _extern_ops: the CPU ops of each matched GPU call that stand for extern nodes.
 CREATE OR REPLACE VIEW _extern_ops AS
 WITH ops AS (
     SELECT c.timeline_id, c.call_seq, o.seq AS op_seq, o.name, o.ts_ns, o.end_ns,
@@ -344,55 +481,88 @@ WITH ops AS (
      AND o.ts_ns >= c.ts_ns AND o.end_ns <= c.end_ns
     WHERE o.name IN (SELECT profiler_name FROM _output_nodes WHERE kind = 'extern')
 )
-SELECT ops.*, g.graph_timeline_id, g.candidates, n.step, n.node,
+SELECT ops.*, g.graph_timeline_id, g.candidates, g.class_rank, n.step, n.node,
        CASE WHEN ops.same_name = n.same_name THEN 1.0 ELSE 0.5 END AS confidence
 FROM ops
 JOIN call_graphs g ON g.timeline_id = ops.timeline_id AND g.call_seq = ops.call_seq
+                  AND NOT g.cpu
 JOIN _output_nodes n
   ON n.timeline_id = g.graph_timeline_id AND n.kind = 'extern'
  AND n.profiler_name = ops.name AND n.occurrence = ops.occurrence;
 
--- kernel_attachments: every GPU event of a compiled call attached to its node.
---   timeline_id/seq: the measured event; graph_timeline_id/step/node: the output-code
---   node; method: triton_name_order | extern_cpu_op; confidence: see above.
+-- kernel_attachments: every measured event of a compiled call attached to its node.
+--   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
+--   graph_timeline_id/step/node: the output-code node (of the representative);
+--   method: triton_name_order | extern_cpu_op | cpu_op; confidence: as above, divided by
+--   candidates; weight: 1 / candidates; share_ns: the part of dur_ns attributed here
+--   (the whole of it unless the call is ambiguous; shares of one event sum to dur_ns).
 CREATE OR REPLACE VIEW kernel_attachments AS
 WITH t AS (
     SELECT *, row_number() OVER (PARTITION BY timeline_id, call_seq, kernel
                                  ORDER BY launch_ts_ns, seq) AS occurrence
     FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
+), a AS (
+    SELECT t.timeline_id, t.seq, t.call_seq, t.kernel, t.dur_ns, g.graph_timeline_id, n.step,
+           n.node, 'triton_name_order' AS method, 1.0 AS base_confidence, g.candidates,
+           g.class_rank
+    FROM t
+    JOIN call_graphs g ON g.timeline_id = t.timeline_id AND g.call_seq = t.call_seq
+                      AND NOT g.cpu
+    JOIN _output_nodes n
+      ON n.timeline_id = g.graph_timeline_id AND n.kind = 'triton' AND n.kernel = t.kernel
+     AND n.occurrence = t.occurrence
+    UNION ALL
+    SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.dur_ns, e.graph_timeline_id, e.step,
+           e.node, 'extern_cpu_op', e.confidence, e.candidates, e.class_rank
+    FROM _extern_ops e JOIN _call_launches l
+      ON l.timeline_id = e.timeline_id AND l.call_seq = e.call_seq
+     AND l.launch_ts_ns >= e.ts_ns AND l.launch_ts_ns < e.end_ns
+    WHERE l.kernel NOT LIKE 'triton!_%' ESCAPE '!'
+    UNION ALL
+    SELECT o.timeline_id, o.op_seq, o.call_seq, o.name, o.dur_ns, g.graph_timeline_id, n.step,
+           n.node, 'cpu_op', CASE WHEN o.same_name = n.same_name THEN 1.0 ELSE 0.5 END,
+           g.candidates, g.class_rank
+    FROM _call_cpu_ops o
+    JOIN call_graphs g ON g.timeline_id = o.timeline_id AND g.call_seq = o.call_seq AND g.cpu
+    JOIN _output_nodes n
+      ON n.timeline_id = g.graph_timeline_id AND n.kind IN ('cpp', 'extern')
+     AND n.profiler_name = o.op_name AND n.occurrence = o.occurrence
 )
-SELECT t.timeline_id, t.seq, t.call_seq, t.kernel, t.dur_ns, g.graph_timeline_id, n.step, n.node,
-       'triton_name_order' AS method, 1.0 AS confidence, g.candidates
-FROM t
-JOIN call_graphs g ON g.timeline_id = t.timeline_id AND g.call_seq = t.call_seq
-JOIN _output_nodes n
-  ON n.timeline_id = g.graph_timeline_id AND n.kind = 'triton' AND n.kernel = t.kernel
- AND n.occurrence = t.occurrence
-UNION ALL
-SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.dur_ns, e.graph_timeline_id, e.step, e.node,
-       'extern_cpu_op', e.confidence, e.candidates
-FROM _extern_ops e JOIN _call_launches l
-  ON l.timeline_id = e.timeline_id AND l.call_seq = e.call_seq
- AND l.launch_ts_ns >= e.ts_ns AND l.launch_ts_ns < e.end_ns
-WHERE l.kernel NOT LIKE 'triton!_%' ESCAPE '!';
+SELECT timeline_id, seq, call_seq, kernel, dur_ns, graph_timeline_id, step, node, method,
+       base_confidence / candidates AS confidence, candidates, 1.0 / candidates AS weight,
+       CAST(dur_ns // candidates
+            + CASE WHEN class_rank <= dur_ns % candidates THEN 1 ELSE 0 END AS BIGINT)
+           AS share_ns
+FROM a;
 
--- output_node_times: per output-code node and trace, its measured GPU time.
---   invocations: calls of the graph in which the node was found; n_gpu_events: GPU
---   events attached; total_ns / mean_ns (per invocation): their summed durations;
---   attach_method: triton_name_order | extern_cpu_op | no_gpu_work (its CPU op ran
---   and launched nothing, e.g. wait_tensor) | not_a_launch (return) | unattached
---   (no trace call matched this node: see unattached_nodes).
+-- output_node_times: per output-code node and trace, its measured time.
+--   invocations: calls of the graph in which the node was found (an ambiguous call
+--   counts for each of its candidates); n_gpu_events: measured events attached (GPU
+--   events; CPU ops for CPU graphs); total_ns: their attributed shares (share_ns);
+--   mean_ns = total_ns / invocations; attach_method: triton_name_order | extern_cpu_op
+--   | cpu_op | no_gpu_work (its CPU op ran and launched nothing, e.g. wait_tensor) |
+--   not_a_launch (return) | unattached (no trace call matched this node: see
+--   unattached_nodes); confidence: the lowest of its attachments.
+--   copy_of: for a copy of a graph attributed through another timeline, that timeline
+--   (this row repeats its times); counted: false for such copies, so that the sum of
+--   total_ns over counted rows is the time attributed, each measured event once.
 CREATE OR REPLACE VIEW output_node_times AS
-WITH calls AS (
+WITH ka AS MATERIALIZED (
+    SELECT * FROM kernel_attachments
+), eo AS MATERIALIZED (
+    SELECT * FROM _extern_ops
+), on_ AS MATERIALIZED (
+    SELECT * FROM _output_nodes
+), calls AS (
     SELECT graph_timeline_id, step, timeline_id AS measured_timeline_id, call_seq,
-           sum(dur_ns) AS ns, count(*) AS n_events, any_value(method) AS method,
+           sum(share_ns) AS ns, count(*) AS n_events, any_value(method) AS method,
            min(confidence) AS confidence
-    FROM kernel_attachments GROUP BY ALL
+    FROM ka GROUP BY ALL
     UNION ALL
     SELECT e.graph_timeline_id, e.step, e.timeline_id, e.call_seq, 0, 0, 'no_gpu_work',
-           e.confidence
-    FROM _extern_ops e
-    WHERE NOT EXISTS (SELECT 1 FROM kernel_attachments a
+           e.confidence / e.candidates
+    FROM eo e
+    WHERE NOT EXISTS (SELECT 1 FROM ka a
                       WHERE a.timeline_id = e.timeline_id AND a.call_seq = e.call_seq
                         AND a.graph_timeline_id = e.graph_timeline_id AND a.step = e.step)
 ), agg AS (
@@ -402,20 +572,33 @@ WITH calls AS (
                AS method,
            min(confidence) AS confidence
     FROM calls GROUP BY ALL
+), own AS (
+    SELECT n.timeline_id, n.step, a.graph_timeline_id AS source_timeline_id,
+           a.measured_timeline_id, CAST(NULL AS INTEGER) AS copy_of
+    FROM on_ n JOIN agg a ON a.graph_timeline_id = n.timeline_id AND a.step = n.step
+    UNION ALL
+    SELECT n.timeline_id, n.step, c.copy_of, c.measured_timeline_id, c.copy_of
+    FROM on_ n JOIN graph_copies c ON c.timeline_id = n.timeline_id
 )
-SELECT n.timeline_id, n.step, n.node, n.kernel, n.kind, a.measured_timeline_id,
+SELECT n.timeline_id, n.step, n.node, n.kernel, n.kind, o.measured_timeline_id,
        COALESCE(a.invocations, 0) AS invocations, COALESCE(a.n_gpu_events, 0) AS n_gpu_events,
        COALESCE(a.total_ns, 0) AS total_ns,
        CAST(a.total_ns / a.invocations AS BIGINT) AS mean_ns,
        COALESCE(a.method, CASE WHEN n.kind IS NULL THEN 'not_a_launch' ELSE 'unattached' END)
            AS attach_method,
-       a.confidence
-FROM _output_nodes n
-LEFT JOIN agg a ON a.graph_timeline_id = n.timeline_id AND a.step = n.step;
+       a.confidence, o.copy_of, o.copy_of IS NULL AS counted
+FROM on_ n
+LEFT JOIN own o ON o.timeline_id = n.timeline_id AND o.step = n.step
+LEFT JOIN agg a ON a.graph_timeline_id = o.source_timeline_id AND a.step = n.step
+               AND a.measured_timeline_id = o.measured_timeline_id;
 
--- unattached_kernels: GPU events launched in a compiled call that no node claims, why.
+-- unattached_kernels: measured GPU events no node claims, and why; with the attributed
+-- ones (kernel_attachments) they account for every GPU event of a trace exactly once.
+--   call_seq NULL: launched outside every compiled call (eager: the optimizer step, the
+--   loss, a copy from the host, NCCL outside the graph) or with no launch record;
+--   eager: true for those launched outside every compiled call.
 CREATE OR REPLACE VIEW unattached_kernels AS
-SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.category, l.dur_ns,
+SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.category, l.dur_ns, false AS eager,
        CASE WHEN NOT EXISTS (SELECT 1 FROM call_graphs g
                              WHERE g.timeline_id = l.timeline_id AND g.call_seq = l.call_seq)
             THEN 'no output-code timeline launches this call''s Triton kernels in this order'
@@ -424,15 +607,25 @@ SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.category, l.dur_ns,
             ELSE 'launched outside every extern op of the output code' END AS reason
 FROM _call_launches l
 WHERE NOT EXISTS (SELECT 1 FROM kernel_attachments a
-                  WHERE a.timeline_id = l.timeline_id AND a.seq = l.seq);
+                  WHERE a.timeline_id = l.timeline_id AND a.seq = l.seq)
+UNION ALL
+SELECT k.timeline_id, k.seq, NULL, k.kernel, k.category, k.dur_ns, k.runtime IS NOT NULL,
+       CASE WHEN k.runtime IS NULL
+            THEN 'no launch record in the trace (no runtime call with its correlation id)'
+            ELSE 'eager: launched outside every compiled call' END
+FROM kernel_launches k
+WHERE NOT EXISTS (SELECT 1 FROM _call_launches l
+                  WHERE l.timeline_id = k.timeline_id AND l.seq = k.seq);
 
 -- unattached_nodes: launch nodes of an output-code timeline that a matched call ran
 -- without any measured work being attached to them, why.
 CREATE OR REPLACE VIEW unattached_nodes AS
 SELECT g.timeline_id AS measured_timeline_id, g.call_seq, n.timeline_id, n.step, n.node,
        n.kernel, n.kind,
-       CASE n.kind WHEN 'triton' THEN 'the call launched fewer ' || n.kernel || ' kernels'
-                   ELSE 'no CPU op ' || n.profiler_name || ' at this position in the call'
+       CASE WHEN n.kind = 'triton' THEN 'the call launched fewer ' || n.kernel || ' kernels'
+            WHEN n.kind = 'cpp' THEN 'no CPU op ' || n.kernel || ' in the call (a CPU trace '
+                 || 'shows C++ kernels with TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1)'
+            ELSE 'no CPU op ' || n.profiler_name || ' at this position in the call'
        END AS reason
 FROM call_graphs g JOIN _output_nodes n ON n.timeline_id = g.graph_timeline_id
 WHERE n.kind IS NOT NULL
@@ -443,15 +636,16 @@ WHERE n.kind IS NOT NULL
                   WHERE e.timeline_id = g.timeline_id AND e.call_seq = g.call_seq
                     AND e.graph_timeline_id = n.timeline_id AND e.step = n.step);
 
--- ir_node_times: scheduler-IR nodes with the measured time of the output-code node
--- they became. The IR timeline and the output code of the same compile are paired
+-- _ir_wrapper_steps (and ir_node_times, below): scheduler-IR nodes and the output-code
+-- node they became, whose measured time they show. The IR timeline and the output code of the same compile are paired
 -- as in ir_vs_wrapper_peak (same folder); the IR nodes that launch work (all but
 -- MultiOutput and Nop nodes) map in order onto the output code's launches, and the
 -- mapping is used only when it agrees everywhere: as many launches on both sides,
 -- each extern IR node on an extern launch of the same kernel, each other on a Triton
--- launch (method 'ir_launch_order'); otherwise attach_method says 'ir_order_mismatch'.
+-- or C++ launch (method 'ir_launch_order'); otherwise attach_method says
+-- 'ir_order_mismatch'.
 --   attach_method 'no_launch': MultiOutput / Nop nodes, which launch nothing.
-CREATE OR REPLACE VIEW ir_node_times AS
+CREATE OR REPLACE VIEW _ir_wrapper_steps AS
 WITH ir AS (
     SELECT n.timeline_id, n.step, n.node, n.node_class, n.ir_type, n.kernel,
            NOT (n.ir_type = 'MultiOutput' OR n.node_class LIKE 'Nop%') AS launches
@@ -468,7 +662,8 @@ WITH ir AS (
 ), matched AS (
     SELECT p.ir_timeline_id, p.wrapper_timeline_id, i.step AS ir_step, w.step AS wrapper_step,
            COALESCE(i.node_class LIKE 'ExternKernel%' AND w.kind = 'extern' AND i.kernel = w.kernel
-                    OR i.node_class NOT LIKE 'ExternKernel%' AND w.kind = 'triton', false) AS agrees
+                    OR i.node_class NOT LIKE 'ExternKernel%' AND w.kind IN ('triton', 'cpp'),
+                    false) AS agrees
     FROM pairs p
     JOIN ir_l i ON i.timeline_id = p.ir_timeline_id
     FULL JOIN w_l w ON w.timeline_id = p.wrapper_timeline_id AND w.k = i.k
@@ -477,19 +672,26 @@ WITH ir AS (
                                                          AND wrapper_step IS NOT NULL) AS all_agree
     FROM matched WHERE ir_timeline_id IS NOT NULL GROUP BY ALL
 )
-SELECT ir.timeline_id, ir.step, ir.node, ir.node_class, ir.ir_type, m.wrapper_timeline_id,
-       m.wrapper_step, t.kernel, t.measured_timeline_id, t.invocations, t.n_gpu_events,
-       t.total_ns, t.mean_ns, t.confidence,
-       CASE WHEN NOT ir.launches THEN 'no_launch'
-            WHEN NOT o.all_agree THEN 'ir_order_mismatch'
-            WHEN t.attach_method IN ('triton_name_order', 'extern_cpu_op', 'no_gpu_work')
-            THEN 'ir_launch_order+' || t.attach_method
-            ELSE t.attach_method END AS attach_method
+SELECT ir.timeline_id, ir.step, ir.node, ir.node_class, ir.ir_type, ir.launches,
+       m.wrapper_timeline_id, m.wrapper_step, COALESCE(o.all_agree, false) AS all_agree
 FROM ir
 LEFT JOIN matched m ON m.ir_timeline_id = ir.timeline_id AND m.ir_step = ir.step
-LEFT JOIN ok o ON o.ir_timeline_id = m.ir_timeline_id AND o.wrapper_timeline_id = m.wrapper_timeline_id
+LEFT JOIN ok o ON o.ir_timeline_id = m.ir_timeline_id AND o.wrapper_timeline_id = m.wrapper_timeline_id;
+
+-- ir_node_times: the scheduler-IR nodes with the measured times of _ir_wrapper_steps.
+CREATE OR REPLACE VIEW ir_node_times AS
+SELECT i.timeline_id, i.step, i.node, i.node_class, i.ir_type, i.wrapper_timeline_id,
+       i.wrapper_step, t.kernel, t.measured_timeline_id, t.invocations, t.n_gpu_events,
+       t.total_ns, t.mean_ns, t.confidence,
+       CASE WHEN NOT i.launches THEN 'no_launch'
+            WHEN NOT i.all_agree THEN 'ir_order_mismatch'
+            WHEN t.attach_method IN ('triton_name_order', 'extern_cpu_op', 'cpu_op',
+                                     'no_gpu_work')
+            THEN 'ir_launch_order+' || t.attach_method
+            ELSE t.attach_method END AS attach_method
+FROM _ir_wrapper_steps i
 LEFT JOIN output_node_times t
-  ON t.timeline_id = m.wrapper_timeline_id AND t.step = m.wrapper_step AND o.all_agree;
+  ON t.timeline_id = i.wrapper_timeline_id AND t.step = i.wrapper_step AND i.all_agree;
 
 -- collectives_measured: the scheduler IR's collectives (core view `collectives`) with
 -- the measured time of the node that issued them, where attached (see ir_node_times).
@@ -499,30 +701,44 @@ SELECT c.*, t.measured_timeline_id, t.invocations, t.total_ns, t.mean_ns, t.atta
 FROM collectives c
 LEFT JOIN ir_node_times t ON t.timeline_id = c.timeline_id AND t.node = c.node;
 
--- kernel_times: per output-code kernel (the wrapper's `kernels` view), its measured GPU
--- time summed over its nodes: launches = nodes x invocations attached.
+-- kernel_times: per output-code kernel (the wrapper's `kernels` view), its measured
+-- time summed over its nodes: launches = nodes x invocations attached. copy_of / counted
+-- as in output_node_times (a copy's rows repeat its graph's times).
 CREATE OR REPLACE VIEW kernel_times AS
 SELECT timeline_id, kernel, any_value(kind) AS kind, measured_timeline_id,
        count(*) AS nodes, CAST(sum(invocations) AS BIGINT) AS launches,
        CAST(sum(n_gpu_events) AS BIGINT) AS n_gpu_events,
        CAST(sum(total_ns) AS BIGINT) AS total_ns,
-       CAST(sum(total_ns) / nullif(sum(invocations), 0) AS BIGINT) AS mean_ns_per_launch
+       CAST(sum(total_ns) / nullif(sum(invocations), 0) AS BIGINT) AS mean_ns_per_launch,
+       any_value(copy_of) AS copy_of, bool_and(counted) AS counted
 FROM output_node_times
 WHERE kind IS NOT NULL AND measured_timeline_id IS NOT NULL
 GROUP BY timeline_id, kernel, measured_timeline_id;
 
--- node_times: measured GPU time beside every node that has one, output code and
--- scheduler IR alike (what the TUI shows next to a step). Only nodes a trace was
--- attached to; the others, and why, are in output_node_times / ir_node_times.
---   timeline_id, step, node, kernel: the node; kind: triton | extern | NULL for output
---   code, 'ir' for scheduler-IR nodes; measured_timeline_id: the trace; invocations,
---   n_gpu_events, total_ns, mean_ns (per invocation); attach_method and confidence as in
---   output_node_times / ir_node_times.
+-- node_times: measured time beside every node that has one, output code and scheduler
+-- IR alike (what the TUI shows next to a step). Only nodes a trace was attached to; the
+-- others, and why, are in output_node_times / ir_node_times.
+--   timeline_id, step, node, kernel: the node; kind: triton | cpp | extern | NULL for
+--   output code, 'ir' for scheduler-IR nodes; measured_timeline_id: the trace;
+--   invocations, n_gpu_events, total_ns, mean_ns (per invocation); attach_method and
+--   confidence as in output_node_times / ir_node_times (confidence < 1 / candidates
+--   marks an ambiguous call's share); copy_of: the timeline a copy's times come from;
+--   counted: true on exactly one row per attributed time (output-code rows of the
+--   timeline a graph is attributed through): sum(total_ns) WHERE counted, with
+--   unattached_kernels, adds up to the trace's measured total. IR and copy rows repeat
+--   times counted elsewhere.
 CREATE OR REPLACE VIEW node_times AS
+WITH o AS MATERIALIZED (SELECT * FROM output_node_times WHERE measured_timeline_id IS NOT NULL)
 SELECT timeline_id, step, node, kernel, kind, measured_timeline_id, invocations,
-       n_gpu_events, total_ns, mean_ns, attach_method, confidence
-FROM output_node_times WHERE measured_timeline_id IS NOT NULL
+       n_gpu_events, total_ns, mean_ns, attach_method, confidence, copy_of, counted
+FROM o
 UNION ALL
-SELECT timeline_id, step, node, kernel, 'ir', measured_timeline_id, invocations,
-       n_gpu_events, total_ns, mean_ns, attach_method, confidence
-FROM ir_node_times WHERE measured_timeline_id IS NOT NULL;
+SELECT i.timeline_id, i.step, i.node, t.kernel, 'ir', t.measured_timeline_id, t.invocations,
+       t.n_gpu_events, t.total_ns, t.mean_ns,
+       CASE WHEN t.attach_method IN ('triton_name_order', 'extern_cpu_op', 'cpu_op',
+                                     'no_gpu_work')
+            THEN 'ir_launch_order+' || t.attach_method ELSE t.attach_method END,
+       t.confidence, NULL, false
+FROM _ir_wrapper_steps i
+JOIN o t ON t.timeline_id = i.wrapper_timeline_id AND t.step = i.wrapper_step
+WHERE i.launches AND i.all_agree;

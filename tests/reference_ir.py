@@ -4,7 +4,8 @@ It reads the whole (small) file with regular expressions over the full text,
 rather than the ingester's line state machine, and applies the rule from the
 README directly: bytes from FixedLayout storage, live from producer step to the
 largest non-weak user step (OUTPUT = last step), extended through .mutations and
-.aliases, inputs excluded.
+.aliases, inputs excluded. A NonOwningLayout buffer owns nothing; the buffer named in
+its .aliases (a concat buffer, printed later) is live from the view's step.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def reference(path: Path) -> dict:
     n = len(tops)
     bufs: dict[str, dict] = {}
     links: list[tuple[str, str]] = []
+    written_into: list[tuple[str, str]] = []  # (NonOwningLayout view, the buffer it writes)
     for k, (start, name) in enumerate(tops):
         end = tops[k + 1][0] if k + 1 < n else len(lines)
         chunk = "\n".join(lines[start:end])
@@ -68,7 +70,12 @@ def reference(path: Path) -> dict:
                 rm = re.search(rf"\.{rel} = \[(.*?)\]", body)
                 if rm:
                     links += [(bname, t) for t in re.findall(r"'(\w+)'", rm.group(1))]
+                    if rel == "aliases" and lay[0] == "NonOwningLayout":
+                        written_into += [(bname, t) for t in re.findall(r"'(\w+)'", rm.group(1))]
             bufs[bname] = {"bytes": nbytes, "alloc": k, "last": last}
+    for view, target in written_into:
+        if target in bufs:
+            bufs[target]["alloc"] = min(bufs[target]["alloc"], bufs[view]["alloc"])
     changed = True
     while changed:
         changed = False

@@ -117,3 +117,72 @@ def test_truncated_graph_is_an_error(tmp_path):
         list(records_for(bad))
     assert "Backward graph 0" in e.value.message and "truncated" in e.value.message
     assert e.value.line == end + 8
+
+
+EXPANDED = '''class inner_f(torch.nn.Module):
+    def forward(
+        self,
+        primals,
+        tangents,
+    ):
+        primals_1: "f32[4, 8][8, 1]cpu"  # PlainAOTInput(idx=0)
+        tangents_1: "f32[4, 8][8, 1]cpu"  # TangentAOTInput(output=PlainAOTOutput(idx=0))
+        primals_1, tangents_1, = fx_pytree.tree_flatten_spec([primals, tangents], self._in_spec)
+        relu: "f32[4, 8][8, 1]cpu" = torch.ops.aten.relu.default(primals_1);  primals_1 = None
+        mul: "f32[4, 8][8, 1]cpu" = torch.ops.aten.mul.Tensor(tangents_1, relu);  tangents_1 = None
+        return pytree.tree_unflatten([
+            relu,  # PlainAOTOutput(idx=0)
+            mul,  # GradAOTOutput(grad_of=PlainAOTInput(idx=0))
+        ], self._out_spec)
+'''
+EXPANDED_FORWARD = '''class GraphModule(torch.nn.Module):
+    def forward(
+        self,
+        primals_1: "f32[4, 8][8, 1]cpu",  # PlainAOTInput(idx=0)
+        primals_2: "f32[8][1]cpu",  # PlainAOTInput(idx=1)
+    ):
+        add: "f32[4, 8][8, 1]cpu" = torch.ops.aten.add.Tensor(primals_1, primals_2)
+        relu: "f32[4, 8][8, 1]cpu" = torch.ops.aten.relu.default(add);  add = None
+        return (
+            relu,  # PlainAOTOutput(idx=0)
+            primals_1,  # SavedForBackwardsAOTOutput(idx=0)
+        )
+'''
+
+
+@pytest.mark.parametrize("text,inputs,outputs,peak", [
+    (EXPANDED, ["primals_1", "tangents_1"], ["relu", "mul"], 256),
+    (EXPANDED_FORWARD, ["primals_1", "primals_2"], ["relu", "primals_1"], 256)],
+    ids=["joint", "forward"])
+def test_expanded_signature_and_return(text, inputs, outputs, peak):
+    """TORCH_TRACE prints graphs with one parameter and one returned value per line, each
+    with a comment naming it: the same graph as the one-line form (f32[4, 8] = 128 B)."""
+    from tlview.ingest.fx_graph import FxGraphParser
+    from tlview.ingest.torch_log import LogLine
+    from tlview.store.records import BufferAllocated, BufferFreed
+
+    parser = FxGraphParser("x.log", ("fx:g", "g"), "Joint graph 0", None)
+    recs = list(parser.start())
+    for n, line in enumerate(text.splitlines(), 1):
+        recs += parser.feed(LogLine(n, line, 0, None))
+    recs += list(parser.finish())
+    alloc = {r.buffer: r for r in recs if isinstance(r, BufferAllocated)}
+    assert sorted(b for b, r in alloc.items() if r.is_input) == sorted(inputs)
+    assert parser.note.attrs["outputs"] == outputs and parser.note.attrs["unknown_lines"] == 0
+    last = {r.buffer: r.step for r in recs if isinstance(r, BufferFreed)}
+    counted = {b: (r.step, last[b], r.bytes) for b, r in alloc.items() if not r.is_input}
+    # two 128 B outputs, both live to the last step (1): 256 B at step 1
+    assert sum(x for s, e, x in counted.values() if s <= 1 <= e) == peak
+
+
+def test_expanded_signature_cut_is_an_error():
+    from tlview.ingest.fx_graph import FxGraphParser
+    from tlview.ingest.torch_log import LogLine
+
+    parser = FxGraphParser("x.log", ("fx:g", "g"), "Forward graph 0", None)
+    list(parser.start())
+    for n, line in enumerate(EXPANDED_FORWARD.splitlines()[:4], 1):
+        parser.feed(LogLine(n, line, 0, None))
+    with pytest.raises(IngestError) as e:
+        list(parser.finish())
+    assert e.value.line == 2 and "signature never ends" in e.value.message

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from conftest import SEED_000, SEED_001, SEED_002, ingest_into
+from conftest import FIXTURES, SEED_000, SEED_001, SEED_002, ingest_into
 from reference_ir import reference
 from tlview.ingest.inductor_ir import parse_scheduler_ir
 from tlview.ingest.lines import read_lines
@@ -90,3 +90,40 @@ def test_fused_node_keeps_subnodes(db_path):
     counts = dict(con.execute("SELECT node_class, count(*) FROM nodes GROUP BY 1").fetchall())
     text = SEED_000.read_text()
     assert counts["FusedSchedulerNode"] == text.count(": FusedSchedulerNode(")
+
+
+CONCAT_IR = next((FIXTURES / "torch_trace" / "concat").rglob("ir_post_fusion.txt"))
+BACKWARD_WITH_CAT = FIXTURES / "torch" / "transformer_block" / "0_backward.ir_post_fusion.txt"
+
+
+class TestNonOwningLayout:
+    """ConcatKernel inputs (NonOwningLayout) are written straight into the concat buffer."""
+
+    @pytest.mark.parametrize("path", [CONCAT_IR, BACKWARD_WITH_CAT], ids=["cat", "split_bwd"])
+    def test_equal_reference(self, path, db_path):
+        ref = reference(path)
+        (tid,) = ingest_into(db_path, path)
+        con = duckdb.connect(str(db_path), read_only=True)
+        rows = con.execute("SELECT buffer, bytes, alloc_step, last_step FROM buffers "
+                           "WHERE timeline_id=? AND NOT is_input", [tid]).fetchall()
+        assert {b: {"bytes": x, "alloc": a, "last": last} for b, x, a, last in rows} == \
+            ref["buffers"]
+        curve = [r[0] for r in con.execute(
+            "SELECT live_bytes FROM memory_curve WHERE timeline_id=? ORDER BY step",
+            [tid]).fetchall()]
+        assert curve == ref["curve"]
+
+    def test_cat_of_mm_and_pointwise(self, db_path):
+        """torch.cat([x.sin()*2, x@y, (x+1).relu()], 1).sum(0) of f32[64, 32] inputs: the
+        three views own nothing; buf3 = f32[64, 96] = 24,576 B is live from step 0 (op0,
+        the mm written into it) through op4 (step 3), which adds buf4 = f32[96] = 384 B."""
+        (tid,) = ingest_into(db_path, CONCAT_IR)
+        con = duckdb.connect(str(db_path), read_only=True)
+        rows = con.execute("SELECT buffer, bytes, alloc_step, last_step, is_input FROM buffers "
+                           "WHERE timeline_id=? AND buffer LIKE 'buf%' ORDER BY buffer",
+                           [tid]).fetchall()
+        assert rows == [("buf0", 0, 0, 3, False), ("buf1", 0, 1, 3, False),
+                        ("buf2", 0, 1, 3, False), ("buf3", 24_576, 0, 3, False),
+                        ("buf4", 384, 3, 3, False)]
+        assert con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?",
+                           [tid]).fetchone() == (3, 24_960)

@@ -14,6 +14,7 @@ How the peak is counted, the same three ways:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -412,3 +413,73 @@ def test_kernel_params_linear_on_garbled_long_line():
     t = time.perf_counter()
     assert _params("x" * 1_000_000 + ")") == []
     assert time.perf_counter() - t < 2
+
+
+# Fixtures holding one compile twice: its TORCH_COMPILE_DEBUG tree (output_code.py with
+# fx_graph_readable.py / fx_graph_transformed.py beside it) and its TORCH_LOGS log (glog
+# dress). profile/single is not one: its tree was kept without the fx_graph_*.py files,
+# so the dtypes of its extern outputs are inferred (the int64 seed and offset of
+# efficient attention counted as 4-byte values, 16 B below the log's forward peak).
+FOLDER_AND_LOG = {
+    "profile/coll": ("rank*/torch_compile_debug", "compile.log.gz"),
+    "torch_trace/cpu_step": ("debug", "compile.log.gz"),
+    "torch_trace/gpu_step": ("debug", "compile.log.gz"),
+}
+
+_COUNTED = ("SELECT t.attrs->>'$.aot_id', COALESCE(t.attrs->>'$.rank', ?), b.buffer, b.bytes, "
+            "b.alloc_step, b.last_step, b.dtype, b.shape, b.stride, b.layout FROM buffers b "
+            "JOIN timeline_records t USING (timeline_id) WHERE t.format = 'inductor_wrapper' "
+            "AND NOT b.is_input AND list_contains(?, t.timeline_id)")
+_PEAKS = ("SELECT t.attrs->>'$.aot_id', COALESCE(t.attrs->>'$.rank', ?), p.peak_step, "
+          "p.peak_bytes FROM peak_memory p JOIN timeline_records t USING (timeline_id) "
+          "WHERE t.format = 'inductor_wrapper' AND list_contains(?, t.timeline_id)")
+
+
+@pytest.mark.parametrize("fixture", sorted(FOLDER_AND_LOG))
+def test_folder_and_log_give_identical_buffers_and_peaks(fixture, tmp_path):
+    """Every counted buffer (bytes, life, dtype, shape, stride, layout) and every peak of
+    each graph is the same from the debug folder's output_code.py as from the log."""
+    tree, log = FOLDER_AND_LOG[fixture]
+    root = FIXTURES / fixture
+    folder_rows: set = set()
+    folder_peaks: set = set()
+    for i, code in enumerate(sorted(root.glob(f"{tree}/**/output_code.py"))):
+        rank = re.search(r"rank(\d)", str(code.relative_to(root)))
+        db = tmp_path / f"f{i}.duckdb"
+        tids = ingest_into(db, code)
+        con = duckdb.connect(str(db), read_only=True)
+        r = rank.group(1) if rank else None
+        folder_rows |= set(con.execute(_COUNTED, [r, tids]).fetchall())
+        folder_peaks |= set(con.execute(_PEAKS, [r, tids]).fetchall())
+        con.close()
+    tids = ingest_into(tmp_path / "log.duckdb", root / log)
+    con = duckdb.connect(str(tmp_path / "log.duckdb"), read_only=True)
+    log_rows = set(con.execute(_COUNTED, [None, tids]).fetchall())
+    log_peaks = set(con.execute(_PEAKS, [None, tids]).fetchall())
+    assert folder_peaks == log_peaks and len(log_peaks) >= 2
+    assert folder_rows == log_rows
+
+
+def test_debug_folder_types_extern_outputs_from_its_fx_graphs(db_path):
+    """_scaled_dot_product_cudnn_attention (bf16 q, k, v): its logsumexp output is float32
+    and its two seed/offset outputs int64 scalars, as fx_graph_readable.py beside
+    output_code.py states; inferred from the bf16 query they would be 2-byte values
+    (8,204 B less: 8*4*128*1 f32 = 16,384 B, not 8,192; 8 B each, not 2). The attention
+    output buf7 spans (1 + 7*32768 + 3*64 + 127*256 + 63) * 2 = 524,288 B (strided)."""
+    code = next((FIXTURES / "torch_trace" / "gpu_step" / "debug").glob(
+        "model__0_forward*/output_code.py"))
+    (tid,) = ingest_into(db_path, code)
+    con = duckdb.connect(str(db_path), read_only=True)
+    rows = con.execute("SELECT buffer, bytes, dtype, shape, attrs->>'$.dtype_source' FROM "
+                       "buffers WHERE timeline_id = ? AND layout = 'extern_output' ORDER BY "
+                       "buffer", [tid]).fetchall()
+    assert rows == [
+        ("buf10", 8, "int64", "[]", "FX graph annotation"),
+        ("buf7", 524_288, "bfloat16", "[8, 4, 128, 64]", "FX graph annotation"),
+        ("buf8", 16_384, "float32", "[8, 4, 128, 1]", "FX graph annotation"),
+        ("buf9", 8, "int64", "[]", "FX graph annotation")]
+    assert con.execute("SELECT peak_bytes FROM peak_memory WHERE timeline_id = ?",
+                       [tid]).fetchone() == (8_421_392,)
+    assert json.loads(con.execute("SELECT notes FROM timelines WHERE timeline_id = ?",
+                                  [tid]).fetchone()[0])["fx_graph_files"] == [
+        "fx_graph_readable.py", "fx_graph_transformed.py"]

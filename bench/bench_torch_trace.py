@@ -1,0 +1,94 @@
+"""TORCH_TRACE ingest at scale: a 100 MB structured trace log made from the real ones.
+
+Input (under bench/out/, made here from the committed fixtures, never random text):
+``torch_trace_100MB.log``: the four TORCH_TRACE logs of tests/fixtures/torch_trace
+(cpu_step, gpu_step, two_ranks' two ranks) concatenated and repeated, each copy a new
+compile (its records' frame_id shifted, the envelope re-written; payloads untouched, so
+every md5 still holds) until the size is reached. Rank fields are dropped so that the
+log is one process's.
+
+Measured in the same run: a bare Python line scan of the file (the floor of a Python
+parser), tlview's parse alone (records counted, no database), and the whole ingest.
+Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 100).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+from .harness import OUT, Result, run_child
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "torch_trace"
+OUT_DIR = ROOT / "bench" / "out"
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_TORCH_TRACE_MB", "100").split(",")]
+SOURCES = ["cpu_step/trace.log.gz", "gpu_step/trace.log.gz",
+           "two_ranks/dedicated_log_torch_trace_rank_0.log.gz",
+           "two_ranks/dedicated_log_torch_trace_rank_1.log.gz"]
+
+
+def _shifted(lines: list[str], shift: int) -> list[str]:
+    out = []
+    for line in lines:
+        j = line.find("] {")
+        if j < 0 or line.startswith("\t"):
+            out.append(line)
+            continue
+        env = json.loads(line[j + 2:])
+        env.pop("rank", None)
+        if "frame_id" in env:
+            env["frame_id"] += shift
+        out.append(line[:j + 2] + json.dumps(env))
+    return out
+
+
+def scaled_log(target_mb: float) -> Path:
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    out = OUT_DIR / f"torch_trace_{target_mb:g}MB.log"
+    if out.exists() and out.stat().st_size >= target_mb * 1e6:
+        return out
+    texts = []
+    for src in SOURCES:
+        with gzip.open(FIXTURES / src, "rt") as f:
+            texts.append(f.read().split("\n"))
+    written = 0
+    k = 0
+    with open(out, "w") as f:
+        while written < target_mb * 1e6:
+            for lines in texts:
+                chunk = "\n".join(ln for ln in _shifted(lines, 1000 * k) if ln) + "\n"
+                f.write(chunk)
+                written += len(chunk.encode())
+            k += 1
+    return out
+
+
+def parse_only(path: str) -> int:
+    """tlview's TORCH_TRACE parser alone: every record made, none written."""
+    from tlview.ingest.torch_trace import parse_file
+
+    return sum(1 for _ in parse_file(path))
+
+
+def main() -> list[Result]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    results = []
+    for mb in SIZES_MB:
+        path = scaled_log(mb)
+        size = path.stat().st_size
+        label = f"TORCH_TRACE {mb:g} MB"
+        scan = run_child("bench.harness:line_scan", str(path))
+        parse = run_child("bench.bench_torch_trace:parse_only", str(path))
+        ing = run_child("bench.harness:ingest_file", str(path), str(OUT / "trace.duckdb"))
+        results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
+                              scan["peak_rss_mb"]))
+        results.append(Result("tlview parse torch_trace", label, size, parse["wall_s"],
+                              parse["peak_rss_mb"], events=parse["result"],
+                              baseline={"vs line scan": parse["wall_s"] / scan["wall_s"]}))
+        results.append(Result("tlview ingest torch_trace", label, size, ing["wall_s"],
+                              ing["peak_rss_mb"], events=ing["result"],
+                              baseline={"vs line scan": ing["wall_s"] / scan["wall_s"]}))
+    return results
