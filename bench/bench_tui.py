@@ -1,15 +1,25 @@
-"""TUI benchmark: a synthetic 1,000,000-step / 3,000,000-buffer timeline, driven by Pilot.
+"""TUI benchmark, driven by Pilot, each measurement in a fresh process.
 
-Measures, in a fresh process each: time to first screen (the list's rows on screen),
-time until the memory curve and live buffers are shown, and per step key (median of
-100 presses of ``j`` near the peak): until the cursor is drawn, and until every panel
-(live buffers, node, collectives) shows the new step. Goals: first screen < 1.5 s,
-step < 30 ms.
+- steps: a synthetic 1,000,000-step / 3,000,000-buffer timeline: time to first screen
+  (the list's rows on screen), until the memory curve and live buffers are shown, and
+  per step key (median of 100 presses of ``j`` near the peak) until the cursor is drawn
+  and until every panel shows the new step. Goals: first screen < 1.5 s, step < 30 ms.
+- chooser: a database of 5,000 timelines (2,500 run folders of 0_forward/0_backward):
+  until the chooser lists them all with their peaks (goal < 1 s), a key, typing a
+  filter; and the same for the chooser before its rewrite (``TLVIEW_BENCH_TUI_BASELINE``,
+  a git ref, default the last commit before it), in the same run, on a copy of the
+  database migrated by that version.
+- profiler: the 1 GB Kineto trace of bench_kineto (scaled_trace(1000)): first draw (the
+  lanes of the whole trace and the first kernel named; goal < 1 s), then per scrub step
+  (median of 50): from the key to the kernel at the new cursor shown (goal < 30 ms), and
+  until its launch and the memory there are shown; by column on the whole trace, by
+  column zoomed in 1024x, and by kernel (``n``). Beside it the floor: the same window
+  reads from the store without the UI.
 
-    .venv/bin/python -m bench.bench_tui [--steps N]
+    .venv/bin/python -m bench.bench_tui [--steps N] [--only steps,chooser,profiler]
 
-The database is built once under bench/out/ (about 3 minutes for 1M steps) through
-the store's writer, from generated records (bench/synthetic_timeline.py).
+Databases are built once under bench/out/ through the store's writer (about 3 minutes
+for 1M steps, 2 for the chooser's, 1 for the 1 GB trace).
 """
 
 from __future__ import annotations
@@ -17,12 +27,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from tlview.store.db import schema_sql
 
 from bench.harness import ROOT, Result, run_child
+from bench.synthetic_catalog import build_catalog
 from bench.synthetic_timeline import build
 
 OUT = ROOT / "bench" / "out"
@@ -51,23 +68,23 @@ async def _measure(db: str, width: int, height: int, presses: int) -> dict:
     app = TlviewApp(db)
     out: dict = {}
     async with app.run_test(size=(width, height)) as pilot:
-        app.query_one(ExecutionList)
         while 0 not in drawn_at:
             await pilot.pause(0.002)
         out["first_screen_s"] = drawn_at[0] - t0
-        live = app.query_one(LiveBuffers)
-        while app.curve is None or live.live is None:
+        screen = app.screen
+        live = screen.query_one(LiveBuffers)
+        while screen.curve is None or live.live is None:
             await pilot.pause(0.005)
         await pilot.pause(0.001)
         out["memory_ready_s"] = time.perf_counter() - t0
-        out["peak_step"] = app.curve.peak_step
-        out["n_steps"] = app.timeline.n_steps
-        app.go(app.curve.peak_step - presses // 2)
+        out["peak_step"] = screen.curve.peak_step
+        out["n_steps"] = screen.timeline.n_steps
+        screen.go(screen.curve.peak_step - presses // 2)
         await settle(app)
         await pilot.pause()
         drawn, pressed, settled = [], [], []
         for _ in range(presses):
-            target = app.step + 1
+            target = screen.step + 1
             drawn_at.pop(target, None)
             t = time.perf_counter()
             await pilot.press("j")
@@ -86,7 +103,7 @@ async def _measure(db: str, width: int, height: int, presses: int) -> dict:
         # The same keys posted straight to the app, without Pilot's idle waits.
         direct_drawn, direct_settled = [], []
         for _ in range(presses):
-            target = app.step + 1
+            target = screen.step + 1
             drawn_at.pop(target, None)
             t = time.perf_counter()
             app.post_message(events.Key("j", "j"))
@@ -119,17 +136,12 @@ def measure(db: str, width: str = "80", height: str = "24", presses: str = "100"
     return asyncio.run(_measure(db, int(width), int(height), int(presses)))
 
 
-def main(argv: list[str] | None = None) -> list[Result]:
-    """Print the TUI table; return the figures for ``python -m bench``'s common table."""
-    ap = argparse.ArgumentParser(prog="python -m bench.bench_tui")
-    ap.add_argument("--steps", type=int, default=1_000_000)
-    args = ap.parse_args(argv or [])
-    OUT.mkdir(parents=True, exist_ok=True)
+def steps_table(n_steps: int) -> list[Result]:
     # Named by schema: a database written by another tlview is refused (SchemaError).
     tag = hashlib.sha256(schema_sql().encode()).hexdigest()[:8]
-    db = OUT / f"syn_{args.steps}_{tag}.duckdb"
+    db = OUT / f"syn_{n_steps}_{tag}.duckdb"
     t = time.perf_counter()
-    build(db, args.steps)
+    build(db, n_steps)
     print(f"database: {db} ({db.stat().st_size / 1e6:,.0f} MB, "
           f"built/reused in {time.perf_counter() - t:.1f} s)")
     rows = []
@@ -165,7 +177,137 @@ def main(argv: list[str] | None = None) -> list[Result]:
     return out
 
 
-if __name__ == "__main__":
-    import sys
+# The last commit before the chooser and the Reader were rewritten (issue 16).
+BASELINE_REF = os.environ.get("TLVIEW_BENCH_TUI_BASELINE", "bb2b3e9")
+BASELINE_TIMEOUT_S = float(os.environ.get("TLVIEW_BENCH_TUI_BASELINE_TIMEOUT", "900"))
 
+
+def baseline_tree(ref: str) -> Path:
+    """``ref`` exported from git and laid out as the ``tlview`` package, under bench/out."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    root = OUT / f"baseline-{sha}"
+    pkg = root / "pkg" / "tlview"
+    if pkg.exists():
+        return root / "pkg"
+    src = root / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    shutil.copytree(src / "cli", pkg)
+    for part in ("ingest", "store", "tui", "schemas"):
+        shutil.copytree(src / part, pkg / part)
+    return root / "pkg"
+
+
+def run_baseline(pkg: Path, target: str, *args: str) -> dict | None:
+    """``target`` in a fresh interpreter importing tlview from ``pkg``; None past the timeout."""
+    env = {**os.environ, "PYTHONPATH": f"{pkg}{os.pathsep}{ROOT}"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench.child", target, *args],
+                              capture_output=True, text=True, cwd=ROOT, env=env,
+                              timeout=BASELINE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        raise RuntimeError(f"baseline {target} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def chooser_table(n: int = 5000) -> list[Result]:
+    tag = hashlib.sha256(schema_sql().encode()).hexdigest()[:8]
+    db = OUT / f"catalog_{n}_{tag}.duckdb"
+    t = time.perf_counter()
+    build_catalog(db, n, runs=n // 2)
+    print(f"database: {db} ({n:,} timelines, built/reused in {time.perf_counter() - t:.1f} s)")
+    now = run_child("bench.tui_measures:chooser", str(db), str(n))
+    pkg = baseline_tree(BASELINE_REF)
+    old_db = OUT / f"catalog_{n}_{tag}_baseline.duckdb"
+    shutil.copy(db, old_db)  # migrated by the old tlview: its views, its schema check
+    run_baseline(pkg, "bench.tui_measures:migrate_here", str(old_db))
+    before = run_baseline(pkg, "bench.tui_measures:chooser", str(old_db), str(n))
+    res = now["result"]
+    old = f"{before['result']['ready_s']:.2f} s" if before else f"> {BASELINE_TIMEOUT_S:.0f} s"
+    print(f"chooser with {n:,} timelines: ready {res['ready_s']:.2f} s (goal < 1 s; before "
+          f"the rewrite, {BASELINE_REF}: {old}); j {res['key_ms']:.1f} ms; typing a 7-letter "
+          f"filter {res['filter_typed_ms']:.0f} ms ({res['filter_rows']} rows)")
+    ratio = {"vs before": before["result"]["ready_s"] / res["ready_s"]} if before else {}
+    size = db.stat().st_size
+    out = [Result("tui chooser ready", f"{n:,} timelines", size, res["ready_s"],
+                  now["peak_rss_mb"], baseline=ratio)]
+    if before:
+        out.append(Result(f"tui chooser ready, {BASELINE_REF} (baseline)", f"{n:,} timelines",
+                          size, before["result"]["ready_s"], before["peak_rss_mb"]))
+    return out
+
+
+def profiler_db(mb: float = 1000) -> Path:
+    from bench.bench_kineto import scaled_trace
+    from bench.harness import ingest_file
+
+    tag = hashlib.sha256(schema_sql().encode()).hexdigest()[:8]
+    db = OUT / f"kineto_{mb:g}MB_{tag}.duckdb"
+    if not db.exists():
+        trace = scaled_trace(mb)
+        tmp = db.with_suffix(".building")
+        ingest_file(str(trace), str(tmp), "kineto")
+        tmp.rename(db)
+    return db
+
+
+def profiler_table(mb: float = 1000) -> list[Result]:
+    t = time.perf_counter()
+    db = profiler_db(mb)
+    print(f"database: {db} ({db.stat().st_size / 1e6:,.0f} MB, the {mb:g} MB Kineto trace; "
+          f"built/reused in {time.perf_counter() - t:.1f} s)")
+    floor = run_child("bench.tui_measures:lane_query_floor", str(db))["result"]
+    r = run_child("bench.tui_measures:profiler", str(db))
+    res = r["result"]
+    print(f"profiler, {mb:g} MB trace ({res['events']:,} GPU events): first draw "
+          f"{res['first_draw_s']:.2f} s (goal < 1 s); step totals, overlap and attachments "
+          f"read by {res['summaries_s']:.2f} s")
+    print(f"{'scrub step (median of 50)':34} {'kernel shown ms':>15} {'settled ms':>10} "
+          f"{'store floor ms':>14}")
+    for label, key, fl in (("by column, whole trace", "scrub_whole", "whole"),
+                           (f"by column, zoomed ({res['zoomed_col_ns'] / 1e3:,.0f} us/col)",
+                            "scrub_zoomed", "zoomed"),
+                           ("by kernel (n), zoomed", "scrub_kernel", "zoomed")):
+        print(f"{label:34} {res[key + '_ms']:>15.1f} {res[key + '_settled_ms']:>10.1f} "
+              f"{floor['kernel_at_' + fl + '_ms']:>14.1f}")
+    print(f"store floor, lanes of a window: whole trace {floor['lanes_whole_ms']:.1f} ms, "
+          f"zoomed {floor['lanes_zoomed_ms']:.1f} ms. Goal: scrub step < 30 ms (kernel shown); "
+          "settled adds its launching runtime call, CPU op and the memory at the cursor")
+    size = db.stat().st_size
+    inp = f"Kineto {mb:g} MB"
+    return [
+        Result("tui profiler first draw", inp, size, res["first_draw_s"], r["peak_rss_mb"]),
+        Result("tui profiler scrub step, zoomed (median)", inp, size,
+               res["scrub_zoomed_ms"] / 1000, r["peak_rss_mb"],
+               baseline={"vs kernel_at alone": res["scrub_zoomed_ms"]
+                         / floor["kernel_at_zoomed_ms"]}),
+        Result("tui profiler scrub step, whole trace (median)", inp, size,
+               res["scrub_whole_ms"] / 1000, r["peak_rss_mb"]),
+    ]
+
+
+def main(argv: list[str] | None = None) -> list[Result]:
+    """Print the TUI tables; return the figures for ``python -m bench``'s common table."""
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_tui")
+    ap.add_argument("--steps", type=int, default=1_000_000)
+    ap.add_argument("--only", default="steps,chooser,profiler")
+    args = ap.parse_args(argv or [])
+    OUT.mkdir(parents=True, exist_ok=True)
+    out: list[Result] = []
+    chosen = args.only.split(",")
+    if "chooser" in chosen:
+        out += chooser_table()
+    if "profiler" in chosen:
+        out += profiler_table()
+    if "steps" in chosen:
+        out += steps_table(args.steps)
+    return out
+
+
+if __name__ == "__main__":
     main(sys.argv[1:])

@@ -3,14 +3,25 @@
 --
 -- Memory figures read the core views (memory_curve, _counted), which the store keeps
 -- cached per timeline, so a cursor step is a range read, never a recomputation.
--- _tui_collectives is a TEMP copy of the collectives view for the timelines shown.
+-- Nothing is kept in the connection between reads (no TEMP tables): the UI closes the
+-- file whenever it is idle, so that an ingest can write to it.
 
 -- name: tui_timelines
-SELECT timeline_id, name, format, device, n_steps, source_path
+SELECT timeline_id, name, format, device, n_steps, source_path, source_id
 FROM timelines ORDER BY timeline_id;
 
 -- name: tui_peaks
 SELECT timeline_id, peak_step, peak_bytes FROM peak_memory ORDER BY timeline_id;
+
+-- name: tui_peak_of
+-- The cached peak, where some buffer has a known life (else there is no peak to go to).
+SELECT timeline_id, peak_step, peak_bytes FROM peak_memory p
+WHERE timeline_id = $1 AND EXISTS (SELECT 1 FROM _counted c WHERE c.timeline_id = $1);
+
+-- name: tui_data_version
+-- What an ingest changes: polled (only after the file changed on disk) to show new timelines.
+SELECT COALESCE((SELECT max(source_id) FROM sources), 0),
+       (SELECT count(*) FROM timeline_records);
 
 -- name: tui_has_node_times
 SELECT count(DISTINCT column_name) = 3 FROM information_schema.columns
@@ -31,6 +42,10 @@ SELECT CAST(floor(step * $2 / $3) AS BIGINT) AS col, max(live_bytes), max(unknow
 FROM memory_curve WHERE timeline_id = $1
 GROUP BY col ORDER BY col;
 
+-- name: tui_curve_rows
+SELECT step, node, live_bytes, alloc_bytes, freed_bytes, unknown_live
+FROM memory_curve WHERE timeline_id = ? ORDER BY step;
+
 -- name: tui_curve_at
 SELECT live_bytes, alloc_bytes, freed_bytes, unknown_live
 FROM memory_curve WHERE timeline_id = ? AND step = ?;
@@ -50,6 +65,13 @@ SELECT buffer, bytes, dtype, shape, producer, alloc_step, last_step, size_expr
 FROM _counted WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step
 ORDER BY bytes DESC NULLS LAST, buffer LIMIT 300;
 
+-- name: tui_live_provenance
+-- Every buffer live at a step with what it is grouped by (buffer_provenance), largest first.
+SELECT buffer, bytes, dtype, shape, alloc_step, last_step, size_expr, producer, origin,
+       source, alloc_site
+FROM buffer_provenance WHERE timeline_id = $1 AND alloc_step <= $2 AND $2 <= last_step
+ORDER BY bytes DESC NULLS LAST, buffer;
+
 -- name: tui_step_rows
 SELECT step, node, node_class, ir_type, kernel FROM nodes
 WHERE timeline_id = ? AND step BETWEEN ? AND ? ORDER BY step;
@@ -67,43 +89,24 @@ WHERE timeline_id = ? AND step = ?;
 SELECT buffer, bytes, dtype, shape, is_input FROM events
 WHERE kind = 'buffer_allocated' AND timeline_id = ? AND list_contains(?, buffer);
 
--- name: tui_create_collectives_cache
--- The collectives view of the timelines shown, copied once (the view joins the events
--- table with itself: 100 ms a step on a million steps, 1 ms from the copy).
-CREATE TEMP TABLE IF NOT EXISTS _tui_collectives (
-    timeline_id INTEGER, node VARCHAR, op VARCHAR, bytes BIGINT, issue_step BIGINT,
-    wait_node VARCHAR, wait_step BIGINT);
+-- name: tui_xla_instruction
+SELECT operands, op_type, op_name, source, stack_frame_id, fusion_kind, calls
+FROM xla_instructions WHERE timeline_id = ? AND step = ?;
 
--- name: tui_create_collectives_prepared
-CREATE TEMP TABLE IF NOT EXISTS _tui_collectives_prepared (timeline_id INTEGER PRIMARY KEY);
+-- name: tui_values_of
+-- The values (buffers) the given instructions define, in instruction then index order.
+SELECT buffer, bytes, dtype, shape, is_input FROM buffers
+WHERE timeline_id = $1 AND list_contains($2, producer)
+ORDER BY list_position($2, producer), buffer;
 
--- name: tui_collectives_prepared
-SELECT count(*) FROM _tui_collectives_prepared WHERE timeline_id = ?;
-
--- name: tui_fill_collectives_cache
-INSERT INTO _tui_collectives
-SELECT timeline_id, node, op, bytes, issue_step, wait_node, wait_step FROM collectives
-WHERE timeline_id = ? ORDER BY issue_step;
-
--- name: tui_mark_collectives_prepared
-INSERT OR IGNORE INTO _tui_collectives_prepared VALUES (?);
-
--- name: tui_collectives_at
--- Collectives in flight at a step: issued at or before it, waited after it (or never).
-SELECT node, op, bytes, issue_step, wait_node, wait_step FROM _tui_collectives
-WHERE timeline_id = $1 AND issue_step <= $2 AND ($2 < wait_step OR wait_step IS NULL)
-ORDER BY issue_step, node;
+-- name: tui_collectives
+SELECT node, op, bytes, issue_step, wait_node, wait_step FROM collectives
+WHERE timeline_id = ? ORDER BY issue_step, node;
 
 -- name: tui_nodes_between
 -- The compute scheduled under a collective: the nodes strictly between issue and wait.
 SELECT step, node, kernel FROM nodes
 WHERE timeline_id = ? AND step > ? AND step < ? ORDER BY step LIMIT ?;
-
--- name: tui_next_collective
-SELECT min(issue_step) FROM _tui_collectives WHERE timeline_id = ? AND issue_step > ?;
-
--- name: tui_prev_collective
-SELECT max(issue_step) FROM _tui_collectives WHERE timeline_id = ? AND issue_step < ?;
 
 -- name: tui_search
 -- First node, kernel or buffer whose name contains the text (case-insensitive), after
@@ -121,6 +124,21 @@ WITH hits AS (
 )
 SELECT step, what, name FROM hits
 ORDER BY step <= $3, step, what, name LIMIT 1;
+
+-- name: tui_node_kernels
+-- The measured GPU events attached to a node (kernel_attachments), in time order; a
+-- scheduler-IR node's are those of the output-code node it maps onto (ir_node_times).
+WITH target AS (
+    SELECT CAST($1 AS INTEGER) AS tid, CAST($2 AS BIGINT) AS step
+    UNION ALL
+    SELECT wrapper_timeline_id, wrapper_step FROM ir_node_times
+    WHERE timeline_id = $1 AND step = $2 AND attach_method LIKE 'ir!_launch!_order+%' ESCAPE '!'
+)
+SELECT a.timeline_id, a.seq, a.kernel, e.ts_ns, a.dur_ns, a.method, a.confidence
+FROM kernel_attachments a
+JOIN target t ON a.graph_timeline_id = t.tid AND a.step = t.step
+JOIN events e ON e.kind = 'kernel_measured' AND e.timeline_id = a.timeline_id AND e.seq = a.seq
+ORDER BY a.timeline_id, e.ts_ns, a.seq;
 
 -- name: tui_quiet
 SET enable_progress_bar = false;

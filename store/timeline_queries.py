@@ -5,10 +5,13 @@ hand them across threads inside messages. SQL is in ``schemas/queries_tui.sql``.
 
 Memory figures read the core views, which the store caches per timeline at ingest
 (``tlview.store.caches``), so a cursor step is a range read, never a recomputation.
+Nothing here keeps state in the connection (no temporary tables): the UI opens the
+file only for the length of a read, so that an ingest can write in between.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from typing import Any
 
@@ -16,6 +19,8 @@ import attrs
 from attrs import frozen
 
 from .db import Database
+
+MEASURED_FORMATS = ("kineto", "jax_trace")  # timelines of measured events, not of steps
 
 
 @frozen
@@ -26,6 +31,12 @@ class TimelineInfo:
     device: str | None
     n_steps: int
     source_path: str
+    source_id: int = 0
+
+    @property
+    def is_measured(self) -> bool:
+        """A profiler trace: kernels over time rather than a schedule of steps."""
+        return self.format in MEASURED_FORMATS
 
 
 @frozen
@@ -33,6 +44,14 @@ class TimelinePeak:
     timeline_id: int
     peak_step: int
     peak_bytes: int
+
+
+@frozen
+class DataVersion:
+    """What changes when an ingest lands: the newest source and the timeline count."""
+
+    max_source_id: int
+    n_timelines: int
 
 
 @frozen
@@ -126,8 +145,21 @@ class NodeDetail:
     reads: tuple[BufferFact, ...]
     writes: tuple[BufferFact, ...]
     snodes: tuple[str, ...]
-    origin: str | None  # ATen/source origin where the dump says it
+    origin: str | None  # ATen/framework origin where the dump says it
     code: tuple[tuple[str, str], ...]  # (title, text): loop bodies, generated code
+    operands: tuple[str, ...] = ()  # XLA: the instructions it reads, in operand order
+    source: str | None = None  # the model's file:line where the dump says it
+    extra: tuple[tuple[str, str], ...] = ()  # (label, value): op_type, fusion kind, ...
+
+
+@frozen
+class Collective:
+    node: str
+    op: str | None
+    bytes: int | None
+    issue_step: int
+    wait_node: str | None
+    wait_step: int | None
 
 
 @frozen
@@ -156,6 +188,29 @@ class SearchHit:
     name: str
 
 
+@frozen
+class CurveRow:
+    step: int
+    node: str
+    live_bytes: int
+    alloc_bytes: int
+    freed_bytes: int
+    unknown_live: int
+
+
+@frozen
+class NodeKernel:
+    """A measured GPU event attached to a compiled node (``kernel_attachments``)."""
+
+    measured_timeline_id: int
+    seq: int
+    kernel: str
+    ts_ns: int
+    dur_ns: int
+    method: str
+    confidence: float
+
+
 # -- timelines -----------------------------------------------------------------------
 
 
@@ -164,8 +219,12 @@ def list_timelines(db: Database) -> tuple[TimelineInfo, ...]:
 
 
 def timeline_peaks(db: Database) -> dict[int, TimelinePeak]:
-    """Peaks of every timeline (computes the curves: slow on huge timelines)."""
+    """Peaks of every timeline (from the peak cache: one read, whatever the count)."""
     return {r[0]: TimelinePeak(*r) for r in db.query("tui_peaks") if r[2] is not None}
+
+
+def data_version(db: Database) -> DataVersion:
+    return DataVersion(*db.query("tui_data_version")[0])
 
 
 def timeline_notes(db: Database, timeline_id: int) -> tuple[str, ...]:
@@ -181,6 +240,12 @@ def has_node_times(db: Database) -> bool:
 # -- memory ----------------------------------------------------------------------------
 
 
+def peak_of(db: Database, timeline_id: int) -> TimelinePeak | None:
+    """The timeline's peak from the cache, before its curve is read."""
+    rows = db.query("tui_peak_of", timeline_id)
+    return TimelinePeak(*rows[0]) if rows and rows[0][2] is not None else None
+
+
 def curve_summary(db: Database, timeline_id: int, width: int) -> CurveSummary:
     """The timeline's curve in at most ``width`` columns, with its peak."""
     peak_step, peak_bytes, n_counted, n_steps = db.query("tui_curve_stats", timeline_id)[0]
@@ -193,6 +258,11 @@ def curve_summary(db: Database, timeline_id: int, width: int) -> CurveSummary:
             unknown[col] = unk
     return CurveSummary(timeline_id, n_steps, peak_step, peak_bytes, n_counted,
                         tuple(buckets), tuple(unknown))
+
+
+def curve_rows(db: Database, timeline_id: int) -> tuple[CurveRow, ...]:
+    """Every step of ``memory_curve`` (for export)."""
+    return tuple(CurveRow(*r) for r in db.query("tui_curve_rows", timeline_id))
 
 
 LIVE_LIMIT = 300  # live buffers listed by live_at (the LIMIT of tui_live_top)
@@ -239,65 +309,100 @@ def with_memory(db: Database, window: StepWindow) -> StepWindow:
     return attrs.evolve(window, rows=rows, has_memory=True)
 
 
-_ORIGIN_KEYS = ("origins", "origin", "aten_origin", "stack_trace", "source")
+_ORIGIN_KEYS = ("origins", "origin", "aten_origin", "stack_trace")
+_XLA_EXTRA = (("op type", "op_type"), ("fusion", "fusion_kind"), ("calls", "calls"),
+              ("frame", "stack_frame_id"))
+
+
+def _facts(rows: list[tuple[Any, ...]]) -> list[BufferFact]:
+    return [BufferFact(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
 
 
 def node_at(db: Database, timeline_id: int, step: int) -> NodeDetail | None:
+    """The node at ``step`` with what it reads and writes.
+
+    Where the node names no buffers (XLA instructions), its reads are the values of its
+    operand instructions and its writes the values it defines (``xla_instructions``).
+    """
     rows = db.query("tui_node_at", timeline_id, step)
     if not rows:
         return None
     node, cls, ir, kernel, device, reads, writes, line, attrs_text = rows[0]
-    attrs: dict[str, Any] = json.loads(attrs_text) if attrs_text else {}
+    attrs_: dict[str, Any] = json.loads(attrs_text) if attrs_text else {}
     reads, writes = tuple(reads or ()), tuple(writes or ())
-    facts = {r[0]: BufferFact(r[0], r[1], r[2], r[3], bool(r[4]))
-             for r in db.query("tui_buffer_facts", timeline_id, list({*reads, *writes}))}
+    facts = {f.buffer: f for f in _facts(
+        db.query("tui_buffer_facts", timeline_id, list({*reads, *writes})))}
 
     def fact(name: str) -> BufferFact:
         return facts.get(name, BufferFact(name, None, None, None, False))
 
-    fields = attrs.get("fields") or {}
-    origin = next((str(src[k]) for src in (attrs, fields) for k in _ORIGIN_KEYS if k in src),
+    read_facts = [fact(n) for n in reads]
+    write_facts = [fact(n) for n in writes]
+    operands: tuple[str, ...] = ()
+    extra: list[tuple[str, str]] = []
+    fields = attrs_.get("fields") or {}
+    origin = next((str(src[k]) for src in (attrs_, fields) for k in _ORIGIN_KEYS if k in src),
                   None)
-    code = tuple((k.replace("_", " "), str(v)) for k, v in attrs.items()
-                 if k == "loop_body" or k.endswith("_code"))
+    source = attrs_.get("source")
+    if aten := attrs_.get("original_aten"):
+        origin = origin or ", ".join(map(str, aten))
+    xla = db.query("tui_xla_instruction", timeline_id, step)
+    if xla:
+        ops, op_type, op_name, xla_source, frame, fusion, calls = xla[0]
+        operands = tuple(ops or ())
+        origin = origin or op_name
+        source = xla_source or source
+        extra = [(label, str(v)) for (label, _), v in zip(_XLA_EXTRA, (op_type, fusion, calls,
+                                                                         frame)) if v]
+        if not read_facts and operands:
+            read_facts = _facts(db.query("tui_values_of", timeline_id, list(operands)))
+        if not write_facts:
+            write_facts = _facts(db.query("tui_values_of", timeline_id, [node]))
+    code = tuple((k.replace("_", " "), str(v)) for k, v in attrs_.items()
+                 if k in ("loop_body", "instruction") or k.endswith("_code"))
     return NodeDetail(
         timeline_id, step, node, cls, ir, kernel, device, line,
-        tuple(fact(n) for n in reads), tuple(fact(n) for n in writes),
-        tuple(attrs.get("snodes") or ()), origin, code,
+        tuple(read_facts), tuple(write_facts),
+        tuple(attrs_.get("snodes") or ()), origin, code, operands,
+        str(source) if source else None, tuple(extra),
     )
 
 
-def _ensure_collectives(db: Database, timeline_id: int) -> None:
-    """Copy the timeline's collectives into this connection's cache, once."""
-    db.query("tui_create_collectives_cache")
-    db.query("tui_create_collectives_prepared")
-    if not db.query("tui_collectives_prepared", timeline_id)[0][0]:
-        db.query("tui_fill_collectives_cache", timeline_id)
-        db.query("tui_mark_collectives_prepared", timeline_id)
+def timeline_collectives(db: Database, timeline_id: int) -> tuple[Collective, ...]:
+    """Every collective of the timeline, by issue step (read once per timeline)."""
+    return tuple(Collective(*r) for r in db.query("tui_collectives", timeline_id))
 
 
-def collectives_at(db: Database, timeline_id: int, step: int,
-                   under_limit: int = 6) -> tuple[CollectiveInFlight, ...]:
-    """Collectives issued at or before ``step`` and waited after it, with the compute
-    scheduled between their issue and wait (the first ``under_limit`` nodes)."""
-    _ensure_collectives(db, timeline_id)
+def in_flight(collectives: tuple[Collective, ...], step: int) -> tuple[Collective, ...]:
+    """Collectives issued at or before ``step`` and waited after it (or never waited)."""
+    return tuple(c for c in collectives if c.issue_step <= step
+                 and (c.wait_step is None or step < c.wait_step))
+
+
+def collectives_at(db: Database, timeline_id: int, collectives: tuple[Collective, ...],
+                   step: int, under_limit: int = 6) -> tuple[CollectiveInFlight, ...]:
+    """Collectives in flight at ``step`` with the compute scheduled between their issue
+    and wait (the first ``under_limit`` nodes)."""
     out = []
-    for node, op, nbytes, issue, wait_node, wait in db.query("tui_collectives_at",
-                                                             timeline_id, step):
-        end = wait if wait is not None else 2**62
-        under = db.query("tui_nodes_between", timeline_id, issue, end, under_limit + 1)
-        n_under = (end - issue - 1) if wait is not None else len(under)
+    for c in in_flight(collectives, step):
+        end = c.wait_step if c.wait_step is not None else 2**62
+        under = db.query("tui_nodes_between", timeline_id, c.issue_step, end, under_limit + 1)
+        n_under = (end - c.issue_step - 1) if c.wait_step is not None else len(under)
         out.append(CollectiveInFlight(
-            node, op, nbytes, issue, wait_node, wait,
+            c.node, c.op, c.bytes, c.issue_step, c.wait_node, c.wait_step,
             tuple(UnderNode(*u) for u in under[:under_limit]), n_under))
     return tuple(out)
 
 
-def adjacent_collective(db: Database, timeline_id: int, step: int, forward: bool) -> int | None:
+def adjacent_collective(collectives: tuple[Collective, ...], step: int,
+                        forward: bool) -> int | None:
     """Issue step of the next (or previous) collective from ``step``."""
-    _ensure_collectives(db, timeline_id)
-    name = "tui_next_collective" if forward else "tui_prev_collective"
-    return db.query(name, timeline_id, step)[0][0]
+    issues = sorted({c.issue_step for c in collectives})
+    if forward:
+        i = bisect.bisect_right(issues, step)
+        return issues[i] if i < len(issues) else None
+    i = bisect.bisect_left(issues, step)
+    return issues[i - 1] if i > 0 else None
 
 
 def search(db: Database, timeline_id: int, text: str, after_step: int) -> SearchHit | None:
@@ -306,3 +411,9 @@ def search(db: Database, timeline_id: int, text: str, after_step: int) -> Search
         return None
     rows = db.query("tui_search", timeline_id, text, after_step)
     return SearchHit(*rows[0]) if rows else None
+
+
+def node_kernels(db: Database, timeline_id: int, step: int) -> tuple[NodeKernel, ...]:
+    """The measured GPU events of the node at ``step``, in time order: attached to this
+    output-code node, or for a scheduler-IR node to the output-code node it became."""
+    return tuple(NodeKernel(*r) for r in db.query("tui_node_kernels", timeline_id, step))

@@ -12,15 +12,16 @@ import time
 
 import duckdb
 import pytest
-from conftest import SEED_000, SEED_001, ingest_into
+from conftest import SEED_000, SEED_001, SEED_002, ingest_into
 from tlview.store import open_database, write_records
 from tlview.store.records import NodeScheduled, Source, Timeline
 from tlview.tui.app import TlviewApp
-from tlview.tui.chooser import TimelineChooser
+from tlview.tui.chooser import ChooserScreen
 from tlview.tui.execution_list import ExecutionList
 from tlview.tui.live_buffers import LiveBuffers
 from tlview.tui.memory_curve import MemoryCurve
-from tui_helpers import asynctest, press, settle
+from tui_helpers import asynctest, press, settle, wait_for
+from tui_text import screen_text
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +47,11 @@ def view(path, sql, *params):
 
 
 def message_text(app) -> str:
-    return str(app.query_one("#message").render())
+    return str(app.screen.query_one("#message").render())
 
 
 def node_text(app) -> str:
-    return str(app.query_one("#node-text").render())
+    return str(app.screen.query_one("#node-text").render())
 
 
 class TestStepping:
@@ -62,19 +63,19 @@ class TestStepping:
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            assert app.step == 0 and nodes[0] in node_text(app)
+            assert app.screen.step == 0 and nodes[0] in node_text(app)
             await press(pilot, "j", "j", "right", "down", "k", "left")
-            assert app.step == 2
-            assert app.query_one(ExecutionList).cursor == 2
-            assert app.query_one(MemoryCurve).cursor == 2
+            assert app.screen.step == 2
+            assert app.screen.query_one(ExecutionList).cursor == 2
+            assert app.screen.query_one(MemoryCurve).cursor == 2
             assert nodes[2] in node_text(app)
             await press(pilot, "end")
-            assert app.step == len(nodes) - 1
+            assert app.screen.step == len(nodes) - 1
             await press(pilot, "home", "pagedown")
-            assert app.step == app.query_one(ExecutionList).body_height
+            assert app.screen.step == app.screen.query_one(ExecutionList).body_height
             await press(pilot, "k")
-            live = app.query_one(LiveBuffers).live
-            assert live is not None and live.step == app.step
+            live = app.screen.query_one(LiveBuffers).live
+            assert live is not None and live.step == app.screen.step
 
     @asynctest
     async def test_rows_show_bytes_allocated_and_freed(self, seed000):
@@ -83,7 +84,7 @@ class TestStepping:
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            rows = app.query_one(ExecutionList).rows
+            rows = app.screen.query_one(ExecutionList).rows
             assert [(s, rows[s].alloc_bytes, rows[s].freed_bytes) for s, _, _ in curve] == curve
 
 
@@ -96,17 +97,17 @@ class TestPeak:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             await press(pilot, "p")
-            assert app.step == peak_step == 879
-            live = app.query_one(LiveBuffers).live
+            assert app.screen.step == peak_step == 879
+            live = app.screen.query_one(LiveBuffers).live
             assert live.step == peak_step
             assert live.live_bytes == peak_bytes == 26_812_233_984
             assert live.n_live == len(live.buffers) == n_live
             assert sum(b.bytes for b in live.buffers) == peak_bytes
             sizes = [b.bytes for b in live.buffers]
             assert sizes == sorted(sizes, reverse=True)
-            status = str(app.query_one("#status").render())
+            status = str(app.screen.query_one("#status").render())
             assert "26,812,233,984 B" in status and "100.0%" in status
-            curve = app.query_one(MemoryCurve).curve
+            curve = app.screen.query_one(MemoryCurve).curve
             assert curve.peak_step == peak_step and max(curve.buckets) == peak_bytes
 
 
@@ -119,8 +120,8 @@ class TestSearch:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             await press(pilot, "slash", *"buf1048", "enter")
-            assert app.step == alloc
-            assert app.query_one(LiveBuffers).selected.buffer == "buf1048"
+            assert app.screen.step == alloc
+            assert app.screen.query_one(LiveBuffers).selected.buffer == "buf1048"
 
     @asynctest
     async def test_search_node_and_kernel(self, seed000):
@@ -129,9 +130,9 @@ class TestSearch:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             await press(pilot, "slash", *"extern_kernels.mm", "enter")
-            assert app.step == mm_step
+            assert app.screen.step == mm_step
             await press(pilot, "slash", *"op1012_", "enter")
-            assert app.step == 879
+            assert app.screen.step == 879
 
     @asynctest
     async def test_sql_characters_are_a_parameter(self, seed000):
@@ -139,7 +140,7 @@ class TestSearch:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             await press(pilot, "j", "slash", *"x'; DROP TABLE events; --", "enter")
-            assert app.step == 1
+            assert app.screen.step == 1
             assert any("no node, kernel or buffer matches" in n.message
                        for n in app._notifications)
         assert view(seed000, "SELECT count(*) > 0 FROM events") == [(True,)]
@@ -152,19 +153,19 @@ class TestBufferLifetime:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             await press(pilot, "p")
-            buf = app.query_one(LiveBuffers).selected
+            buf = app.screen.query_one(LiveBuffers).selected
             ((alloc, last),) = view(seed000, "SELECT alloc_step, last_step FROM buffers "
                                              "WHERE buffer = ?", buf.buffer)
             await press(pilot, "b")
-            assert app.query_one(MemoryCurve).life == (alloc, last)
-            assert app.step == alloc
-            assert app.query_one(LiveBuffers).selected.buffer == buf.buffer
+            assert app.screen.query_one(MemoryCurve).life == (alloc, last)
+            assert app.screen.step == alloc
+            assert app.screen.query_one(LiveBuffers).selected.buffer == buf.buffer
             await press(pilot, "b")
-            assert app.step == last
+            assert app.screen.step == last
             await press(pilot, "b")
-            assert app.step == alloc
+            assert app.screen.step == alloc
             await press(pilot, "escape")
-            assert app.query_one(MemoryCurve).life is None
+            assert app.screen.query_one(MemoryCurve).life is None
 
 
 class TestTimelines:
@@ -175,23 +176,23 @@ class TestTimelines:
         app = TlviewApp(str(two_timelines))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
-            assert isinstance(app.screen, TimelineChooser)
-            assert app.screen.peaks[1].peak_bytes == 26_812_233_984
+            assert isinstance(app.screen, ChooserScreen)
+            assert app.screen.all_rows[0].peak.peak_bytes == 26_812_233_984
             await press(pilot, "enter")
-            assert app.timeline.timeline_id == 1
+            assert app.screen.timeline.timeline_id == 1
             await press(pilot, "t", "down", "enter")
-            assert app.timeline.timeline_id == 2 and app.timeline.n_steps == 44
-            assert app.step == 0
+            assert app.screen.timeline.timeline_id == 2 and app.screen.timeline.n_steps == 44
+            assert app.screen.step == 0
             await press(pilot, "n")
-            assert app.step == issues[0]
-            text = str(app.query_one("#collectives-text").render())
+            assert app.screen.step == issues[0]
+            text = str(app.screen.query_one("#collectives-text").render())
             assert "all_gather_into_tensor_out" in text
             await press(pilot, "n", "N")
-            assert app.step == issues[0]
+            assert app.screen.step == issues[0]
             await press(pilot, "end", "n")
-            assert app.step == 43
+            assert app.screen.step == 43
             await press(pilot, "t", "up", "enter")
-            assert app.timeline.timeline_id == 1
+            assert app.screen.timeline.timeline_id == 1
 
 
 class TestHonestStates:
@@ -222,16 +223,29 @@ class TestHonestStates:
         assert "newer tlview" in await self.run_message(path)
 
     @asynctest
-    async def test_locked_by_a_writer(self, tmp_path):
+    async def test_locked_by_a_writer_waits_then_opens(self, tmp_path):
+        """A writer holding the file (an ingest) is waited for, said, never a crash."""
         path = tmp_path / "l.duckdb"
-        open_database(path).close()
+        ingest_into(path, SEED_002)
         holder = subprocess.Popen(
             [sys.executable, "-c", "import duckdb,sys,time; c=duckdb.connect(sys.argv[1]); "
-             "print('ok', flush=True); time.sleep(30)", str(path)],
-            stdout=subprocess.PIPE, text=True)
+             "print('ok', flush=True); sys.stdin.readline()", str(path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
             assert holder.stdout.readline().strip() == "ok"
-            assert "is locked by" in await self.run_message(path)
+            app = TlviewApp(str(path))
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: "ingest in progress" in app.db_notice)
+                assert f"ingest in progress (process {holder.pid}), waiting" in message_text(app)
+                assert app.db_notice in screen_text(app).splitlines()[0]
+                assert not app.opened
+                holder.stdin.write("\n")
+                holder.stdin.flush()
+                holder.wait(10)
+                await wait_for(pilot, lambda: app.screen.__class__.__name__ == "TimelineScreen")
+                await settle(pilot)
+                assert app.db_notice == ""
+                assert app.screen.timeline.n_steps == 4
         finally:
             holder.kill()
             holder.wait()
@@ -247,9 +261,9 @@ class TestHonestStates:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             await press(pilot, "j", "p")
-            assert app.step == 1
-            assert "no buffer lifetimes" in app.query_one(MemoryCurve).message
-            assert "no buffer lifetimes" in str(app.query_one("#status").render())
+            assert app.screen.step == 1
+            assert "no buffer lifetimes" in app.screen.query_one(MemoryCurve).message
+            assert "no buffer lifetimes" in str(app.screen.query_one("#status").render())
 
 
 class TestDurations:
@@ -261,7 +275,7 @@ class TestDurations:
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
             # the profile schema defines node_times; no trace, so no time on any step
-            steps = app.query_one(ExecutionList)
+            steps = app.screen.query_one(ExecutionList)
             assert steps.has_durations and steps.rows[3].duration_ns is None
         con = duckdb.connect(str(path))
         con.execute("CREATE OR REPLACE VIEW node_times AS SELECT timeline_id, step, node, "
@@ -270,7 +284,7 @@ class TestDurations:
         app = TlviewApp(str(path))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
-            steps = app.query_one(ExecutionList)
+            steps = app.screen.query_one(ExecutionList)
             assert steps.has_durations and steps.rows[3].duration_ns == 4000
 
 

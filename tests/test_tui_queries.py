@@ -81,12 +81,13 @@ def test_step_window_and_memory(db):
 
 
 def test_collectives_in_flight_and_under(db):
-    rows = q.collectives_at(db, 2, 4)
+    known = q.timeline_collectives(db, 2)
+    rows = q.collectives_at(db, 2, known, 4)
     assert [(c.node, c.issue_step, c.wait_step, c.n_under) for c in rows] == [("op3", 3, 5, 1)]
     assert [u.node for u in rows[0].under] == ["op5"]
-    assert q.collectives_at(db, 2, 5) == ()
-    assert q.adjacent_collective(db, 2, 0, True) == 3
-    assert q.adjacent_collective(db, 2, 3, False) is None
+    assert q.collectives_at(db, 2, known, 5) == ()
+    assert q.adjacent_collective(known, 0, True) == 3
+    assert q.adjacent_collective(known, 3, False) is None
 
 
 def test_node_detail_keeps_fused_and_code(db):

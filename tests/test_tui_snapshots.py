@@ -62,3 +62,87 @@ class TestCollectives:
     def test_in_flight_160x48(self, snap_compare, seed001):
         assert snap_compare(TlviewApp(str(seed001)), terminal_size=(160, 48),
                             run_before=keys("n", "j"))
+
+
+@pytest.fixture(scope="module")
+def coll_rank0(tmp_path_factory):
+    from conftest import FIXTURES
+    from tlview.ingest.discover import discover
+
+    path = tmp_path_factory.mktemp("snap") / "coll.duckdb"
+    ingest_into(path, *[p for p, _ in discover(FIXTURES / "profile" / "coll" / "rank0", None)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def profile_single(tmp_path_factory):
+    from conftest import FIXTURES
+    from tlview.ingest.discover import discover
+
+    path = tmp_path_factory.mktemp("snap") / "single.duckdb"
+    ingest_into(path, *[p for p, _ in discover(FIXTURES / "profile" / "single", None)])
+    return path
+
+
+def open_trace(*more: str):
+    """From the chooser: filter to the trace, open it, then the keys."""
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await pilot.press(*"kineto")
+        await press(pilot, "enter", "enter", *more)
+
+    return run_before
+
+
+class TestProfiler:
+    """Rank 0 of the 2-rank NCCL run, on the communication lane's second all-gather: the
+    two lanes (compute+memset on stream 7, NCCL on 17), the allocator's memory below with
+    its scale, the kernel with its duration, the runtime call and CPU op that launched
+    it, the extern node it is attached to, its overlapped and exposed time, the trace's
+    30.78% overlap and the three ProfilerSteps with their GPU totals."""
+
+    def test_comm_kernel_80x24(self, snap_compare, coll_rank0):
+        assert snap_compare(TlviewApp(str(coll_rank0)), terminal_size=(80, 24),
+                            run_before=open_trace("j", "home", "n"))
+
+    def test_comm_kernel_160x48(self, snap_compare, coll_rank0):
+        assert snap_compare(TlviewApp(str(coll_rank0)), terminal_size=(160, 48),
+                            run_before=open_trace("j", "home", "n"))
+
+    def test_zoomed_into_step_2_80x24(self, snap_compare, profile_single):
+        """The single-GPU training step: ProfilerStep#2 fills the window (] once)."""
+        assert snap_compare(TlviewApp(str(profile_single)), terminal_size=(80, 24),
+                            run_before=open_trace("right_square_bracket"))
+
+
+class TestHolders:
+    """Who holds the memory at the conv-net's peak: 140 producers, the fused op1012 node
+    holding 49.1%, and the largest live buffers (3.06 GiB each) at the top of the list."""
+
+    def test_peak_by_producer_80x24(self, snap_compare, seed000):
+        assert snap_compare(TlviewApp(str(seed000)), terminal_size=(80, 24),
+                            run_before=keys("p", "w"))
+
+    def test_peak_by_producer_160x48(self, snap_compare, seed000):
+        assert snap_compare(TlviewApp(str(seed000)), terminal_size=(160, 48),
+                            run_before=keys("p", "w"))
+
+    def test_by_dtype_80x24(self, snap_compare, seed000):
+        """The same step grouped by dtype (o three times: origin, source line, dtype)."""
+        assert snap_compare(TlviewApp(str(seed000)), terminal_size=(80, 24),
+                            run_before=keys("p", "w", "o", "o", "o"))
+
+
+class TestChooser:
+    """The single-GPU run's nine timelines: the two 0_forward (log and output_code.py)
+    told apart by their source; the trace marked as such."""
+
+    def test_chooser_80x24(self, snap_compare, profile_single):
+        assert snap_compare(TlviewApp(str(profile_single)), terminal_size=(80, 24),
+                            run_before=keys())
+
+    def test_chooser_160x48(self, snap_compare, profile_single):
+        assert snap_compare(TlviewApp(str(profile_single)), terminal_size=(160, 48),
+                            run_before=keys())

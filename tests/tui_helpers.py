@@ -23,6 +23,22 @@ async def press(pilot: Pilot, *keys: str) -> None:
         await settle(pilot)
 
 
+async def type_text(pilot: Pilot, text: str) -> None:
+    """Type ``text`` into the focused input (one settle at the end, not per key)."""
+    await pilot.press(*text)
+    await settle(pilot)
+
+
+async def wait_for(pilot: Pilot, condition, timeout: float = 20.0) -> None:
+    """Poll ``condition()`` between short pauses (for what workers do while they wait)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"still not true after {timeout} s: {condition}")
+        await pilot.pause(0.05)
+
+
 def asynctest(fn):
     """Run an ``async def`` test with asyncio.run (no async pytest plugin needed)."""
 

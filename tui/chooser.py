@@ -1,61 +1,118 @@
-"""The timeline chooser: name, format, device, steps and peak of every timeline."""
+"""The chooser: every timeline of the database, filtered as you type.
+
+Figures first (id, steps, peak and its step, device, format), then the name, then the
+source: the end of the ingested file's path that tells ``0_forward`` of one folder from
+the ``0_forward`` of another (cut at its end: its start is what differs). The rows are one snapshot drawn line by line, so the
+screen is ready at once with thousands of timelines; new timelines appear when an
+ingest lands (the app hands them over).
+"""
 
 from __future__ import annotations
 
-from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.screen import Screen
+from textual.widgets import Footer, Input
 from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
 
+from . import messages as m
+from .chooser_rows import ChooserRow, chooser_rows, filter_rows
 from .fmt import short_bytes
+from .row_list import Column, RowList
+from .title_bar import TitleBar
+
+COLUMNS = (Column("id", right=True), Column("steps", right=True), Column("peak", right=True),
+           Column("at", right=True), Column("device"), Column("format"),
+           Column("name", least=12, flex=True), Column("source", least=12, flex=True))
+
+KEYS = (
+    ("j k  Down Up", "next / previous timeline"),
+    ("PgDn PgUp Home End", "a page / the first / the last"),
+    ("Enter", "open the timeline"),
+    ("/", "filter: type words of the name, format, device or source"),
+    ("Esc", "(in the filter) clear it"),
+)
 
 
-class TimelineChooser(ModalScreen[int | None]):
-    BINDINGS = [Binding("escape,t", "cancel", "back"), Binding("q", "app.quit", "quit")]
+def cells(row: ChooserRow) -> tuple[str, ...]:
+    t, p = row.info, row.peak
+    steps = "trace" if t.is_measured else f"{t.n_steps:,}"
+    peak, at = (short_bytes(p.peak_bytes), str(p.peak_step)) if p else ("", "")
+    return (str(t.timeline_id), steps, peak, at, t.device or "", t.format, t.name, row.source)
+
+
+class ChooserScreen(Screen[None]):
+    """Enter posts ``OpenTimeline``; the app opens it."""
+
+    KEYS = KEYS
+    BINDINGS = [Binding("slash", "filter", "filter", key_display="/"),
+                Binding("escape", "clear_filter", show=False)]
 
     def __init__(self, timelines: tuple[TimelineInfo, ...],
-                 peaks: dict[int, TimelinePeak] | None, current: int | None) -> None:
+                 peaks: dict[int, TimelinePeak] | None, current: int | None = None) -> None:
         super().__init__()
-        self.timelines = timelines
-        self.peaks = peaks
+        self.all_rows: tuple[ChooserRow, ...] = chooser_rows(timelines, peaks)
+        self.shown: tuple[ChooserRow, ...] = self.all_rows
         self.current = current
 
     def compose(self) -> ComposeResult:
-        yield Static("Timelines: Enter opens one, Esc goes back", id="chooser-title")
-        yield DataTable(cursor_type="row", id="chooser-table")
+        yield TitleBar(id="title")
+        yield Input(placeholder="/ filters: words of the name, format, device or source",
+                    id="chooser-filter")
+        yield RowList(COLUMNS, empty="no timeline matches the filter", id="chooser-table")
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        # The figures first, the (long) name last: at 80 columns only the name is cut.
-        for label, key in (("id", "id"), ("steps", "steps"), ("peak", "peak"), ("at", "at"),
-                           ("device", "device"), ("format", "format"), ("name", "name")):
-            table.add_column(label, key=key)
-        for i, t in enumerate(self.timelines):
-            table.add_row(str(t.timeline_id), f"{t.n_steps:,}", *self._peak_cells(t.timeline_id),
-                          Text(t.device or ""), Text(t.format), Text(t.name),
-                          key=str(t.timeline_id))
-            if t.timeline_id == self.current:
-                table.move_cursor(row=i, animate=False)
+        table = self.query_one(RowList)
+        self._show(select=self.current)
         table.focus()
 
-    def _peak_cells(self, tid: int) -> tuple[str, str]:
-        if self.peaks is None:
-            return ("...", "")
-        p = self.peaks.get(tid)
-        return (short_bytes(p.peak_bytes), str(p.peak_step)) if p else ("unknown", "")
+    def _show(self, select: int | None = None) -> None:
+        table = self.query_one(RowList)
+        keep = select if select is not None else self.selected_id
+        cursor = next((i for i, r in enumerate(self.shown) if r.info.timeline_id == keep), 0)
+        marks = frozenset(i for i, r in enumerate(self.shown)
+                          if r.info.timeline_id == self.current)
+        table.set_rows([cells(r) for r in self.shown], cursor=cursor, marks=marks)
+        n, total = len(self.shown), len(self.all_rows)
+        what = f"{total:,} timelines" if n == total else f"{n:,} of {total:,} timelines"
+        self.query_one(TitleBar).show(f"tlview  {what}: Enter opens one, / filters")
 
-    def show_peaks(self, peaks: dict[int, TimelinePeak]) -> None:
-        self.peaks = peaks
-        table = self.query_one(DataTable)
-        for t in self.timelines:
-            peak, at = self._peak_cells(t.timeline_id)
-            table.update_cell(str(t.timeline_id), "peak", peak, update_width=True)
-            table.update_cell(str(t.timeline_id), "at", at, update_width=True)
+    @property
+    def selected_id(self) -> int | None:
+        table = self.query_one(RowList)
+        if not self.shown:
+            return None
+        return self.shown[min(table.cursor, len(self.shown) - 1)].info.timeline_id
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(int(str(event.row_key.value)))
+    def update_timelines(self, timelines: tuple[TimelineInfo, ...],
+                         peaks: dict[int, TimelinePeak] | None) -> None:
+        """New timelines landed (an ingest): same filter, same selection."""
+        self.all_rows = chooser_rows(timelines, peaks)
+        self.shown = filter_rows(self.all_rows, self.query_one(Input).value)
+        self._show()
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    @on(Input.Changed, "#chooser-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.shown = filter_rows(self.all_rows, event.value)
+        self._show()
+
+    @on(Input.Submitted, "#chooser-filter")
+    def _filter_done(self) -> None:
+        self.query_one(RowList).focus()
+
+    @on(RowList.Chosen, "#chooser-table")
+    def _chosen(self, event: RowList.Chosen) -> None:
+        row = self.shown[event.index]
+        self.current = row.info.timeline_id
+        self.app.post_message(m.OpenTimeline(row.info.timeline_id))
+
+    def action_filter(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one(Input)
+        if box.value:
+            box.value = ""
+        self.query_one(RowList).focus()

@@ -57,6 +57,7 @@ class ExecutionList(Widget, can_focus=True):
         self.peak_step: int | None = None
         self.life: tuple[int, int] | None = None
         self.rows: dict[int, StepRow] = {}
+        self.timed = False  # a row with a measured time was seen: show the time column
         self._asked: tuple[int, int] | None = None
 
     # -- data -------------------------------------------------------------------------
@@ -67,6 +68,7 @@ class ExecutionList(Widget, can_focus=True):
         self.has_durations = has_durations
         self.peak_step = None
         self.life = None
+        self.timed = False
         self.rows = {}
         self._asked = None
         self.set_reactive(ExecutionList.cursor, 0)
@@ -86,6 +88,7 @@ class ExecutionList(Widget, can_focus=True):
             self.rows = {s: r for s, r in self.rows.items() if s in keep}
         for row in window.rows:
             self.rows[row.step] = row
+            self.timed = self.timed or row.duration_ns is not None
         self._asked = None
         self.refresh()
 
@@ -117,11 +120,16 @@ class ExecutionList(Widget, can_focus=True):
         """(name, width, right-aligned) of the columns that fit, in priority order."""
         step_w = max(4, len(str(max(0, self.n_steps - 1))))
         cols = [("step", step_w, True), ("node", 0, False), ("kind", 6, False),
-                ("+alloc", 7, True), ("-freed", 7, True)]
-        if self.has_durations:
+                ("+alloc", 9, True), ("-freed", 9, True)]
+        if self.has_durations and self.timed:
             cols.append(("time", 8, True))
         fixed = sum(w for _, w, _ in cols) + len(cols)
         room = width - fixed
+        for least_wanted in ("kind", "-freed"):  # a readable node name comes first
+            if room >= 14:
+                break
+            i = next(i for i, c in enumerate(cols) if c[0] == least_wanted)
+            room += cols.pop(i)[1] + 1
         if room >= 30:
             node_w = min(28, room // 2)
             cols[1] = ("node", node_w, False)

@@ -23,12 +23,16 @@ class Glyphs:
     freed: str
     ellipsis: str
     rule: str
+    axis: str  # the y-axis of a curve, beside its scale
+    shades: str  # how busy a lane's column is, idle to full
 
 
 UNICODE = Glyphs(bars=" ▁▂▃▄▅▆▇█", cursor="▲", peak="P", life="─", arrow="→",
-                 alloc="+", freed="−", ellipsis="…", rule="─")
+                 alloc="+", freed="−", ellipsis="…", rule="─", axis="┤",
+                 shades=" ░▒▓█")
 ASCII = Glyphs(bars=" .:-=+*#@", cursor="^", peak="P", life="-", arrow="->",
-               alloc="+", freed="-", ellipsis="...", rule="-")
+               alloc="+", freed="-", ellipsis="...", rule="-", axis="|",
+               shades=" .:=#")
 
 
 def glyphs(ascii_only: bool | None = None) -> Glyphs:

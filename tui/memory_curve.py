@@ -1,7 +1,8 @@
 """The memory curve of the whole timeline as a sparkline that fits the width.
 
 Each column is the largest live_bytes among the steps it covers. The row under the
-bars marks the cursor, the peak, and (after ``b``) a buffer's lifetime.
+bars marks the cursor, the peak, and (after ``b``) a buffer's lifetime. The scale is at
+the left: the top of the bars is the peak, the bottom 0.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 from tlview.store.timeline_queries import CurveSummary
 
+from .fmt import short_bytes
 from .glyphs import Glyphs
+
+AXIS_WIDTH = 10  # "25.0 GiB" and the axis glyph
 
 
 class MemoryCurve(Widget):
@@ -54,8 +58,13 @@ class MemoryCurve(Widget):
     def watch_cursor(self) -> None:
         self.refresh()
 
+    @property
+    def bar_width(self) -> int:
+        """Columns of bars: the width less the scale."""
+        return max(1, self.size.width - AXIS_WIDTH)
+
     def on_resize(self, event: events.Resize) -> None:
-        self.post_message(self.Resized(self.size.width))
+        self.post_message(self.Resized(self.bar_width))
 
     # -- geometry ---------------------------------------------------------------------
 
@@ -75,13 +84,30 @@ class MemoryCurve(Widget):
     # -- drawing ----------------------------------------------------------------------
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        base = self.rich_style
+        strip = self._render_bars(y)
+        if self.curve is None or not self.curve.has_liveness or self.curve.n_steps == 0:
+            return strip
+        rows = max(1, self.size.height - 1)
+        label = ""
+        if y == 0:
+            label = short_bytes(self.curve.peak_bytes or 0)
+        elif y == rows - 1:
+            label = "0"
+        axis = self.glyphs.axis if y < rows else " "
+        gutter = Segment(label.rjust(AXIS_WIDTH - 1)[-(AXIS_WIDTH - 1):] + axis,
+                         base + self.get_component_rich_style("memory-curve--marker"))
+        return Strip([gutter, *strip])
+
+    def _render_bars(self, y: int) -> Strip:
+        width = self.bar_width
         base = self.rich_style
         curve = self.curve
         if curve is None or not curve.has_liveness or curve.n_steps == 0:
             text = self.message if y == 0 else ""
             style = base + self.get_component_rich_style("memory-curve--message")
-            return Strip([Segment(text.ljust(width)[:width], style)])
+            full = self.size.width
+            return Strip([Segment(text.ljust(full)[:full], style)])
         rows = max(1, self.size.height - 1)
         cols = len(curve.buckets)
         top = max(curve.peak_bytes or 0, 1)
@@ -125,5 +151,5 @@ class MemoryCurve(Widget):
         return Strip([Segment("".join(cells), style)])
 
     def on_click(self, event: events.Click) -> None:
-        if self.curve and self.curve.n_steps:
-            self.post_message(self.Clicked(self._step_at(event.x, self.size.width)))
+        if self.curve and self.curve.n_steps and event.x >= AXIS_WIDTH:
+            self.post_message(self.Clicked(self._step_at(event.x - AXIS_WIDTH, self.bar_width)))

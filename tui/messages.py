@@ -1,27 +1,14 @@
-"""Messages from the workers to the app. Each holds immutable snapshots only."""
+"""Messages every screen may send to the app, which routes between screens.
+
+Screens never push one another's screens: they ask the app (``OpenTimeline``), so the
+app alone decides which screen shows a timeline. Each screen's own messages (from its
+workers) live beside it.
+"""
 
 from __future__ import annotations
 
 from textual.message import Message
-from tlview.store.timeline_queries import (
-    CollectiveInFlight,
-    CurveSummary,
-    LiveAt,
-    NodeDetail,
-    SearchHit,
-    StepWindow,
-    TimelineInfo,
-    TimelinePeak,
-)
-
-
-class Opened(Message):
-    """The database is open; its timelines (peaks come later, in PeaksLoaded)."""
-
-    def __init__(self, timelines: tuple[TimelineInfo, ...], has_durations: bool) -> None:
-        super().__init__()
-        self.timelines = timelines
-        self.has_durations = has_durations
+from tlview.store.timeline_queries import DataVersion, TimelineInfo, TimelinePeak
 
 
 class Failed(Message):
@@ -33,54 +20,39 @@ class Failed(Message):
         self.fatal = fatal
 
 
-class PeaksLoaded(Message):
-    def __init__(self, peaks: dict[int, TimelinePeak]) -> None:
+class TimelinesLoaded(Message):
+    """The database's timelines and their peaks (at opening, and after an ingest)."""
+
+    def __init__(self, timelines: tuple[TimelineInfo, ...], peaks: dict[int, TimelinePeak],
+                 has_durations: bool, version: DataVersion) -> None:
         super().__init__()
+        self.timelines = timelines
         self.peaks = peaks
+        self.has_durations = has_durations
+        self.version = version
 
 
-class MemoryReady(Message):
-    def __init__(self, timeline_id: int, seconds: float, notes: tuple[str, ...] = ()) -> None:
-        super().__init__()
-        self.timeline_id = timeline_id
-        self.seconds = seconds
-        self.notes = notes  # what the ingest said of this timeline (e.g. XLA's stated peak)
+class OpenTimeline(Message):
+    """Show a timeline: a compiled one at ``step``, a measured one at the kernel ``seq``
+    (``kernels``: the attached kernels of a node, to step through; ``why``: said on arrival)."""
 
-
-class CurveLoaded(Message):
-    def __init__(self, curve: CurveSummary, width: int) -> None:
-        super().__init__()
-        self.curve = curve
-        self.width = width
-
-
-class WindowLoaded(Message):
-    def __init__(self, window: StepWindow) -> None:
-        super().__init__()
-        self.window = window
-
-
-class LiveLoaded(Message):
-    def __init__(self, live: LiveAt) -> None:
-        super().__init__()
-        self.live = live
-
-
-class NodeLoaded(Message):
-    def __init__(self, timeline_id: int, step: int, detail: NodeDetail | None,
-                 collectives: tuple[CollectiveInFlight, ...]) -> None:
+    def __init__(self, timeline_id: int, *, step: int | None = None, seq: int | None = None,
+                 kernels: tuple[int, ...] = (), why: str = "") -> None:
         super().__init__()
         self.timeline_id = timeline_id
         self.step = step
-        self.detail = detail
-        self.collectives = collectives
+        self.seq = seq
+        self.kernels = kernels
+        self.why = why
 
 
-class JumpFound(Message):
-    """A search or a collective jump found where to go (or ``step`` None: nothing)."""
+class DatabaseWaiting(Message):
+    """A read waits for an ingest to release the file (``text`` says so), or no longer."""
 
-    def __init__(self, step: int | None, what: str, hit: SearchHit | None = None) -> None:
+    def __init__(self, text: str | None) -> None:
         super().__init__()
-        self.step = step
-        self.what = what
-        self.hit = hit
+        self.text = text
+
+
+class GoBack(Message):
+    """Leave this screen for the one before it (after a jump), or the chooser."""

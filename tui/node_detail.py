@@ -1,4 +1,7 @@
-"""The node at the cursor: kind, kernel, fused sub-nodes, reads and writes, origin, code."""
+"""The node at the cursor: kind, kernel, fused sub-nodes, reads and writes, origin, code.
+
+Focus it (Tab) to scroll it with the arrows, PgUp/PgDn, Home/End.
+"""
 
 from __future__ import annotations
 
@@ -43,12 +46,17 @@ def describe(detail: NodeDetail) -> Text:
         rows.append(("device", detail.device))
     if detail.snodes:
         rows.append(("fused", ", ".join(detail.snodes)))
+    if detail.operands:
+        rows.append(("operands", ", ".join(detail.operands)))
     rows.append(("reads", _facts(detail.reads) if detail.reads else "nothing"))
     rows.append(("writes", _facts(detail.writes) if detail.writes else "nothing"))
     if detail.origin:
         rows.append(("origin", detail.origin))
+    if detail.source:
+        rows.append(("source", detail.source))
+    rows.extend(detail.extra)
     for label, value in rows:
-        text.append(f"\n{label:>6} ", style="dim")
+        text.append(f"\n{label:>8} ", style="dim")
         text.append(value)
     for title, code in detail.code:
         lines = code.splitlines()
@@ -59,7 +67,7 @@ def describe(detail: NodeDetail) -> Text:
     return text
 
 
-class NodeDetailPanel(VerticalScroll):
+class NodeDetailPanel(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(id="node-text")
 

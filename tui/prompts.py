@@ -1,4 +1,4 @@
-"""One-line prompts: go to a step, search nodes, kernels and buffers."""
+"""One-line prompts: go to a step, search, filter, a file name to export to."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ class Prompt(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
     def __init__(self, label: str, placeholder: str, value: str = "",
-                 max_step: int | None = None) -> None:
+                 max_step: int | None = None, allow_empty: bool = False) -> None:
         super().__init__()
+        self.allow_empty = allow_empty  # Enter on an empty line answers "" (else: cancel)
         self.label = label
         self.placeholder = placeholder
         self.value = value
@@ -32,7 +33,8 @@ class Prompt(ModalScreen[str | None]):
         if event.validation_result is not None and not event.validation_result.is_valid:
             self.query_one(Label).update(f"{self.label}  (a step from 0 to {self.max_step})")
             return
-        self.dismiss(event.value.strip() or None)
+        value = event.value.strip()
+        self.dismiss(value if value or self.allow_empty else None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

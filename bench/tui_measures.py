@@ -1,0 +1,170 @@
+"""The TUI's screens timed through Pilot, each function run in a fresh process by
+bench_tui (``bench.child``). Times start before the UI is imported: the import is part
+of what a person waits for.
+
+``chooser`` runs against this tree and against an export of the tree before the
+chooser was rewritten (bench_tui's baseline), so it uses only what both have: the app's
+class, and its chooser screen's rows (``all_rows`` now, ``peaks`` then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+
+async def _chooser(db: str, n: int, presses: int) -> dict:
+    t0 = time.perf_counter()
+    from tlview.tui.app import TlviewApp
+
+    app = TlviewApp(db)
+    out: dict = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+
+        def ready() -> bool:
+            s = app.screen
+            name = type(s).__name__
+            if name == "ChooserScreen":  # this tree
+                return len(s.all_rows) == n and all(r.peak for r in s.all_rows)
+            if name == "TimelineChooser":  # before: a DataTable, peaks set cell by cell
+                return s.peaks is not None
+            return False
+
+        while not ready():
+            await pilot.pause(0.005)
+        await pilot.pause()
+        out["ready_s"] = time.perf_counter() - t0
+        screen = app.screen
+        if type(screen).__name__ != "ChooserScreen":
+            return out
+        table = screen.query_one("#chooser-table")
+        keys = []
+        for _ in range(presses):
+            t = time.perf_counter()
+            await pilot.press("j")
+            keys.append(time.perf_counter() - t)
+        out["key_ms"] = statistics.median(keys) * 1000
+        assert table.cursor == presses
+        await pilot.press("slash")
+        t = time.perf_counter()
+        await pilot.press(*"job1234")
+        out["filter_typed_ms"] = (time.perf_counter() - t) * 1000
+        out["filter_rows"] = len(screen.shown)
+    return out
+
+
+def chooser(db: str, n: str, presses: str = "50") -> dict:
+    return asyncio.run(_chooser(db, int(n), int(presses)))
+
+
+async def _profiler(db: str, presses: int) -> dict:
+    t0 = time.perf_counter()
+    from textual import events
+    from tlview.tui.app import TlviewApp
+    from tlview.tui.kernel_lanes import KernelLanes
+    from tlview.tui.kernel_panel import KernelPanel
+    from tlview.tui.profiler_screen import ProfilerScreen
+
+    drawn: list[float] = []
+    shown: dict[int, float] = {}  # cursor_ns -> when the kernel panel showed it
+    settled: dict[int, float] = {}  # ... and when its launch and memory had arrived
+
+    original_line = KernelLanes.render_line
+
+    def render_line(self, y):  # the lanes of a window drawn
+        if self.window is not None and y == 1:
+            drawn.append(time.perf_counter())
+        return original_line(self, y)
+
+    original_show = KernelPanel.show
+
+    def show(self, text):
+        screen = self.screen
+        if isinstance(screen, ProfilerScreen) and screen.overview is not None:
+            now = time.perf_counter()
+            shown.setdefault(screen.cursor_ns, now)
+            if screen.launch is not None or screen.kernel is None:
+                settled.setdefault(screen.cursor_ns, now)
+        return original_show(self, text)
+
+    KernelLanes.render_line = render_line  # type: ignore[method-assign]
+    KernelPanel.show = show  # type: ignore[method-assign]
+    app = TlviewApp(db)
+    out: dict = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+        while not (isinstance(app.screen, ProfilerScreen) and drawn
+                   and app.screen.kernel is not None and shown):
+            await pilot.pause(0.002)
+        screen = app.screen
+        out["first_draw_s"] = max(drawn[0], min(shown.values())) - t0
+        out["events"] = sum(lane.n_events for lane in screen.overview.lanes)
+        while screen.summary is None or screen.attachments is None:
+            await pilot.pause(0.01)
+        out["summaries_s"] = time.perf_counter() - t0
+
+        async def scrub(key: str) -> tuple[float, float]:
+            """Median ms from the key to the kernel at the new cursor shown, and settled."""
+            got, done = [], []
+            for _ in range(presses):
+                before = screen.cursor_ns
+                t = time.perf_counter()
+                app.post_message(events.Key(key, key if len(key) == 1 else None))
+                while screen.cursor_ns == before or screen.cursor_ns not in shown:
+                    await asyncio.sleep(0.0005)
+                got.append(shown[screen.cursor_ns] - t)
+                while screen.cursor_ns not in settled:
+                    await asyncio.sleep(0.0005)
+                done.append(settled[screen.cursor_ns] - t)
+                while app.workers:  # let the last reads finish before the next key
+                    await asyncio.sleep(0.0005)
+            return statistics.median(got) * 1000, statistics.median(done) * 1000
+
+        out["scrub_whole_ms"], out["scrub_whole_settled_ms"] = await scrub("right")
+        for _ in range(10):  # zoom in 1024x: a window of ~30 ms of a 30 s trace
+            await pilot.press("plus")
+        while app.workers:
+            await pilot.pause(0.01)
+        out["zoomed_col_ns"] = screen.col_ns
+        out["scrub_zoomed_ms"], out["scrub_zoomed_settled_ms"] = await scrub("right")
+        out["scrub_kernel_ms"], out["scrub_kernel_settled_ms"] = await scrub("n")
+    return out
+
+
+def profiler(db: str, presses: str = "50") -> dict:
+    return asyncio.run(_profiler(db, int(presses)))
+
+
+def lane_query_floor(db: str) -> dict:
+    """The floor: the lanes' window read and the kernel-at-cursor read straight from the
+    store (no UI), on the whole trace and on a 1/1024 window, median of 20."""
+    from tlview.store import open_database
+    from tlview.store import profile_queries as pq
+
+    out: dict = {}
+    with open_database(db, read_only=True) as d:
+        (tid,) = d.sql("SELECT timeline_id FROM timelines LIMIT 1").fetchone()
+        ov = pq.trace_overview(d, tid)
+        cols = 62
+        for label, span in (("whole", ov.span_ns), ("zoomed", ov.span_ns // 1024)):
+            col_ns = -(-span // cols)
+            t0 = ov.first_ns + (ov.span_ns - span) // 2
+            lanes, kernel = [], []
+            for i in range(20):
+                t = time.perf_counter()
+                pq.lane_window(d, ov, t0 + i * col_ns, col_ns, cols)
+                lanes.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                pq.kernel_at(d, ov, ov.lanes[0], t0 + i * col_ns, col_ns)
+                kernel.append(time.perf_counter() - t)
+            out[f"lanes_{label}_ms"] = statistics.median(lanes) * 1000
+            out[f"kernel_at_{label}_ms"] = statistics.median(kernel) * 1000
+    return out
+
+
+def migrate_here(db: str) -> str:
+    """Bring ``db``'s views to the version of tlview this interpreter imports."""
+    from tlview.store import open_database
+
+    open_database(db).close()
+    return db
