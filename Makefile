@@ -1,6 +1,9 @@
-# Developer checks. The README's two commands are scripts/demo.sh and scripts/test.sh.
+# Developer checks. The README's two commands are scripts/demo.sh and scripts/test.sh;
+# they install the test extra only, so the checks install the dev extra (ruff, mypy,
+# pytest-xdist) themselves, once (the stamp file), and again when pyproject.toml changes.
 VENV ?= .venv
 PY := $(VENV)/bin/python
+DEV := $(VENV)/.tlview-dev-installed
 
 .PHONY: check lint types test bench
 
@@ -8,16 +11,19 @@ check: lint types test
 
 $(PY):
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test,dev]'
 
-lint: $(PY)
+$(DEV): pyproject.toml | $(PY)
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,dev]'
+	touch $@
+
+lint: $(DEV)
 	$(PY) -m ruff check ingest store tui cli bench tests
 
-types: $(PY)
+types: $(DEV)
 	$(PY) -m mypy ingest store cli tui --ignore-missing-imports
 
-test: $(PY)
+test: $(DEV)
 	$(PY) -m pytest -q
 
-bench: $(PY)
+bench: $(DEV)
 	$(PY) -m bench

@@ -1,70 +1,130 @@
-"""The ``tlview`` command: ingest, sql, info, migrate, and the TUI (``tlview [DB]``)."""
+"""The ``tlview`` command: ingest, sql, info, migrate, and the TUI (``tlview [DB]``).
+
+Every failure is one line on stderr and exit code 2; output cut short by a closed
+pipe (``tlview sql ... | head``) ends quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import duckdb
-from tlview.ingest import IngestError
-from tlview.ingest.discover import discover
-from tlview.ingest.lines import stderr_progress
-from tlview.ingest.source import file_sha256, records_for
-from tlview.store import Database, DatabaseLocked, SchemaError, open_database, write_records
-from tlview.store.db import schema_version_of
+from tlview import __version__
+from tlview.ingest import IngestError, formats
+from tlview.ingest.formats import NotADump, detect_format
+from tlview.store import DatabaseLocked, SchemaError, open_database
+from tlview.store.db import migrate
+from tlview.store.storage import STORAGE_VERSION
 
-from .fmt import exact_bytes
+from .ingest_command import cmd_ingest
+from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
+from .output import SIGPIPE_EXIT, silence_stdout
+from .sql_command import UsageError, cmd_sql
+from .summary import print_summaries
 
 DEFAULT_DB = "tlview.duckdb"
 COMMANDS = {"ingest", "sql", "info", "migrate", "tui"}
+TOP_LEVEL = {"-h", "--help", "--version"}
 
 
 def _parser() -> argparse.ArgumentParser:
+    names = formats()
+    format_list = "\n".join(f"  {n:22} {f.description}" for n, f in names.items())
     p = argparse.ArgumentParser(
         prog="tlview",
-        description="Timeline database for the memory and scheduling of compiled ML programs. "
-        "`tlview [DB]` opens the terminal UI.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Timeline database for the memory and scheduling of compiled ML programs.\n"
+        "`tlview [DB]` opens the terminal UI (DB defaults to ./tlview.duckdb).",
+        epilog=f"formats (detected from the content; `ingest --format NAME` forces one):\n"
+        f"{format_list}\n\n"
+        "environment:\n"
+        f"  TLVIEW_LOCK_WAIT             seconds to wait while another process holds the "
+        f"database (default {DEFAULT_WAIT_S:g})\n"
+        "  TLVIEW_INGEST_MEMORY_LIMIT   DuckDB's memory during an ingest (default 512MB)\n"
+        "  TLVIEW_ASCII=1, NO_COLOR     7-bit glyphs / no colour in the terminal UI\n\n"
+        f"Databases are written in DuckDB storage {STORAGE_VERSION}: the duckdb CLI "
+        "1.4.0 and later opens them.",
     )
-    sub = p.add_subparsers(dest="command")
+    p.add_argument("--version", action="version",
+                   version=f"tlview {__version__} (duckdb {duckdb.__version__}, "
+                   f"writes storage {STORAGE_VERSION})")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    db_help = f"the database file (default: ./{DEFAULT_DB})"
 
-    ing = sub.add_parser("ingest", help="ingest dumps and traces (files or folders)")
-    ing.add_argument("paths", nargs="+")
-    ing.add_argument("--db", default=DEFAULT_DB)
-    ing.add_argument("--format", help="force a format instead of detecting it")
+    ing = sub.add_parser(
+        "ingest", help="ingest dumps and traces (files or folders)",
+        description="Ingest dumps and traces: files, or folders searched for every file "
+        "tlview reads (what a folder skips is counted by kind). Each file is one "
+        "transaction; a file that fails is reported and the others go on (exit code 2 at "
+        "the end). A file already ingested (same path and sha256) is skipped.")
+    ing.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+    ing.add_argument("--db", default=DEFAULT_DB, help=db_help + "; created if missing")
+    ing.add_argument("--format", choices=list(names), metavar="NAME",
+                     help="read every file as this format instead of detecting it: "
+                     f"{', '.join(names)} (default: detected from the content)")
     ing.add_argument("--force", action="store_true",
-                     help="ingest again even if the same content (sha256) is already there")
+                     help="ingest a file again even if it is already in the database "
+                     "(default: skip it)")
+    ing.add_argument("-v", "--verbose", action="store_true",
+                     help="list every file a folder skips and why (default: counts by kind)")
 
-    sq = sub.add_parser("sql", help="run a query (read-only unless --write)")
-    sq.add_argument("query")
-    sq.add_argument("params", nargs="*", help="values for ? parameters, in order")
-    sq.add_argument("--db", default=DEFAULT_DB)
+    sq = sub.add_parser(
+        "sql", help="run a query (read-only unless --write)",
+        description="Run SQL on the database: QUERY, or `-f FILE`, or `-` to read the query "
+        "from stdin. ? in the query takes the PARAM values, in order. The views are "
+        "listed in the README.")
+    sq.add_argument("query", nargs="?", metavar="QUERY",
+                    help="the SQL; `-` reads it from stdin (with -f: the first PARAM)")
+    sq.add_argument("params", nargs="*", metavar="PARAM", help="values for ? parameters")
+    sq.add_argument("-f", "--file", metavar="FILE",
+                    help="read the query from FILE (`-`: stdin); every positional is a PARAM "
+                    "(default: the query is the first positional)")
+    sq.add_argument("--db", default=DEFAULT_DB, help=db_help)
     out = sq.add_mutually_exclusive_group()
-    out.add_argument("--csv", action="store_true")
-    out.add_argument("--json", action="store_true")
-    sq.add_argument("--write", action="store_true", help="open the database for writing")
+    out.add_argument("--csv", action="store_true", help="CSV output (default: a table)")
+    out.add_argument("--json", action="store_true", help="JSON output (default: a table)")
+    sq.add_argument("--write", action="store_true",
+                    help="open the database for writing, in one transaction; where events "
+                    "change, the caches of their timelines are recomputed (default: "
+                    "read-only)")
 
-    inf = sub.add_parser("info", help="sources and timelines in the database, with peaks")
-    inf.add_argument("--db", default=DEFAULT_DB)
+    inf = sub.add_parser("info", help="sources and timelines in the database, with peaks",
+                         description="One line per timeline: steps, buffers and peak, or "
+                         "for a profiler trace its events, kernels and overlap.")
+    inf.add_argument("--db", default=DEFAULT_DB, help=db_help)
 
-    mig = sub.add_parser("migrate", help="bring an older database's schema up to date")
-    mig.add_argument("--db", default=DEFAULT_DB)
+    mig = sub.add_parser("migrate", help="bring an older database up to date",
+                         description="Bring a tlview database's schema and views up to date, "
+                         f"and rewrite a file a newer DuckDB wrote in storage {STORAGE_VERSION} "
+                         "(so the duckdb CLI reads it). Says `up to date` when nothing "
+                         "changes.")
+    mig.add_argument("--db", default=DEFAULT_DB, help=db_help)
 
-    tui = sub.add_parser("tui", help="open the terminal UI (same as `tlview [DB]`)")
-    tui.add_argument("db", nargs="?", default=DEFAULT_DB)
+    tui = sub.add_parser("tui", help="open the terminal UI (same as `tlview [DB]`)",
+                         description="Open the terminal UI on a database (read-only).")
+    tui.add_argument("db", nargs="?", default=None, metavar="DB", help=db_help)
     tui.add_argument("--ascii", action="store_true",
-                     help="draw with 7-bit ASCII only (also TLVIEW_ASCII=1)")
+                     help="draw with 7-bit ASCII only (also TLVIEW_ASCII=1; default: Unicode)")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in TOP_LEVEL):
         argv = ["tui", *argv]
+    try:
+        code = _run(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        silence_stdout()
+        return SIGPIPE_EXIT
+
+
+def _run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "ingest":
@@ -75,9 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_info(args)
         if args.command == "migrate":
             return cmd_migrate(args)
-        if args.command == "tui":
-            return cmd_tui(args)
-    except (IngestError, DatabaseLocked, SchemaError, FileNotFoundError) as e:
+        return cmd_tui(args)
+    except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError) as e:
         print(f"tlview: {e}", file=sys.stderr)
         return 2
     except duckdb.Error as e:
@@ -86,143 +145,71 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tlview: interrupted; nothing of the unfinished ingest was written", file=sys.stderr)
         return 130
-    return 0
-
-
-def cmd_ingest(args: argparse.Namespace) -> int:
-    files: list[tuple[str, str | None]] = []
-    for raw in args.paths:
-        p = Path(raw)
-        if p.is_dir():
-            found = discover(p, args.format)
-            if not found:
-                raise IngestError(str(p), None, "no dump or trace found in this folder")
-            files.extend(found)
-        elif p.exists():
-            files.append((str(p), args.format))
-        else:
-            raise IngestError(raw, None, "no such file or folder")
-    with open_database(args.db) as db:
-        for path, fmt in files:
-            ingest_one(db, path, fmt, force=args.force)
-    return 0
-
-
-def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False) -> list[int]:
-    """Ingest one file in one transaction and print a summary; returns new timeline ids."""
-    sha = file_sha256(path)
-    seen = db.query("source_by_sha", sha)
-    if seen and not force:
-        print(f"{path}: already ingested as source {seen[0][0]} ({seen[0][1]}); "
-              "skipped (use --force to add it again)")
-        return []
-    progress = stderr_progress(Path(path).name)
-    summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
-    for tid in summary.timeline_ids.values():
-        print_timeline_summary(db, tid)
-    return list(summary.timeline_ids.values())
-
-
-def print_timeline_summary(db: Database, tid: int) -> None:
-    rows = db.query_dicts("timeline_summary", tid)
-    if not rows:
-        return
-    r = rows[0]
-    if r["format"] in ("kineto", "jax_trace"):
-        print_measured_summary(db, r)
-        return
-    line = (f"timeline {r['timeline_id']} {r['name']} [{r['format']}"
-            f"{', ' + r['device'] if r['device'] else ''}]: {r['n_steps']} steps, "
-            f"{r['n_buffers']} buffers, {r['n_inputs']} inputs")
-    if r["peak_bytes"] is not None:
-        line += f"; peak {exact_bytes(r['peak_bytes'])} at step {r['peak_step']} ({r['peak_node']})"
-    else:
-        line += "; liveness unknown"
-    print(line)
-    if r["n_unknown_bytes"]:
-        print(f"  {r['n_unknown_bytes']} buffers have symbolic or unknown sizes: "
-              "not counted in the peak (see buffers.size_expr)")
-    for note in db.query("timeline_warnings", tid):
-        print(f"  note: {note[0]}")
-
-
-def print_measured_summary(db: Database, r: dict[str, Any]) -> None:
-    """One line for a profiler trace: events, GPU kernels, and the comm overlap."""
-    tid = r["timeline_id"]
-    m = db.query_dicts("measured_summary", tid, tid)[0]
-    line = (f"timeline {tid} {r['name']} [{r['format']}"
-            f"{', ' + r['device'] if r['device'] else ''}]: {m['n_events']:,} events, "
-            f"{m['n_kernels']:,} GPU kernels ({m['kernel_ns'] / 1e6:,.3f} ms)")
-    if m["n_comm"]:
-        pct = ", ".join(f"{float(p):.2f}%" for p in m["overlap_pct"] or [])
-        line += f", {m['n_comm']:,} communication kernels, overlapped by compute {pct}"
-    print(line)
-
-
-def cmd_sql(args: argparse.Namespace) -> int:
-    with open_database(args.db, read_only=not args.write) as db:
-        cur = db.sql(args.query, args.params)
-        if cur.description is None:
-            return 0
-        cols = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-    if args.csv:
-        w = csv.writer(sys.stdout)
-        w.writerow(cols)
-        w.writerows(rows)
-    elif args.json:
-        json.dump([dict(zip(cols, r)) for r in rows], sys.stdout, default=str, indent=1)
-        print()
-    else:
-        print_table(cols, rows)
-    return 0
-
-
-def print_table(cols: list[str], rows: list[tuple[Any, ...]]) -> None:
-    def cell(v: Any) -> str:
-        if v is None:
-            return "NULL"
-        if isinstance(v, int) and not isinstance(v, bool):
-            return str(v)
-        s = str(v)
-        return s if len(s) <= 60 else s[:57] + "..."
-
-    body = [[cell(v) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in body]) for i, c in enumerate(cols)]
-    numeric = [all(isinstance(r[i], (int, float)) or r[i] is None for r in rows) and rows
-               for i in range(len(cols))]
-    fmt_row = lambda vals: "  ".join(  # noqa: E731
-        v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)
-    ).rstrip()
-    print(fmt_row(cols))
-    print("  ".join("-" * w for w in widths))
-    for r in body:
-        print(fmt_row(r))
-    print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    with open_database(args.db, read_only=True) as db:
+    with open_database(args.db, read_only=True, wait_s=lock_wait_s(),
+                       on_wait=say_waiting) as db:
         n_sources, n_timelines, n_events = db.query("counts")[0]
         print(f"{args.db}: {n_sources} sources, {n_timelines} timelines, {n_events} events "
               f"(schema v{db.meta('schema_version')})")
-        for (tid,) in db.query("timeline_ids"):
-            print_timeline_summary(db, tid)
+        print_summaries(db)
     return 0
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    before = schema_version_of(args.db)
-    with open_database(args.db, create=False) as db:
-        now = db.meta("schema_version")
-    if before != now:
-        print(f"{args.db}: migrated from schema v{before} to v{now}")
+    m = migrate(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+    done = []
+    if m.schema_before != m.schema_after:
+        done.append(f"migrated from schema v{m.schema_before} to v{m.schema_after}")
+    if m.views_rewritten:
+        done.append(f"views of schema v{m.schema_after} rewritten")
+    if m.storage_before != m.storage_after:
+        done.append(f"rewritten from DuckDB storage {m.storage_before} to {m.storage_after}")
+    if done:
+        print(f"{args.db}: " + "; ".join(done))
     else:
-        print(f"{args.db}: schema v{now}, up to date")
+        print(f"{args.db}: schema v{m.schema_after}, storage {m.storage_after}, up to date")
     return 0
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    path = args.db or DEFAULT_DB
+    problem = _not_a_database(path, given=args.db is not None)
+    if problem:
+        print(f"tlview: {problem}", file=sys.stderr)
+        return 2
+    # The schema and the lock, checked before the UI starts: one line if wrong.
+    open_database(path, read_only=True, wait_s=lock_wait_s(), on_wait=say_waiting).close()
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        print("tlview: the terminal UI needs a terminal (stdin and stdout); for scripts "
+              f"use `tlview info --db {path}` or `tlview sql --db {path} QUERY`",
+              file=sys.stderr)
+        return 2
     from tlview.tui import run
 
-    return run(args.db, ascii_only=True if args.ascii else None)
+    return run(path, ascii_only=True if args.ascii else None)
+
+
+def _not_a_database(path: str, *, given: bool) -> str | None:
+    """What is wrong with opening ``path`` as a database, with what to do; None if it is one."""
+    p = Path(path)
+    first = "run `tlview ingest FILE...` first (it writes ./tlview.duckdb), then `tlview`"
+    if p.is_dir():
+        return (f"{path} is a folder, not a database: run `tlview ingest {path}` first "
+                "(it writes ./tlview.duckdb), then `tlview`")
+    if not p.exists():
+        if not given:
+            return f"no database here (./{DEFAULT_DB}): {first}"
+        return f"{path}: no such database: run `tlview ingest FILE... --db {path}` first"
+    with open(p, "rb") as f:
+        if f.read(12)[8:12] == b"DUCK":
+            return None
+    try:
+        spec = detect_format(path)
+    except NotADump as e:
+        return f"{path} is not a database ({e.message}); {first}"
+    except (IngestError, OSError):
+        return f"{path} is not a database; {first}"
+    return (f"{path} is a dump ({spec.name}), not a database: run `tlview ingest {path}` "
+            "first (it writes ./tlview.duckdb), then `tlview`")

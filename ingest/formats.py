@@ -10,10 +10,12 @@ from __future__ import annotations
 import gzip
 import zlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import attrs
 from tlview.store.records import Record
 
+from .binary_kinds import binary_kind
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
 
@@ -34,32 +36,75 @@ class FormatSpec:
 
 
 def _registry() -> list[FormatSpec]:
-    from . import inductor_ir, kineto, torch_log, xla_buffer_assignment
+    from . import (
+        cuda_snapshot,
+        inductor_ir,
+        kineto,
+        torch_log,
+        torch_trace,
+        xla_buffer_assignment,
+    )
 
-    return [inductor_ir.SPEC, xla_buffer_assignment.SPEC, torch_log.SPEC, *kineto.SPECS]
+    # The binary format first: its sniffer checks exact bytes, the text ones patterns.
+    # torch_trace before torch_log: a TORCH_TRACE log's payloads hold output code too.
+    return [cuda_snapshot.SPEC, inductor_ir.SPEC, xla_buffer_assignment.SPEC,
+            torch_trace.SPEC, torch_log.SPEC,
+            *kineto.SPECS]
 
 
 def formats() -> dict[str, FormatSpec]:
     return {f.name: f for f in _registry()}
 
 
-def read_head(path: str, size: int = 64 * 1024) -> str:
+class NotADump(IngestError):
+    """The file is readable but no ingester reads it. ``kind`` says what it seems to be
+    (``.json``, ``Python pickle``, ``empty``), for a folder's count of skipped files;
+    ``looks`` the same in a few words, for its list."""
+
+    def __init__(self, path: str, line: int | None, message: str, kind: str,
+                 looks: str) -> None:
+        super().__init__(path, line, message)
+        self.kind = kind
+        self.looks = looks
+
+
+def read_head_bytes(path: str, size: int = 64 * 1024) -> bytes:
+    """The first ``size`` bytes of ``path``, un-gzipped."""
     try:
         with open_binary(path) as f:
-            data = f.read(size)
+            return f.read(size)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise IngestError(path, 1, f"corrupt gzip data ({e}): expected a gzip file") from None
-    return data.decode("utf-8", errors="replace")
+
+
+def read_head(path: str, size: int = 64 * 1024) -> str:
+    return read_head_bytes(path, size).decode("utf-8", errors="replace")
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
 
 
 def detect_format(path: str) -> FormatSpec:
-    """The format of ``path`` by its content, or an IngestError listing what was expected."""
-    head = read_head(path)
-    if not head.strip():
-        raise IngestError(path, 1, "empty file: expected a dump or trace")
+    """The format of ``path`` by its content; else NotADump saying what it looks like
+    (never quoting binary bytes) and what was expected."""
+    data = read_head_bytes(path)
+    gz = "gzip-compressed: " if _is_gzip(path) else ""
+    if not data.strip():
+        raise NotADump(path, 1, f"{gz}empty file: expected a dump or trace", "empty",
+                       f"{gz}empty")
+    head = data.decode("utf-8", errors="replace")
     for spec in _registry():
         if spec.sniff(head, path):
             return spec
+    binary = binary_kind(data, path)
+    if binary is not None:
+        kind = f"gzip of {binary.kind}" if gz else binary.kind
+        raise NotADump(path, None, gz + binary.description, kind, kind)
     names = ", ".join(f"{f.name} ({f.description})" for f in _registry())
     first = next((ln for ln in head.splitlines() if ln.strip()), "")[:80]
-    raise IngestError(path, 1, f"unrecognised input {first!r}: expected one of {names}")
+    name = Path(path)
+    suffix = ("".join(name.suffixes[-2:]) if name.suffix == ".gz" else name.suffix).lower()
+    raise NotADump(path, 1, f"{gz}unrecognised input {first!r}: expected one of {names}",
+                   suffix or "without suffix", f"{gz}text starting {first[:40]!r}")

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS timeline_notes (
 
 -- The events. One row per record an ingester emitted, in emission order (seq).
 -- kind: node_scheduled | buffer_allocated | buffer_freed | buffer_aliased |
---       collective_issued | collective_waited | kernel_measured
+--       collective_issued | collective_waited | kernel_measured | compile_event |
+--       allocator_action | allocator_segment | allocator_block | allocator_annotation
 -- Columns not used by a kind are NULL; anything else the dump said is in attrs.
 CREATE TABLE IF NOT EXISTS events (
     source_id   INTEGER NOT NULL,
@@ -72,14 +73,23 @@ CREATE TABLE IF NOT EXISTS events (
     buffers     VARCHAR[],           -- collective: the buffers it touches
     collective  VARCHAR,             -- collective_waited: the node that issued it
     name        VARCHAR,             -- kernel_measured: kernel or op name
-    category    VARCHAR,             -- kernel_measured: kernel, gpu_memcpy, cpu_op, ...
+    category    VARCHAR,             -- kernel_measured: kernel, gpu_memcpy, cpu_op, ...;
+                                     -- compile_event: chromium, metrics, estimate, ...
     ts_ns       BIGINT,
     dur_ns      BIGINT,
     stream      BIGINT,
     correlation BIGINT,
     line        BIGINT,              -- line of the input file the event came from
-    attrs       JSON
+    attrs       JSON,
+    -- Schema v3 (CUDA allocator snapshots, schemas/50_allocator.sql), at the end:
+    address     BIGINT,              -- allocator: device address of the block or segment
+    stack_id    INTEGER,             -- allocator: interned frames (stacks/frames, same source)
+    block_bytes BIGINT               -- allocator: the whole block handed out (bytes = requested)
 );
+-- v2 -> v3: the same columns added at the end of an existing events table.
+ALTER TABLE events ADD COLUMN IF NOT EXISTS address BIGINT;
+ALTER TABLE events ADD COLUMN IF NOT EXISTS stack_id INTEGER;
+ALTER TABLE events ADD COLUMN IF NOT EXISTS block_bytes BIGINT;
 
 -- Caches: derived from the events table by the views in 10_core_views.sql, refreshed for
 -- the timelines an ingest touched, inside its transaction, and rebuilt whole by

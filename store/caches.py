@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# Dependency order: buffers, then the curve computed from them, then its peak.
-CACHES = ("buffers", "memory_curve", "peak")
+# Dependency order: buffers, then the curve computed from them, then its peak; the
+# allocator snapshot caches (schemas/50_allocator.sql) depend on the events alone.
+CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
 
 
 def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
@@ -29,8 +30,26 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
     for lo, hi in runs:
         for name in CACHES:
             db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
-            db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
+            ranged = db.queries.get(f"cache_ranges_{name}")
+            if ranged is None:
+                db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
+                continue
+            # A cache too large to compute in one statement within the ingest's memory
+            # limit names its pieces: (timeline, first, last) of each.
+            for tid, first, last in db.con.execute(ranged, [lo, hi]).fetchall():
+                db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
 
 
 def rebuild_all(db: Any) -> None:
     refresh(db, [row[0] for row in db.query("all_timeline_ids")])
+
+
+def events_fingerprint(db: Any) -> dict[int, tuple[int, int]]:
+    """Per timeline: (event count, XOR of the events' row hashes); two fingerprints
+    differ for the timelines whose events were added, removed or changed."""
+    return {tid: (n, h) for tid, n, h in db.query("events_fingerprint")}
+
+
+def changed_timelines(before: dict[int, tuple[int, int]],
+                      after: dict[int, tuple[int, int]]) -> list[int]:
+    return sorted(t for t in before.keys() | after.keys() if before.get(t) != after.get(t))

@@ -26,6 +26,8 @@ EVENT_SCHEMA = pa.schema([
     ("collective", pa.string()), ("name", pa.string()), ("category", pa.string()),
     ("ts_ns", pa.int64()), ("dur_ns", pa.int64()), ("stream", pa.int64()),
     ("correlation", pa.int64()), ("line", pa.int64()), ("attrs", pa.string()),
+    # Schema v3 (allocator snapshots), appended: NULL for every other kind.
+    ("address", pa.int64()), ("stack_id", pa.int32()), ("block_bytes", pa.int64()),
 ])
 EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
 

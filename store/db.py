@@ -7,24 +7,31 @@ itself, so the plain duckdb CLI can query the views without tlview installed.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import attrs
 import duckdb
 
+from . import storage
+from .locks import DatabaseLocked, lock_error
+
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
+# v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
+#     frames and stacks tables; allocator caches (schemas/50_allocator.sql).
 
 
 class SchemaError(Exception):
     """The database was written by a tlview whose schema this one cannot read."""
-
-
-class DatabaseLocked(Exception):
-    """Another process holds the database's write lock."""
 
 
 def _schema_files() -> list[tuple[str, str]]:
@@ -57,24 +64,39 @@ def _load_named_queries() -> dict[str, str]:
     return out
 
 
-_LOCK_PID = re.compile(r"PID (\d+)")
-
-
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    config = {} if read_only or Path(path).exists() else storage.creation_config()
     try:
-        con = duckdb.connect(path, read_only=read_only)
+        con = duckdb.connect(path, read_only=read_only, config=config)
         con.execute("SET enable_progress_bar = false")  # never draw on a user's terminal
         return con
     except duckdb.IOException as e:
-        msg = str(e)
-        if "lock" in msg.lower():
-            pid = _LOCK_PID.search(msg)
-            who = f"process {pid.group(1)}" if pid else "another process"
-            raise DatabaseLocked(
-                f"{path} is locked by {who} (an ingest still running?); "
-                "try again when it finishes"
-            ) from None
+        locked = lock_error(path, str(e))
+        if locked is not None:
+            raise locked from None
         raise
+
+
+LOCK_POLL_S = 0.1  # between tries to open a file another process holds
+
+
+def _connect_waiting(path: str, read_only: bool, wait_s: float,
+                     on_wait: Callable[[str], None] | None) -> duckdb.DuckDBPyConnection:
+    """``_connect``, retrying for up to ``wait_s`` seconds while another process holds
+    the lock; ``on_wait`` hears once who it is waiting for."""
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            return _connect(path, read_only)
+        except DatabaseLocked as e:
+            if time.monotonic() >= deadline:
+                raise e.waited(wait_s) if wait_s > 0 else e from None
+            if on_wait is not None and not told:
+                who = f"process {e.pid} ({e.holder})" if e.pid is not None else "another process"
+                on_wait(f"{path} is open in {who}; waiting up to {wait_s:g} s for it")
+                told = True
+            time.sleep(min(LOCK_POLL_S, max(0.0, deadline - time.monotonic())))
 
 
 class Database:
@@ -129,11 +151,15 @@ def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(_scalar(con, "has_meta_table"))
 
 
-def open_database(path: str | Path, *, read_only: bool = False, create: bool = True) -> Database:
+def open_database(path: str | Path, *, read_only: bool = False, create: bool = True,
+                  wait_s: float = 0.0,
+                  on_wait: Callable[[str], None] | None = None) -> Database:
     """Open (creating if needed and allowed) a tlview database.
 
     Read-write opens bring the schema up to date. Read-only opens refuse a newer
-    schema, and an older one that has not been migrated, with what to do.
+    schema, and an older one that has not been migrated, with what to do. While
+    another process holds the file's lock, retry for up to ``wait_s`` seconds
+    (``on_wait`` is told once), then raise DatabaseLocked naming that process.
     """
     path = str(path)
     exists = Path(path).exists()
@@ -141,7 +167,9 @@ def open_database(path: str | Path, *, read_only: bool = False, create: bool = T
         raise FileNotFoundError(f"{path}: no such database (create one with `tlview ingest`)")
     if not read_only and not exists and not create:
         raise FileNotFoundError(f"{path}: no such database")
-    con = _connect(path, read_only)
+    if not exists and not read_only:
+        _create_from_template(path)
+    con = _connect_waiting(path, read_only, wait_s, on_wait)
     try:
         if read_only:
             _check_version(con, path)
@@ -153,13 +181,109 @@ def open_database(path: str | Path, *, read_only: bool = False, create: bool = T
     return Database(path, con, read_only)
 
 
-def schema_version_of(path: str | Path) -> int:
-    """The schema version recorded in a database file (0 if none), read without migrating."""
-    con = _connect(str(path), True)
+def _template_path() -> Path | None:
+    """Where the empty database of this schema and DuckDB version is kept, or None.
+
+    Creating the schema binds ~200 views (about a second); copying a file made once
+    takes milliseconds, which every new database (each ingest's, each test's) gains.
+    ``TLVIEW_CACHE_DIR`` (default ``$XDG_CACHE_HOME/tlview``, ``~/.cache/tlview``);
+    an empty value turns the template off.
+    """
+    root = os.environ.get("TLVIEW_CACHE_DIR")
+    if root == "":
+        return None
+    if root is None:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+        root = os.path.join(xdg, "tlview")
+    tag = f"{SCHEMA_VERSION}-{_views_sha()}-{duckdb.__version__}-{storage.STORAGE_VERSION}"
+    return Path(root) / f"empty-{tag}.duckdb"
+
+
+def _create_from_template(path: str) -> None:
+    """Create ``path`` as a copy of the empty template database (built on first use).
+
+    Any failure (no cache folder, a full disk) leaves ``path`` absent: the caller then
+    creates the schema in place, as without a template.
+    """
+    tpl = _template_path()
+    if tpl is None:
+        return
     try:
-        return int(_meta(con, "schema_version") or 0) if _has_meta(con) else 0
+        if not tpl.exists():
+            tpl.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=tpl.name, suffix=".tmp", dir=tpl.parent)
+            os.close(fd)
+            os.unlink(tmp)  # duckdb creates the file itself
+            try:
+                con = _connect(tmp, False)
+                try:
+                    _ensure_schema(con, tmp)
+                    con.execute("CHECKPOINT")
+                finally:
+                    con.close()
+                os.replace(tmp, tpl)  # atomic: a racing process sees all of it or none
+            finally:
+                for p in (tmp, f"{tmp}.wal"):
+                    Path(p).unlink(missing_ok=True)
+        part = f"{path}.tlview-new"
+        shutil.copyfile(tpl, part)
+        try:
+            os.link(part, path)  # fails if another process created path meanwhile
+        finally:
+            os.unlink(part)
+    except (OSError, duckdb.Error):
+        return
+
+
+@attrs.frozen
+class Migration:
+    """What ``migrate`` found and did; nothing changed when ``changed`` is False."""
+
+    schema_before: int
+    schema_after: int
+    views_rewritten: bool  # same schema version, views from another tlview
+    storage_before: str | None  # DuckDB's tag, e.g. v2.0.0+
+    storage_after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return (self.schema_before != self.schema_after or self.views_rewritten
+                or self.storage_before != self.storage_after)
+
+
+def migrate(path: str | Path, *, wait_s: float = 0.0,
+            on_wait: Callable[[str], None] | None = None) -> Migration:
+    """Bring a tlview database up to date: its schema and views, and its storage format
+    where a newer DuckDB wrote one the duckdb CLIs cannot read (``storage.convert``).
+
+    Refuses a file that is not a tlview database: migrate changes only tlview's own files.
+    """
+    path = str(path)
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no such database")
+    con = _connect_waiting(path, True, wait_s, on_wait)
+    try:
+        if not _has_meta(con):
+            raise SchemaError(f"{path} is not a tlview database (no tlview_meta table); "
+                              "migrate changes only tlview's own files")
+        before = int(_meta(con, "schema_version") or 0)
+        views_current = _meta(con, "views_sha") == _views_sha()
+        storage_before = storage.storage_version(con, _QUERIES)
     finally:
         con.close()
+    if storage.is_newer_than_target(storage_before):
+        try:
+            storage.convert(path, _QUERIES)
+        except duckdb.IOException as e:
+            locked = lock_error(path, str(e))
+            if locked is not None:
+                raise locked from None
+            raise
+    with open_database(path, create=False, wait_s=wait_s, on_wait=on_wait) as db:
+        after = int(db.meta("schema_version") or 0)
+        storage_after = storage.storage_version(db.con, _QUERIES)
+    return Migration(before, after, before == after and not views_current,
+                     storage_before, storage_after)
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
@@ -171,10 +295,15 @@ def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
             f"{path} was written by a newer tlview (schema v{version}); "
             f"this tlview reads up to v{SCHEMA_VERSION}: upgrade tlview"
         )
-    if version < SCHEMA_VERSION or _views_sha() != _meta(con, "views_sha"):
+    if version < SCHEMA_VERSION:
         raise SchemaError(
             f"{path} has schema v{version}, older than this tlview's v{SCHEMA_VERSION}: "
             f"run `tlview migrate --db {path}` once to bring it up to date"
+        )
+    if _views_sha() != _meta(con, "views_sha"):
+        raise SchemaError(
+            f"{path} has the views of another tlview version: "
+            f"run `tlview migrate --db {path}` once to bring them up to date"
         )
 
 

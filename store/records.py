@@ -171,6 +171,29 @@ class KernelMeasured:
 
 
 @frozen
+class CompileEvent:
+    """A fact from a compiler's own log (TORCH_TRACE) that is no schedule step.
+
+    ``category``: ``chromium`` (a compile phase event: ``ts_ns``, ``attrs.ph``),
+    ``metrics`` (compilation_metrics and the like), ``estimate`` (Inductor's estimated
+    runtime of a scheduler node, on the wrapper timeline of its graph, ``step`` the
+    launch it was aligned to), ``provenance`` (kernel to FX nodes), ``string`` (an
+    interned string), ``envelope`` (any other record of the log: kind in ``name``).
+    """
+
+    timeline: str
+    category: str
+    name: str | None = None
+    step: int | None = None
+    node: str | None = None
+    kernel: str | None = None
+    ts_ns: int | None = None
+    dur_ns: int | None = None
+    line: int | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
 class MeasuredBatch:
     """Many ``KernelMeasured`` events of one timeline, column by column.
 
@@ -199,6 +222,138 @@ class MeasuredBatch:
         return out
 
 
+@frozen
+class EventColumns:
+    """Many events as Arrow columns: what the compiled ingest core yields.
+
+    ``columns`` maps events-table column names to equal-length Arrow arrays (a column
+    left out is NULL); ``_tl`` (int32), where present, is each row's timeline as an index
+    into ``timelines``, else every row belongs to ``timelines[0]``. ``records()`` gives
+    the same events as attrs records (tests, small inputs).
+    """
+
+    timelines: tuple[str, ...]
+    n: int
+    columns: dict[str, Any]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def records(self) -> list[Event]:
+        import json
+
+        classes = {kind: cls for cls, kind in EVENT_KINDS.items()}
+        cols = {k: v.to_pylist() for k, v in self.columns.items()}
+        tl = cols.pop("_tl", None)
+        out: list[Event] = []
+        for i in range(self.n):
+            cls = classes[cols["kind"][i]]
+            names = {f.name for f in cls.__attrs_attrs__}  # type: ignore[attr-defined]
+            row = {k: v[i] for k, v in cols.items() if k in names}
+            for k in ("reads", "writes", "buffers"):
+                if row.get(k) is not None:
+                    row[k] = tuple(row[k])
+                elif k in row:
+                    del row[k]
+            attrs = row.pop("attrs", None)
+            out.append(cls(timeline=self.timelines[tl[i] if tl else 0], **row,
+                           attrs=json.loads(attrs) if attrs else {}))
+        return out
+
+
+@frozen
+class AllocatorAction:
+    """One entry of a device's allocator trace, as the allocator recorded it.
+
+    ``step`` is the entry's index in its device's trace (0-based, file order); ``op`` the
+    action (alloc, free_requested, free_completed, segment_alloc, segment_free,
+    segment_map, segment_unmap, oom, snapshot, or any other the dump names); ``bytes`` the
+    size the entry states (the requested size for alloc and frees, the segment size for
+    segment actions, the failed request for oom); ``block_bytes`` the whole block the
+    allocator handed out for it (see ``ingest/cuda_snapshot.py``); ``correlation`` on a
+    free: the step of the alloc it frees (NULL: allocated before the window);
+    ``stack_id``: the interned frames (``stacks``/``frames`` tables, same source).
+    """
+
+    timeline: str
+    step: int
+    op: str
+    address: int | None = None
+    bytes: int | None = None
+    block_bytes: int | None = None
+    stream: int | None = None
+    ts_ns: int | None = None
+    stack_id: int | None = None
+    correlation: int | None = None
+    device: str | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class AllocatorSegment:
+    """A segment (one cudaMalloc) of the allocator's state when the snapshot was taken;
+    ``correlation``: the trace step of the segment_alloc that made it (NULL: before)."""
+
+    timeline: str
+    address: int
+    bytes: int
+    stream: int | None = None
+    stack_id: int | None = None
+    correlation: int | None = None
+    device: str | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class AllocatorBlock:
+    """A block of a segment when the snapshot was taken: ``op`` is its state
+    (active_allocated, active_pending_free, inactive), ``bytes`` its requested size,
+    ``block_bytes`` its size; ``correlation`` the trace step of the alloc that made it
+    (NULL: made before the recorded window, or free)."""
+
+    timeline: str
+    address: int
+    op: str
+    bytes: int | None
+    block_bytes: int
+    stream: int | None = None
+    stack_id: int | None = None
+    correlation: int | None = None
+    device: str | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class AllocatorAnnotation:
+    """An external annotation the allocator recorded (``record_function`` ranges with
+    ``global_record_annotations``): ``name`` and time; ``attrs`` the rest (stage...)."""
+
+    timeline: str
+    name: str | None
+    ts_ns: int | None
+    device: str | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class FrameInterned:
+    """One distinct stack frame of a source (``frames`` table), numbered from 1."""
+
+    frame_id: int
+    filename: str | None
+    line: int | None
+    name: str | None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class StackInterned:
+    """One distinct stack of a source (``stacks`` table): its frames, innermost first."""
+
+    stack_id: int
+    frame_ids: tuple[int, ...]
+
+
 EVENT_KINDS: dict[type, str] = {
     NodeScheduled: "node_scheduled",
     BufferAllocated: "buffer_allocated",
@@ -207,6 +362,11 @@ EVENT_KINDS: dict[type, str] = {
     CollectiveIssued: "collective_issued",
     CollectiveWaited: "collective_waited",
     KernelMeasured: "kernel_measured",
+    CompileEvent: "compile_event",
+    AllocatorAction: "allocator_action",
+    AllocatorSegment: "allocator_segment",
+    AllocatorBlock: "allocator_block",
+    AllocatorAnnotation: "allocator_annotation",
 }
 
 Event = (
@@ -217,5 +377,11 @@ Event = (
     | CollectiveIssued
     | CollectiveWaited
     | KernelMeasured
+    | CompileEvent
+    | AllocatorAction
+    | AllocatorSegment
+    | AllocatorBlock
+    | AllocatorAnnotation
 )
-Record = Source | Timeline | TimelineNote | Event | MeasuredBatch
+Interned = FrameInterned | StackInterned
+Record = Source | Timeline | TimelineNote | Event | MeasuredBatch | EventColumns | Interned

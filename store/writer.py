@@ -24,11 +24,22 @@ from typing import Any
 import attrs
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import caches
 from .convert import EVENT_SCHEMA, converter, dumps
 from .db import Database
-from .records import EVENT_KINDS, MeasuredBatch, Record, Source, Timeline, TimelineNote
+from .records import (
+    EVENT_KINDS,
+    EventColumns,
+    FrameInterned,
+    MeasuredBatch,
+    Record,
+    Source,
+    StackInterned,
+    Timeline,
+    TimelineNote,
+)
 
 BATCH = 20_000
 # DuckDB's memory while one ingest's transaction is open (it writes the rest to the
@@ -83,6 +94,8 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     counts: Counter[str] = Counter()
     timelines: list[tuple[Any, ...]] = []
     notes: list[tuple[Any, ...]] = []
+    frames: list[tuple[Any, ...]] = []  # interned frames and stacks (allocator snapshots)
+    stacks: list[tuple[Any, ...]] = []
     failed: list[BaseException] = []
     row_of = converter().get_unstructure_hook
     stop = threading.Event()  # set on Ctrl-C: the batch generator stops
@@ -126,6 +139,20 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
                     yield _batch_arrow(rec, source_id, tid, seq)  # type: ignore[arg-type]
                     seq += len(rec)  # type: ignore[arg-type]
                     counts["kernel_measured"] += len(rec)  # type: ignore[arg-type]
+                elif cls is EventColumns:
+                    if rows:
+                        yield batch()
+                        rows = []
+                    try:
+                        ids = [tids[k] for k in rec.timelines]  # type: ignore[union-attr]
+                    except KeyError as e:
+                        raise ValueError(f"events name timeline {e.args[0]!r} "
+                                         "before it was declared") from None
+                    arrow = _columns_arrow(rec, source_id, ids, seq)  # type: ignore[arg-type]
+                    for kind, n in zip(*pc.value_counts(arrow.column(3)).flatten()):
+                        counts[kind.as_py()] += n.as_py()
+                    yield arrow
+                    seq += len(rec)  # type: ignore[arg-type]
                 elif cls is Timeline:
                     if rec.key in tids:  # type: ignore[union-attr]
                         raise ValueError(f"timeline {rec.key!r} declared twice")  # type: ignore[union-attr]
@@ -135,6 +162,11 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
                     next_tid += 1
                 elif cls is TimelineNote:
                     notes.append((tids[rec.timeline], source_id, dumps(rec.attrs)))  # type: ignore[union-attr]
+                elif cls is StackInterned:
+                    stacks.append((source_id, rec.stack_id, list(rec.frame_ids)))  # type: ignore[union-attr]
+                elif cls is FrameInterned:
+                    frames.append((source_id, rec.frame_id, rec.filename, rec.line, rec.name,  # type: ignore[union-attr]
+                                   dumps(rec.attrs or None)))  # type: ignore[union-attr]
                 else:
                     raise TypeError(f"unexpected record {cls.__name__}")
             if rows:
@@ -165,6 +197,11 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
             [pa.int32(), pa.int32()] + [pa.string()] * 5)
     _append(con, db.queries["append_timeline_notes"], notes,
             ["timeline_id", "source_id", "attrs"], [pa.int32(), pa.int32(), pa.string()])
+    _append(con, db.queries["append_frames"], frames,
+            ["source_id", "frame_id", "filename", "line", "name", "attrs"],
+            [pa.int32(), pa.int32(), pa.string(), pa.int64(), pa.string(), pa.string()])
+    _append(con, db.queries["append_stacks"], stacks, ["source_id", "stack_id", "frame_ids"],
+            [pa.int32(), pa.int32(), pa.list_(pa.int32())])
     caches.refresh(db, tids.values())
     # The source row goes in last, so that it can carry the ingest's own summary.
     con.execute(
@@ -244,6 +281,41 @@ def _batch_arrow(batch: MeasuredBatch, source_id: int, tid: int, seq: int) -> pa
     return pa.RecordBatch.from_arrays(arrays, schema=EVENT_SCHEMA)
 
 
+_ARANGE: list[pa.Array] = [pa.array([], pa.int64())]
+
+
+def _arange(n: int) -> pa.Array:
+    """0, 1, ..., n-1 as int64 (kept, grown on demand: batches reuse it)."""
+    if len(_ARANGE[0]) < n:
+        _ARANGE[0] = pa.array(range(max(n, 2 * len(_ARANGE[0]))), pa.int64())
+    return _ARANGE[0].slice(0, n)
+
+
+def _columns_arrow(batch: EventColumns, source_id: int, tids: list[int], seq: int
+                   ) -> pa.RecordBatch:
+    """Columnar events (the compiled parsers' output) as one events-table batch."""
+    n = batch.n
+    cols = batch.columns
+    arrays = []
+    for field in EVENT_SCHEMA:
+        name = field.name
+        if name == "source_id":
+            arrays.append(pa.repeat(pa.scalar(source_id, pa.int32()), n))
+        elif name == "timeline_id":
+            tl = cols.get("_tl")
+            if tl is None or len(tids) == 1:
+                arrays.append(pa.repeat(pa.scalar(tids[0], pa.int32()), n))
+            else:
+                arrays.append(pc.take(pa.array(tids, pa.int32()), tl))
+        elif name == "seq":
+            arrays.append(pc.add(_arange(n), pa.scalar(seq, pa.int64())))
+        elif name in cols:
+            arrays.append(cols[name])
+        else:
+            arrays.append(pa.nulls(n, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENT_SCHEMA)
+
+
 _DONE = object()
 
 
@@ -268,7 +340,7 @@ def _in_background(records: Iterable[Record], chunk: int = 256) -> Iterator[Reco
         try:
             for rec in it:
                 buf.append(rec)
-                if len(buf) >= chunk or isinstance(rec, MeasuredBatch):
+                if len(buf) >= chunk or isinstance(rec, (MeasuredBatch, EventColumns)):
                     q.put(buf)
                     buf = []
                 if stop.is_set():

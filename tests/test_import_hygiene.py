@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "tlview.ingest", "tlview.ingest.inductor_ir", "tlview.ingest.formats",
     "tlview.store", "tlview.store.timeline_queries", "tlview.store.writer",
+    "tlview.store.profile_queries", "tlview.store.memory_holders",
 ]
 
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import SEED_000, SEED_002, ingest_into
 from test_ir_bad_input import snapshot
 from tlview.store import SchemaError, open_database
+from tlview.store.db import SCHEMA_VERSION
 
 _NAME = __import__("re").compile(r"(?<![A-Za-z0-9])(op|buf)(\d+)")
 
@@ -81,11 +82,14 @@ def test_second_writer_and_reader_get_lock_message(tmp_path):
     proc = start_ingest(big_ir(tmp_path), db)
     try:
         wait_until_writing(proc, db)
+        no_wait = {**os.environ, "TLVIEW_LOCK_WAIT": "0"}
         for args in (["ingest", str(SEED_000)], ["sql", "SELECT 1"], ["info"]):
             p = subprocess.run([sys.executable, "-m", "tlview", *args, "--db", str(db)],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=no_wait)
             assert p.returncode == 2, p.stdout
-            assert f"locked by process {proc.pid}" in p.stderr, p.stderr
+            # The holder named by its command line, and what it does with the file.
+            assert f"locked by process {proc.pid} (" in p.stderr, p.stderr
+            assert "-m tlview ingest" in p.stderr and "open for writing" in p.stderr
             assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1
     finally:
         proc.wait(timeout=120)
@@ -125,7 +129,7 @@ def test_older_schema_refused_read_only_then_migrated(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "migrated from schema v0" in p.stdout
     with open_database(db, read_only=True) as d:
-        assert d.scalar("get_meta", "schema_version") == "2"
+        assert d.scalar("get_meta", "schema_version") == str(SCHEMA_VERSION)
         assert d.sql("SELECT peak_bytes FROM peak_memory").fetchone()[0] == 1_114_112
 
 

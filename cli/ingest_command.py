@@ -1,0 +1,142 @@
+"""`tlview ingest PATH...`: every file in its own transaction, one bad file never the rest.
+
+A file already ingested (same path, same sha256) is skipped; another file with the
+same bytes (two graphs of one folder with identical dumps) is a source of its own. A
+folder says what it skipped and of which kinds. Files that fail are reported one line
+each and the run ends with exit code 2; a database this run created and left empty is
+removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import attrs
+import duckdb
+from tlview.ingest import IngestError
+from tlview.ingest.discover import Skipped, survey
+from tlview.ingest.lines import stderr_progress
+from tlview.ingest.source import file_sha256, records_for
+from tlview.store import Database, open_database, write_records
+
+from .locking import lock_wait_s, say_waiting
+from .output import say
+from .summary import print_summaries
+
+
+@attrs.frozen
+class Plan:
+    files: tuple[tuple[str, str | None], ...]
+    failed: tuple[IngestError, ...]
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    plan = _plan(args.paths, args.format, verbose=args.verbose)
+    failed = list(plan.failed)
+    for e in failed:
+        print(f"tlview: {e}", file=sys.stderr)
+    ingested = 0
+    if plan.files:
+        created = not Path(args.db).exists()
+        db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+        try:
+            for path, fmt in plan.files:
+                try:
+                    ingest_one(db, path, fmt, force=args.force)
+                    ingested += 1
+                except (IngestError, OSError) as e:
+                    err = e if isinstance(e, IngestError) else _unreadable(path, e)
+                    print(f"tlview: {err}", file=sys.stderr)
+                    failed.append(err)
+        finally:
+            _close(db, remove_if_empty=created)
+    total = len(plan.files) + len(plan.failed)
+    if failed and total > 1:
+        print(f"tlview: {len(failed)} of {total} files failed (above); "
+              f"{'the other ' + str(ingested) + ' were' if ingested else 'nothing was'} "
+              "ingested", file=sys.stderr)
+    return 2 if failed else 0
+
+
+def _plan(paths: list[str], fmt: str | None, *, verbose: bool) -> Plan:
+    """The files to ingest, in order; folders surveyed and what they skip reported."""
+    files: list[tuple[str, str | None]] = []
+    failed: list[IngestError] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = survey(p, fmt)
+            if not found.files and not found.failed:
+                failed.append(IngestError(str(p), None, "no dump or trace found in this folder"
+                                          + _skipped_text(found.skipped_kinds())))
+            else:
+                _report_skipped(p, found.skipped, found.skipped_kinds(), verbose)
+            files.extend(found.files)
+            failed.extend(found.failed)
+        elif p.exists():
+            files.append((str(p), fmt))
+        else:
+            failed.append(IngestError(raw, None, "no such file or folder"))
+    return Plan(tuple(files), tuple(failed))
+
+
+def _skipped_text(kinds: list[tuple[str, int]]) -> str:
+    if not kinds:
+        return ""
+    n = sum(c for _, c in kinds)
+    return (f" ({n} file{'s' if n != 1 else ''} of other kinds: "
+            + ", ".join(f"{c} {k}" for k, c in kinds) + ")")
+
+
+def _report_skipped(folder: Path, skipped: tuple[Skipped, ...],
+                    kinds: list[tuple[str, int]], verbose: bool) -> None:
+    if not skipped:
+        return
+    say(f"{folder}: skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} "
+          "tlview does not read: " + ", ".join(f"{c} {k}" for k, c in kinds)
+          + ("" if verbose else " (--verbose lists them)"))
+    if verbose:
+        for s in skipped:
+            say(f"  skipped {s.path}: {s.looks}")
+
+
+def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False) -> list[int]:
+    """Ingest one file in one transaction and print a summary; returns new timeline ids."""
+    sha = file_sha256(path)
+    resolved = str(Path(path).resolve())
+    same = db.query("sources_by_sha", sha)
+    again = [r for r in same if r[1] == resolved]
+    if again and not force:
+        say(f"{path}: already ingested as source {again[0][0]} ({again[0][2]:%Y-%m-%d %H:%M}); "
+              "skipped (use --force to add it again)")
+        return []
+    if same and not again:
+        say(f"{path}: same bytes as source {same[0][0]} ({same[0][1]}); "
+              "ingested as a source of its own")
+    progress = stderr_progress(Path(path).name)
+    summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
+    tids = list(summary.timeline_ids.values())
+    if tids:
+        print_summaries(db, min(tids), max(tids), out=say)
+    else:
+        say(f"{path}: ingested as source {summary.source_id}, but it records no timeline "
+            "(nothing was captured in it)")
+    return tids
+
+
+def _unreadable(path: str, e: OSError) -> IngestError:
+    return IngestError(path, None, f"cannot read it ({e.strerror or e})")
+
+
+def _close(db: Database, *, remove_if_empty: bool) -> None:
+    """Close ``db``; remove it (and its WAL) if this run created it and wrote no source."""
+    try:
+        empty = remove_if_empty and not db.query("counts")[0][0]
+    except duckdb.Error:
+        empty = False  # it could not say: keep it
+    db.close()
+    if empty:
+        for p in (Path(db.path), Path(f"{db.path}.wal")):
+            p.unlink(missing_ok=True)

@@ -1,0 +1,58 @@
+"""The one line per timeline that `tlview ingest` and `tlview info` print.
+
+All timelines of a range come from ONE query (``timeline_summaries``): one query per
+timeline made `info` take 26.6 s on 786 timelines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tlview.store import Database
+
+from .fmt import exact_bytes
+from .snapshot_summary import print_snapshot_summary
+
+MEASURED_FORMATS = ("kineto", "jax_trace")
+ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
+
+
+def print_summaries(db: Database, first: int = ALL_IDS[0], last: int = ALL_IDS[1],
+                    out: Callable[[str], None] = print) -> None:
+    """The summary of every timeline with id in [first, last], in id order."""
+    for r in db.query_dicts("timeline_summaries", first, last):
+        if r["format"] == "cuda_snapshot":
+            print_snapshot_summary(db, r, out)
+            for w in r["warnings"]:
+                out(f"  note: {w}")
+        else:
+            out(summary_text(r))
+
+
+def summary_text(r: dict[str, Any]) -> str:
+    head = (f"timeline {r['timeline_id']} {r['name']} [{r['format']}"
+            f"{', ' + r['device'] if r['device'] else ''}]: ")
+    if r["format"] in MEASURED_FORMATS:
+        return head + _measured(r)
+    line = head + f"{r['n_steps']} steps, {r['n_buffers']} buffers, {r['n_inputs']} inputs"
+    if r["peak_bytes"] is not None:
+        line += f"; peak {exact_bytes(r['peak_bytes'])} at step {r['peak_step']} ({r['peak_node']})"
+    else:
+        line += "; liveness unknown"
+    lines = [line]
+    if r["n_unknown_bytes"]:
+        lines.append(f"  {r['n_unknown_bytes']} buffers have symbolic or unknown sizes: "
+                     "not counted in the peak (see buffers.size_expr)")
+    lines += [f"  note: {w}" for w in r["warnings"]]
+    return "\n".join(lines)
+
+
+def _measured(r: dict[str, Any]) -> str:
+    """A profiler trace: events, GPU kernels, and the comm overlap."""
+    line = (f"{r['n_events']:,} events, {r['n_kernels']:,} GPU kernels "
+            f"({r['kernel_ns'] / 1e6:,.3f} ms)")
+    if r["n_comm"]:
+        pct = ", ".join(f"{float(p):.2f}%" for p in r["overlap_pct"] or [])
+        line += f", {r['n_comm']:,} communication kernels, overlapped by compute {pct}"
+    return line
