@@ -132,8 +132,11 @@ def run_view(db: Database, info: RunInfo) -> RunView:
     n = max(1, min(len(info.ranks), STRIP_BUCKETS))
     by_id = strips(db.query("tui_rank_strips", info.run, n), n)
     empty = Strip((None,) * n, None)
-    rows = tuple(CollectiveRow(*r, by_id.get(r[0], empty))
-                 for r in db.query("tui_rank_collectives", info.run))
+    rows = tuple(
+        CollectiveRow(cid, key, method, kind, name, pg, step, n_ranks, group, complete, first,
+                      skew, last, comm, nbytes, busbw, strip=by_id.get(cid, empty))
+        for (cid, key, method, kind, name, pg, step, n_ranks, group, complete, first, skew, last,
+             comm, nbytes, busbw) in db.query("tui_rank_collectives", info.run))
     stragglers = tuple(StragglerRow(*r) for r in db.query("tui_rank_stragglers", info.run))
     return RunView(info, rows, stragglers, n)
 
