@@ -72,7 +72,7 @@ def run_lines(r: dict[str, Any]) -> list[str]:
                      "them)")
     if r["n_inconsistent"]:
         lines.append(f"  note: {_count(r['n_inconsistent'], 'matched collective')} disagree "
-                     "across ranks on name or bytes (collective_skew.consistent)")
+                     "across ranks on name or dtype (collective_skew.consistent)")
     return lines
 
 

@@ -320,7 +320,8 @@ WINDOW w AS (PARTITION BY run, collective_id);
 -- collective_skew: per collective instance, how its ranks arrived.
 --   n_ranks: ranks with a call in it; group_size: the ranks its process group has;
 --   complete: every rank of the group is there; consistent: they agree on collective
---   name and bytes (false hints that 'order' matching paired different calls);
+--   name and dtype (false hints that 'order' matching paired different calls; bytes may
+--   differ, as in all_to_all with uneven splits);
 --   first_arrival_ns / last_arrival_ns: earliest / latest aligned start; skew_ns = last -
 --   first; first_rank / last_rank (ties: the lowest rank); end_skew_ns: latest minus
 --   earliest aligned end (what clock alignment leaves);
@@ -338,7 +339,7 @@ WITH a AS (
            any_value(seq_num) AS seq_num, count(*) AS n_ranks,
            COALESCE(max(group_size), count(*)) AS group_size,
            count(DISTINCT COALESCE(collective, kernel)) = 1
-               AND count(DISTINCT bytes) <= 1 AS consistent,
+               AND count(DISTINCT dtype) <= 1 AS consistent,
            min(start_ns) AS first_arrival_ns, max(start_ns) AS last_arrival_ns,
            arg_min(rank, [start_ns, rank]) AS first_rank,
            any_value(rank) FILTER (WHERE late_order = 1) AS last_rank,
@@ -364,7 +365,8 @@ FROM a;
 -- instance with fewer ranks than its process group (ranks: those with a call; missing:
 -- ranks of the group without one), and every point-to-point call.
 --   reason: 'rank N has no trace in this run' | 'the trace of rank N has no matching
---   call (it ends early, or its calls differ)' | 'point-to-point (send/recv): not matched
+--   call (it ends early, or its calls differ)' | 'k of its n ranks have it (...)' where
+--   the traces do not name the group's ranks | 'point-to-point (send/recv): not matched
 --   across ranks'.
 CREATE OR REPLACE VIEW collective_unmatched AS
 WITH s AS (
@@ -397,6 +399,9 @@ SELECT u.run, u.collective_id, u.pg, u.pg_ranks, u.collective, u.kind, u.match_m
                  || array_to_string(m.no_trace, ', ') || ' ha'
                  || CASE WHEN len(m.no_trace) > 1 THEN 've' ELSE 's' END
                  || ' no trace in this run'
+            WHEN m.missing IS NULL
+            THEN u.n_ranks || ' of its ' || u.group_size || ' ranks have it (its process '
+                 || 'group''s ranks are not recorded)'
             WHEN len(m.missing) = 1
             THEN 'the trace of rank ' || m.missing[1] || ' has no matching call '
                  || '(it ends early, or its calls differ)'

@@ -289,3 +289,18 @@ class TestBadInput:
         assert len(un) == 24 and all(u["missing"] == [3] for u in un)
         offs = {o["rank"]: o["offset_ns"] for o in rows(db, "SELECT * FROM clock_offsets")}
         assert set(offs) == {0, 1, 2}
+
+    def test_a_lone_rank_whose_group_is_not_named(self, tmp_path):
+        """Without the group's ranks in the trace, what is missing cannot be named: the
+        reason says how many of the group's ranks have the collective."""
+        t = gen.read(gen.source(0))
+        for e in t["traceEvents"]:
+            (e.get("args") or {}).pop("Process Group Ranks", None)
+        db = tmp_path / "lone.duckdb"
+        ingest_into(db, gen.write(t, tmp_path / "rank0.pt.trace.json.gz"))
+        un = rows(db, "SELECT ranks, missing, reason FROM collective_unmatched")
+        assert len(un) == 24 and all(
+            u == {"ranks": [0], "missing": [],
+                  "reason": "1 of its 2 ranks have it (its process group's ranks are not "
+                            "recorded)"} for u in un)
+        assert rows(db, "SELECT missing FROM rank_runs") == [{"missing": [1]}]
