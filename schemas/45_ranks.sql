@@ -516,3 +516,26 @@ SELECT p.run, p.rank, p.timeline_id, p.n_collectives, COALESCE(c.times_last, 0) 
 FROM per_rank p
 LEFT JOIN caused c USING (run, rank)
 JOIN span sp USING (run);
+
+-- collective_nodes: per collective instance and rank, the compiled node that issued it,
+-- where the rank's trace is attached to its output code (kernel_attachments: the NCCL
+-- kernel through the CPU op that launched it) and, where the output code is paired with
+-- the scheduler IR of the same compile, the IR node (_ir_wrapper_steps).
+--   graph_timeline_id / step / node: the output-code node (of an ambiguous call, the
+--   first candidate); ir_timeline_id / ir_step / ir_node: the scheduler-IR node
+--   (_CollectiveKernel), NULL where there is none.
+CREATE OR REPLACE VIEW collective_nodes AS
+WITH ka AS (
+    SELECT timeline_id, seq, min(graph_timeline_id) AS graph_timeline_id,
+           arg_min(step, graph_timeline_id) AS step, arg_min(node, graph_timeline_id) AS node
+    FROM kernel_attachments GROUP BY timeline_id, seq
+), ir AS (
+    SELECT wrapper_timeline_id, wrapper_step, min(timeline_id) AS ir_timeline_id,
+           arg_min(step, timeline_id) AS ir_step, arg_min(node, timeline_id) AS ir_node
+    FROM _ir_wrapper_steps WHERE all_agree GROUP BY wrapper_timeline_id, wrapper_step
+)
+SELECT c.run, c.collective_id, c.rank, c.timeline_id, c.seq, c.collective, c.match_key,
+       ka.graph_timeline_id, ka.step, ka.node, ir.ir_timeline_id, ir.ir_step, ir.ir_node
+FROM collective_ranks c
+JOIN ka ON ka.timeline_id = c.timeline_id AND ka.seq = c.seq
+LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_step = ka.step;

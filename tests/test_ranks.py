@@ -136,6 +136,16 @@ class TestRealTwoRanks:
         assert len(late) >= 20
         for r in late:
             assert r["node"] in ("extern_kernels.mm", "triton_poi_fused_add_gelu_mul_0")
+        # every call is issued by a compiled node, and a matched collective by the same
+        # node (output code and scheduler IR) on both ranks
+        issued = rows(path, "SELECT collective_id, count(*) AS n, count(DISTINCT step) AS steps, "
+                            "count(DISTINCT ir_node) AS ir, min(node) AS node "
+                            "FROM collective_nodes GROUP BY collective_id")
+        assert len(issued) == 24 and all((i["n"], i["steps"], i["ir"]) == (2, 1, 1)
+                                         for i in issued)
+        assert {i["node"] for i in issued} == {
+            "torch.ops._c10d_functional.all_gather_into_tensor.default",
+            "torch.ops._c10d_functional.reduce_scatter_tensor.default"}
         nodes = rows(path, "SELECT rank, late_nodes FROM rank_wait ORDER BY rank")
         assert all(set(n["late_nodes"]) <= {"extern_kernels.mm", "triton_poi_fused_add_gelu_mul_0",
                                             "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"}
