@@ -109,7 +109,7 @@ class TestRanksScreen:
             assert screen.view is not None and len(screen.view.collectives) == 24
             assert screen.targets is not None and len(screen.targets) == 24
             text = screen_text(app)
-            assert "run 1: ranks 0-1 of 2" in text
+            assert "run 1: 2 of 2 ranks (0-1)" in text
             assert "straggler rank 1: 1.60 ms caused (16.7% of the others' step)" in text
             cid, skew_ns, last = skew[0]
             assert screen.query_one("#ranks-arrivals").border_title == \
@@ -175,7 +175,7 @@ class TestRanksScreen:
             screen = app.screen
             assert isinstance(screen, RanksScreen) and screen.view.info.run == 2
             text = screen_text(app)
-            assert "run 2 (run 2 of 2): ranks 0 of 2" in text
+            assert "run 2 of 2: 1 of 2 ranks (0)" in text
             assert "24 collectives, 24 lacking ranks · missing rank 1" in text
             await press(pilot, "left_square_bracket")
             assert screen.view.info.run == 1 and screen.view.info.missing == ()

@@ -198,9 +198,9 @@ class RanksScreen(Screen[None]):
         self.load_run(info)
 
     def _title(self, info: RunInfo) -> str:
-        of = f" (run {self.run_index + 1} of {len(self.runs)})" if len(self.runs) > 1 else ""
-        return f"tlview  ranks  run {info.run}{of}: ranks {ranks_text(info.ranks)} of " \
-               f"{info.world_size}"
+        of = f" of {len(self.runs)}" if len(self.runs) > 1 else ""
+        return (f"tlview  ranks  run {info.run}{of}: {len(info.ranks)} of {info.world_size} "
+                f"ranks ({ranks_text(info.ranks)})")
 
     @on(m.RunLoaded)
     def on_run_loaded(self, event: m.RunLoaded) -> None:
@@ -340,6 +340,16 @@ class RanksScreen(Screen[None]):
         else:
             self.app.post_message(app_messages.OpenTimeline(
                 t.timeline_id, seq=t.before_seq if t.before_seq is not None else t.seq))
+
+    @on(RowList.Chosen)
+    def _chosen(self, event: RowList.Chosen) -> None:
+        """A click on the row at the cursor (Enter is the screen's own key)."""
+        if event.row_list.id == "ranks-arrivals":
+            self._arrival_chosen(event.index)
+        elif event.row_list.id == "ranks-stragglers":
+            self._straggler_chosen(event.index)
+        else:
+            self.action_jump()
 
     def _arrival_chosen(self, index: int) -> None:
         if index < len(self.arrivals):
