@@ -79,7 +79,7 @@ def run_lines(r: dict[str, Any]) -> list[str]:
 def print_rank_report(db: Database, timeline_ids: Sequence[int],
                       out: Callable[[str], None] = print) -> None:
     """The report of every run holding one of ``timeline_ids`` (nothing if none)."""
-    if not timeline_ids:
+    if not timeline_ids or not db.scalar("rank_traces_among", list(timeline_ids)):
         return
     for r in db.query_dicts("rank_report", list(timeline_ids)):
         for line in run_lines(r):

@@ -1,5 +1,11 @@
 -- Named queries of the many-ranks views (schemas/45_ranks.sql).
 
+-- name: rank_traces_among
+-- How many of the timelines $1 (a list of ids) are profiler traces: the report below is
+-- made only when an ingest added one.
+SELECT count(*) FROM timeline_records
+WHERE format IN ('kineto', 'jax_trace') AND list_contains(?::INTEGER[], timeline_id);
+
 -- name: rank_report
 -- Per run of rank traces, what `tlview ingest` says about it: ranks present, missing and
 -- duplicated; collectives, how they were matched, how many lack a rank; the clock offsets;
