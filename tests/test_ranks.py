@@ -23,7 +23,7 @@ from tlview.store import open_database
 
 COLL = FIXTURES / "profile" / "coll"
 RANKS = [COLL / f"rank{r}" / f"rank{r}.pt.trace.json.gz" for r in (0, 1)]
-DERIVED = FIXTURES / "profile" / "ranks"
+DERIVED = FIXTURES / "ranks"
 SKEWED_1 = DERIVED / "skew" / "rank1.pt.trace.json.gz"
 DELAYED = [DERIVED / "delayed" / f"rank{r}.pt.trace.json.gz" for r in (0, 1)]
 RERUN_0 = DERIVED / "runs" / "rank0_rerun.pt.trace.json.gz"

@@ -26,7 +26,7 @@ from tui_helpers import asynctest, press, settle, type_text
 from tui_text import screen_text
 
 COLL = FIXTURES / "profile" / "coll"
-RERUN_0 = FIXTURES / "profile" / "ranks" / "runs" / "rank0_rerun.pt.trace.json.gz"
+RERUN_0 = FIXTURES / "ranks" / "runs" / "rank0_rerun.pt.trace.json.gz"
 
 
 @pytest.fixture(scope="module")

@@ -153,7 +153,7 @@ def ranks_delayed(tmp_path_factory):
     from conftest import FIXTURES
 
     path = tmp_path_factory.mktemp("snap") / "delayed.duckdb"
-    ingest_into(path, *sorted((FIXTURES / "profile" / "ranks" / "delayed").glob("*.gz")))
+    ingest_into(path, *sorted((FIXTURES / "ranks" / "delayed").glob("*.gz")))
     return path
 
 
