@@ -1,6 +1,7 @@
 """`python -m bench [NAME ...]`: run every benchmark (or the named ones) and print one table.
 
-Names: the bench_<name>.py modules in this folder (ir, xla, wrapper, kineto, tui, views).
+Names: the bench_<name>.py modules in this folder (ir, xla, wrapper, kineto, tui, views,
+ranks, ...).
 Inputs are generated under bench/out/ from the real fixtures; each measurement runs in
 its own process so that its peak RSS is its own.
 """

@@ -23,6 +23,7 @@ from tlview.store import Database, open_database, write_records
 
 from .locking import lock_wait_s, say_waiting
 from .output import say
+from .rank_report import print_rank_report
 from .summary import print_summaries
 
 
@@ -41,15 +42,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if plan.files:
         created = not Path(args.db).exists()
         db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+        new_ids: list[int] = []
         try:
             for path, fmt in plan.files:
                 try:
-                    ingest_one(db, path, fmt, force=args.force)
+                    new_ids += ingest_one(db, path, fmt, force=args.force)
                     ingested += 1
                 except (IngestError, OSError) as e:
                     err = e if isinstance(e, IngestError) else _unreadable(path, e)
                     print(f"tlview: {err}", file=sys.stderr)
                     failed.append(err)
+            try:  # runs of ranks the new traces are in
+                print_rank_report(db, new_ids, out=say)
+            except duckdb.Error as e:
+                say(f"ranks: not reported ({str(e).splitlines()[0]})")
         finally:
             _close(db, remove_if_empty=created)
     total = len(plan.files) + len(plan.failed)

@@ -146,3 +146,28 @@ class TestChooser:
     def test_chooser_160x48(self, snap_compare, profile_single):
         assert snap_compare(TlviewApp(str(profile_single)), terminal_size=(160, 48),
                             run_before=keys())
+
+
+@pytest.fixture(scope="module")
+def ranks_delayed(tmp_path_factory):
+    from conftest import FIXTURES
+
+    path = tmp_path_factory.mktemp("snap") / "delayed.duckdb"
+    ingest_into(path, *sorted((FIXTURES / "ranks" / "delayed").glob("*.gz")))
+    return path
+
+
+class TestRanks:
+    """The 2-rank run with rank 0 made late by 1 ms at each step's first reduce-scatter
+    (and rank 1's clock 1.7 ms behind, aligned away): the collectives with their skew bars
+    and arrival strips (the late rank's cell marked), rank 0 named the straggler, the
+    ranks of the first collective with their waits; sorted by skew, the three delayed
+    reduce-scatters come first."""
+
+    def test_collectives_80x24(self, snap_compare, ranks_delayed):
+        assert snap_compare(TlviewApp(str(ranks_delayed)), terminal_size=(80, 24),
+                            run_before=keys("r"))
+
+    def test_by_skew_160x48(self, snap_compare, ranks_delayed):
+        assert snap_compare(TlviewApp(str(ranks_delayed)), terminal_size=(160, 48),
+                            run_before=keys("r", "s", "home"))

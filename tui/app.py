@@ -27,6 +27,7 @@ from .chooser import ChooserScreen
 from .glyphs import Glyphs, glyphs
 from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
+from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
 from .timeline_screen import TimelineScreen
 from .title_bar import TitleBar
@@ -188,6 +189,10 @@ class TlviewApp(App[int]):
             if step is not None:
                 self.notify(f"{info.name}: step {step}")
 
+    @on(m.OpenRanks)
+    def on_open_ranks(self, event: m.OpenRanks) -> None:
+        self.push_screen(RanksScreen(self.reader, self.glyphs, timeline_id=event.timeline_id))
+
     @on(m.GoBack)
     def on_go_back(self) -> None:
         if len(self.screen_stack) > 2:  # never below the chooser
@@ -203,7 +208,8 @@ class TlviewApp(App[int]):
         screen = self.screen
         title = {"ChooserScreen": "the timelines", "TimelineScreen": "a compiled timeline",
                  "ProfilerScreen": "a profiler trace",
-                 "HoldersScreen": "who holds the memory"}.get(type(screen).__name__, "")
+                 "HoldersScreen": "who holds the memory",
+                 "RanksScreen": "the collectives across ranks"}.get(type(screen).__name__, "")
         self.push_screen(HelpScreen(title, getattr(screen, "KEYS", ()),
                                     getattr(screen, "ABOUT", "")))
 

@@ -31,6 +31,7 @@ KEYS = (
     ("PgDn PgUp Home End", "a page / the first / the last"),
     ("Enter", "open the timeline"),
     ("/", "filter: type words of the name, format, device or source"),
+    ("r", "the ranks: collectives across the ranks' profiler traces, stragglers"),
     ("Esc", "(in the filter) clear it"),
 )
 
@@ -47,6 +48,7 @@ class ChooserScreen(Screen[None]):
 
     KEYS = KEYS
     BINDINGS = [Binding("slash", "filter", "filter", key_display="/"),
+                Binding("r", "ranks", show=False),
                 Binding("escape", "clear_filter", show=False)]
 
     def __init__(self, timelines: tuple[TimelineInfo, ...],
@@ -77,7 +79,8 @@ class ChooserScreen(Screen[None]):
         table.set_rows([cells(r) for r in self.shown], cursor=cursor, marks=marks)
         n, total = len(self.shown), len(self.all_rows)
         what = f"{total:,} timelines" if n == total else f"{n:,} of {total:,} timelines"
-        self.query_one(TitleBar).show(f"tlview  {what}: Enter opens one, / filters")
+        ranks = ", r: ranks" if sum(r.info.is_measured for r in self.all_rows) > 1 else ""
+        self.query_one(TitleBar).show(f"tlview  {what}: Enter opens one, / filters{ranks}")
 
     @property
     def selected_id(self) -> int | None:
@@ -107,6 +110,9 @@ class ChooserScreen(Screen[None]):
         row = self.shown[event.index]
         self.current = row.info.timeline_id
         self.app.post_message(m.OpenTimeline(row.info.timeline_id))
+
+    def action_ranks(self) -> None:
+        self.app.post_message(m.OpenRanks(self.selected_id))
 
     def action_filter(self) -> None:
         self.query_one(Input).focus()

@@ -25,6 +25,9 @@ class Glyphs:
     rule: str
     axis: str  # the y-axis of a curve, beside its scale
     shades: str  # how busy a lane's column is, idle to full
+    full: str = "█"  # a horizontal bar's whole cell
+    eighths: str = " ▏▎▍▌▋▊▉"  # a horizontal bar's last cell, 0/8 to 7/8
+    absent: str = "·"  # a rank that took no part in a collective
 
 
 UNICODE = Glyphs(bars=" ▁▂▃▄▅▆▇█", cursor="▲", peak="P", life="─", arrow="→",
@@ -32,7 +35,7 @@ UNICODE = Glyphs(bars=" ▁▂▃▄▅▆▇█", cursor="▲", peak="P", life=
                  shades=" ░▒▓█")
 ASCII = Glyphs(bars=" .:-=+*#@", cursor="^", peak="P", life="-", arrow="->",
                alloc="+", freed="-", ellipsis="...", rule="-", axis="|",
-               shades=" .:=#")
+               shades=" .:=#", full="#", eighths=" -------", absent=" ")
 
 
 def glyphs(ascii_only: bool | None = None) -> Glyphs:

@@ -56,3 +56,12 @@ class DatabaseWaiting(Message):
 
 class GoBack(Message):
     """Leave this screen for the one before it (after a jump), or the chooser."""
+
+
+class OpenRanks(Message):
+    """Show the ranks screen: the collectives across ranks of the run holding the trace
+    ``timeline_id`` (None: the first run)."""
+
+    def __init__(self, timeline_id: int | None = None) -> None:
+        super().__init__()
+        self.timeline_id = timeline_id

@@ -58,6 +58,7 @@ KEYS = (
     ("Home End", "start / end of the trace"),
     ("/", "search kernels by name (to the next match)"),
     ("Enter", "open the compiled node the kernel is attached to"),
+    ("r", "the ranks: this trace's collectives across the run's ranks"),
     ("Tab", "to the steps list (Enter there: that step)"),
     ("Esc", "leave the node's kernels; else back"),
 )
@@ -108,6 +109,7 @@ class ProfilerScreen(Screen[None]):
         Binding("end", "edge(1)", show=False),
         Binding("slash", "search", "search", key_display="/"),
         Binding("enter", "open_node", "node"),
+        Binding("r", "ranks", show=False),
         Binding("escape", "escape", show=False),
     ]
 
@@ -590,6 +592,9 @@ class ProfilerScreen(Screen[None]):
                         severity="warning", timeout=8)
             return
         self.app.post_message(app_messages.OpenTimeline(a.graph_timeline_id, step=a.step))
+
+    def action_ranks(self) -> None:
+        self.app.post_message(app_messages.OpenRanks(self.timeline.timeline_id))
 
     def action_escape(self) -> None:
         if self.node_kernels:

@@ -1,0 +1,130 @@
+"""The many-ranks views over 256 ranks: collective_skew and stragglers (goal < 1 s).
+
+Input: the real 2-rank NCCL fixture replicated to TLVIEW_BENCH_RANKS ranks (default 256)
+by tests/fixtures/gen/make_rank_traces.py's ``as_rank``: rank r is a copy of real rank
+r % 2 with its rank id, world size, process-group ranks and size rewritten, its clock
+moved by a random offset within +-2 ms and each GPU kernel by a further +-5 us (seeded),
+so every collective has 256 ranks with distinct arrivals. Traces and the database are
+cached under bench/out (the ingest, one file after another, is timed once when made).
+
+Each query runs in its own process (peak RSS its own), three times; the best time is
+reported beside baselines measured in the same process: a scan of every measured event
+(``SELECT count(*), sum(dur_ns) FROM gpu_activity``) and the per-rank
+``comm_overlap_summary`` of the same traces.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .harness import OUT, ROOT, Result, run_child
+
+RANKS = int(os.environ.get("TLVIEW_BENCH_RANKS", "256"))
+GEN = ROOT / "tests" / "fixtures" / "gen" / "make_rank_traces.py"
+QUERIES = {
+    "collective_skew": "SELECT * FROM collective_skew",
+    "stragglers": "SELECT * FROM stragglers",
+    "clock_offsets": "SELECT * FROM clock_offsets",
+    "collective_ranks": "SELECT * FROM collective_ranks",
+    "rank_wait (with late_nodes)": "SELECT * FROM rank_wait",
+}
+BASELINES = {
+    "events scan": "SELECT count(*), sum(dur_ns) FROM gpu_activity",
+    "comm_overlap_summary": "SELECT * FROM comm_overlap_summary",
+}
+
+
+def _gen() -> Any:
+    spec = importlib.util.spec_from_file_location("make_rank_traces", GEN)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def traces(n: int) -> Path:
+    """``n`` rank traces (cached): copies of the two real ranks, rewritten and jittered."""
+    folder = OUT / f"ranks{n}"
+    if folder.exists() and len(list(folder.glob("*.gz"))) == n:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    g = _gen()
+    real = [g.read(g.source(0)), g.read(g.source(1))]
+    rng = random.Random(5)
+    for r in range(n):
+        t = g.as_rank(real[r % 2], r, n, offset_ns=rng.randint(-2_000_000, 2_000_000),
+                      jitter_ns=5_000, seed=r)
+        g.write(t, folder / f"rank{r}.pt.trace.json.gz")
+    return folder
+
+
+def ingest(folder: str, db: str) -> int:
+    """Every rank trace of ``folder`` into a fresh database, one after another."""
+    from tlview.ingest import records_for
+    from tlview.store import open_database, write_records
+
+    if os.path.exists(db):
+        os.remove(db)
+    events = 0
+    with open_database(db) as d:
+        for p in sorted(Path(folder).glob("*.gz")):
+            events += sum(write_records(d, records_for(str(p))).counts.values())
+    return events
+
+
+def timed(db: str, name: str) -> dict[str, Any]:
+    """Best of three of the query ``name`` and of both baselines, in this process."""
+    from tlview.store import open_database
+
+    sql = QUERIES.get(name) or BASELINES[name]
+    out: dict[str, Any] = {}
+    with open_database(db, read_only=True) as d:
+        for label, q in (("query", sql), *BASELINES.items()):
+            best = float("inf")
+            rows = 0
+            for _ in range(3):
+                t = time.perf_counter()
+                rows = len(d.sql(q).fetchall())
+                best = min(best, time.perf_counter() - t)
+            out[label] = {"best_s": best, "rows": rows}
+        out["events"] = d.sql("SELECT count(*) FROM events").fetchall()[0][0]
+    return out
+
+
+def main() -> list[Result]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    folder = traces(RANKS)
+    db = OUT / f"ranks{RANKS}.duckdb"
+    size = sum(p.stat().st_size for p in folder.glob("*.gz"))
+    results: list[Result] = []
+    if not db.exists():
+        print(f"ingesting {RANKS} rank traces into {db}", file=sys.stderr, flush=True)
+        got = run_child("bench.bench_ranks:ingest", str(folder), str(db), timeout=7200)
+        results.append(Result(f"ingest {RANKS} rank traces (serial)", f"{RANKS} ranks", size,
+                              got["wall_s"], got["peak_rss_mb"], events=got["result"]))
+    label = f"{RANKS} ranks"
+    for name in QUERIES:
+        got = run_child("bench.bench_ranks:timed", str(db), name)
+        r = got["result"]
+        q = r["query"]["best_s"]
+        results.append(Result(
+            f"{name} ({r['query']['rows']:,} rows)", label, size, q, got["peak_rss_mb"],
+            events=r["events"],
+            baseline={f"vs {b}": q / r[b]["best_s"] for b in BASELINES},
+            extra={"baseline_s": {b: r[b]["best_s"] for b in BASELINES}}))
+    for b in BASELINES:
+        results.append(Result(f"{b} (baseline)", label, size,
+                              min(x.extra["baseline_s"][b] for x in results if x.extra), 0))
+    return results
+
+
+if __name__ == "__main__":
+    from .harness import print_table
+
+    print_table(main())

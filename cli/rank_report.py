@@ -1,0 +1,86 @@
+"""What `tlview ingest` says about the ranks once their traces are in: per run, the ranks
+it holds and lacks, how the collectives matched, the clock offsets and the straggler.
+
+Bad multi-rank input is told here, in words: a rank missing, a rank ingested twice or
+from another run, collectives left unmatched (listed in the ``collective_unmatched``
+view). One named query (``rank_report``) reads it all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tlview.store import Database
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    """``0-3, 5, 7-8``: runs of consecutive ranks."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and "-" not in out[-1] and int(out[-1]) == r - 1:
+            out[-1] = f"{out[-1]}-{r}"
+        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == r - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+
+def _us(ns: int) -> str:
+    return f"{ns / 1e3:,.1f} us" if abs(ns) < 1_000_000 else f"{ns / 1e6:,.3f} ms"
+
+
+def run_lines(r: dict[str, Any]) -> list[str]:
+    """The lines about one run (a ``rank_report`` row)."""
+    head = (f"ranks: run {r['run']}: {len(r['ranks'])} of {r['world_size']} ranks "
+            f"({_ranks(r['ranks'])})")
+    if r["missing"]:
+        head += f", missing {_ranks(r['missing'])}"
+    parts = [head]
+    n, done, matched = r["n_collectives"], r["n_complete"], r["n_matched"]
+    if not n:
+        parts.append("no collective kernels")
+    elif not matched:
+        parts.append(f"{_count(n, 'collective')}, none matched across ranks")
+    else:
+        methods = " and ".join(r["methods"] or [])
+        parts.append(f"{_count(n, 'collective')}, {matched:,} matched across ranks by {methods}"
+                     + ("" if done == n else f", {n - done:,} without every rank of their group"))
+    if r["n_offsets"]:
+        parts.append(f"clock offsets up to {_us(r['max_offset_ns'])} (rank "
+                     f"{r['max_offset_rank']}, spread up to {_us(r['max_spread_ns'])})")
+    if r["straggler"] is not None:
+        parts.append(f"straggler rank {r['straggler']}: its late arrivals cost the others "
+                     f"{_us(r['caused_wait_ns'])} ({100 * float(r['wait_share']):.2f}% of "
+                     "their step time)")
+    lines = ["; ".join(parts)]
+    if r["dup_ranks"]:
+        lines.append(f"  note: rank {_ranks(r['dup_ranks'])} also has a trace in another run "
+                     f"overlapping this one in time ({', '.join(r['dup_names'])}): taken as "
+                     "a run of its own (ingested twice, or two jobs recorded together?)")
+    if r["out_of_range"]:
+        lines.append(f"  note: rank {_ranks(r['out_of_range'])} is not below the world size "
+                     f"{r['world_size']}")
+    if r["n_unmatched"]:
+        lines.append(f"  note: {_count(r['n_unmatched'], 'collective')} not matched on every "
+                     f"rank of {'its' if r['n_unmatched'] == 1 else 'their'} group: {r['reason']} (the collective_unmatched view lists "
+                     "them)")
+    if r["n_inconsistent"]:
+        lines.append(f"  note: {_count(r['n_inconsistent'], 'matched collective')} disagree "
+                     "across ranks on name or dtype (collective_skew.consistent)")
+    return lines
+
+
+def print_rank_report(db: Database, timeline_ids: Sequence[int],
+                      out: Callable[[str], None] = print) -> None:
+    """The report of every run holding one of ``timeline_ids`` (nothing if none)."""
+    if not timeline_ids or not db.scalar("rank_traces_among", list(timeline_ids)):
+        return
+    for r in db.query_dicts("rank_report", list(timeline_ids)):
+        for line in run_lines(r):
+            out(line)
