@@ -143,6 +143,7 @@ FROM _diff_signatures s LEFT JOIN nt USING (timeline_id, step);
 --   freed bytes, a_time_ns / b_time_ns (measured, where attached) and the deltas b - a
 --   (NULL unless both sides have the figure).
 CREATE OR REPLACE MACRO timeline_diff(a_tid, b_tid) AS TABLE
+WITH items AS MATERIALIZED (SELECT * FROM _diff_items WHERE timeline_id IN (a_tid, b_tid))
 SELECT al.pos, al.method, al.a_step, al.b_step, ia.item AS a_node, ib.item AS b_node,
        ia.kernel AS a_kernel, ib.kernel AS b_kernel, ia.detail AS a_detail,
        ib.detail AS b_detail,
@@ -153,10 +154,9 @@ SELECT al.pos, al.method, al.a_step, al.b_step, ia.item AS a_node, ib.item AS b_
        ia.freed_bytes AS a_freed_bytes, ib.freed_bytes AS b_freed_bytes,
        ib.freed_bytes - ia.freed_bytes AS delta_freed_bytes,
        ia.time_ns AS a_time_ns, ib.time_ns AS b_time_ns, ib.time_ns - ia.time_ns AS delta_time_ns
-FROM alignments al
-LEFT JOIN (SELECT * FROM _diff_items WHERE timeline_id = a_tid) ia ON ia.step = al.a_step
-LEFT JOIN (SELECT * FROM _diff_items WHERE timeline_id = b_tid) ib ON ib.step = al.b_step
-WHERE al.a_timeline_id = a_tid AND al.b_timeline_id = b_tid
+FROM (SELECT * FROM alignments WHERE a_timeline_id = a_tid AND b_timeline_id = b_tid) al
+LEFT JOIN items ia ON ia.timeline_id = a_tid AND ia.step = al.a_step
+LEFT JOIN items ib ON ib.timeline_id = b_tid AND ib.step = al.b_step
 ORDER BY al.pos;
 
 -- _peak_holdings(tid): what is live at a timeline's peak, one row per holder, the bytes
