@@ -95,3 +95,55 @@ def report(db: Database, info: AlignmentInfo, top: int = 10,
         a_time_ns=ta if n else None, b_time_ns=tb if n else None,
         kernel_rows=_dicts(db, "diff_kernel_rows", a, b, top) if n else (),
         changed_nodes=_dicts(db, "diff_changed_nodes", a, b, changed_limit))
+
+
+@frozen
+class AlignedStep:
+    """One aligned position of two timelines (``timeline_diff``)."""
+
+    pos: int
+    method: str
+    a_step: int | None
+    b_step: int | None
+    a_node: str | None
+    b_node: str | None
+    a_live: int | None
+    b_live: int | None
+
+
+@frozen
+class Comparison:
+    """What the TUI's compare mode shows, read at once: the aligned steps, with both
+    memory curves over them, and the rows of peak_diff (or, without memory, of
+    kernel_time_diff) that explain the change."""
+
+    alignment: AlignmentInfo
+    a_peak: PeakSide
+    b_peak: PeakSide
+    steps: tuple[AlignedStep, ...]
+    peak_rows: tuple[dict[str, Any], ...]
+    kernel_rows: tuple[dict[str, Any], ...]
+    a_time_ns: int | None
+    b_time_ns: int | None
+
+    def pos_of(self, side: str, step: int | None) -> int | None:
+        """The aligned position of step ``step`` of side ``a`` or ``b``."""
+        if step is None:
+            return None
+        key = "a_step" if side == "a" else "b_step"
+        return next((s.pos for s in self.steps if getattr(s, key) == step), None)
+
+
+def comparison(db: Database, a: int, b: int, rows: int = 500) -> Comparison:
+    """Align ``a`` and ``b`` (temporary tables on a read-only connection) and read the
+    compare mode's snapshot."""
+    from .diff import ensure_alignment
+
+    info = ensure_alignment(db, a, b)
+    steps = tuple(AlignedStep(*r[:8]) for r in db.query("diff_curves", a, b))
+    ta, tb, n = db.query("diff_time_totals", a, b)[0]
+    return Comparison(
+        alignment=info, a_peak=_peak(db, a), b_peak=_peak(db, b), steps=steps,
+        peak_rows=_dicts(db, "diff_peak_rows_all", a, b),
+        kernel_rows=_dicts(db, "diff_kernel_rows", a, b, rows) if n else (),
+        a_time_ns=ta if n else None, b_time_ns=tb if n else None)

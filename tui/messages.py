@@ -56,3 +56,12 @@ class DatabaseWaiting(Message):
 
 class GoBack(Message):
     """Leave this screen for the one before it (after a jump), or the chooser."""
+
+
+class CompareTimelines(Message):
+    """Show timelines ``a`` and ``b`` side by side, aligned (the chooser's ``c``)."""
+
+    def __init__(self, a: int, b: int) -> None:
+        super().__init__()
+        self.a = a
+        self.b = b
