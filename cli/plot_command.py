@@ -46,6 +46,7 @@ def _pyplot() -> Any:
         import matplotlib
 
         matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable
         import matplotlib.pyplot as plt
     except ImportError:
         raise PlotError("`tlview plot` needs matplotlib, an optional extra: "
@@ -117,6 +118,12 @@ def _mark_peak(ax: Any, xs: list[float], ys: list[float], labels: list[Any], ste
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": color, "alpha": 0.85})
 
 
+def _legend(ax: Any) -> None:
+    """Above the panel, in one row: never over the curves or the peak labels."""
+    ax.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0, 1.0), ncol=4, frameon=False,
+              borderaxespad=0.2)
+
+
 def _figure(plt: Any, has_memory: bool, has_time: bool) -> tuple[Any, Any, Any]:
     """A figure with a memory panel and/or a time panel; (fig, memory_ax, time_ax)."""
     n = int(has_memory) + int(has_time)
@@ -135,10 +142,10 @@ def _finish(fig: Any, mem: Any, tim: Any, unit: tuple[int, str], xlabel: str) ->
         lo, hi = mem.get_ylim()
         mem.set_ylim(lo, hi + (hi - lo) * 0.3)  # room for the peak labels
     if tim is not None:
-        tim.set_ylabel("measured (us)")
+        tim.set_ylabel("measured us\n(all calls)")
         tim.grid(True, alpha=0.3)
     (tim if tim is not None else mem).set_xlabel(xlabel)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
 
 
 def _curves_figure(plt: Any, sides: list[Any], data: list[list[tuple[Any, ...]]]) -> Any:
@@ -158,14 +165,15 @@ def _curves_figure(plt: Any, sides: list[Any], data: list[list[tuple[Any, ...]]]
         label = f"{s.timeline_id} {s.name}"
         if mem is not None:
             ys = _scaled(_carry([r[2] for r in rows]), unit[0])
-            mem.step(xs, ys, where="post", color=c, label=label)
+            mem.step([*xs, xs[-1] + 1] if xs else xs, [*ys, ys[-1]] if ys else ys, where="post",
+                     color=c, label=label)
             _mark_peak(mem, xs, ys, [r[1] for r in rows], [r[0] for r in rows], c,
                        "" if len(sides) == 1 else f"{s.timeline_id} ", unit)
         if tim is not None:
-            tim.bar(xs, [(r[3] or 0) / 1e3 for r in rows], width=1.0, color=c,
+            tim.bar(xs, [(r[3] or 0) / 1e3 for r in rows], width=0.9, align="edge", color=c,
                     alpha=0.6 if len(sides) > 1 else 1.0, label=label)
     if len(sides) > 1:
-        (mem if mem is not None else tim).legend(fontsize=8, loc="upper left")
+        _legend(mem if mem is not None else tim)
     _finish(fig, mem, tim, unit, "step (a trace: GPU event in time order; a snapshot: "
             "trace entry)")
     return fig
@@ -187,12 +195,15 @@ def _diff_figure(plt: Any, sides: list[Any], rows: list[tuple[Any, ...]]) -> Any
     if mem is not None:
         a = _scaled(_carry([r[6] for r in rows]), unit[0])
         b = _scaled(_carry([r[7] for r in rows]), unit[0])
-        mem.step(xs, a, where="post", color="tab:blue", label=la)
-        mem.step(xs, b, where="post", color="tab:orange", label=lb)
-        mem.fill_between(xs, a, b, where=[y > x for x, y in zip(a, b)], step="post",
-                         color="tab:red", alpha=0.25, label="B holds more")
-        mem.fill_between(xs, a, b, where=[y < x for x, y in zip(a, b)], step="post",
-                         color="tab:green", alpha=0.25, label="B holds less")
+        xe, ae, be = [*xs, xs[-1] + 1], [*a, a[-1]], [*b, b[-1]]  # the last step's width
+        mem.step(xe, ae, where="post", color="tab:blue", label=la)
+        mem.step(xe, be, where="post", color="tab:orange", label=lb)
+        more = [y > x for x, y in zip(ae, be)]
+        less = [y < x for x, y in zip(ae, be)]
+        mem.fill_between(xe, ae, be, where=more, step="post", color="tab:red", alpha=0.25,
+                         label="B holds more")
+        mem.fill_between(xe, ae, be, where=less, step="post", color="tab:green", alpha=0.25,
+                         label="B holds less")
         _mark_peak(mem, xs, a, [r[4] for r in rows], [r[2] for r in rows], "tab:blue", "A ", unit,
                    below=max(a) >= max(b))
         _mark_peak(mem, xs, b, [r[5] for r in rows], [r[3] for r in rows], "tab:orange", "B ",
@@ -201,14 +212,13 @@ def _diff_figure(plt: Any, sides: list[Any], rows: list[tuple[Any, ...]]) -> Any
         for x, r in zip(xs, rows):
             if r[1] in ("inserted", "deleted"):
                 mem.axvline(x, color="0.6", lw=0.5, ls=":")
-        mem.legend(fontsize=8, loc="lower left" if a[0] > (max(a) + min(a)) / 2 else "lower right"
-                   if a[-1] > (max(a) + min(a)) / 2 else "best", framealpha=0.9)
+        _legend(mem)
     if tim is not None:
-        tim.bar([x - 0.2 for x in xs], [(r[8] or 0) / 1e3 for r in rows], width=0.4,
-                color="tab:blue", label=la)
-        tim.bar([x + 0.2 for x in xs], [(r[9] or 0) / 1e3 for r in rows], width=0.4,
-                color="tab:orange", label=lb)
+        tim.bar([x + 0.05 for x in xs], [(r[8] or 0) / 1e3 for r in rows], width=0.45,
+                align="edge", color="tab:blue", label=la)
+        tim.bar([x + 0.5 for x in xs], [(r[9] or 0) / 1e3 for r in rows], width=0.45,
+                align="edge", color="tab:orange", label=lb)
         if mem is None:
-            tim.legend(fontsize=8, loc="upper left")
+            _legend(tim)
     _finish(fig, mem, tim, unit, "aligned step (dotted: a step on one side only)")
     return fig

@@ -94,3 +94,6 @@ FROM timeline_diff(?, ?);
 -- name: plot_items
 -- One timeline's curve for `tlview plot`: per step its live bytes and measured time.
 SELECT step, item, live_bytes, time_ns FROM _diff_items WHERE timeline_id = ? ORDER BY step;
+
+-- name: alignment_temp_exists
+SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'alignments';

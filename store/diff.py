@@ -72,9 +72,7 @@ def side(db: Database, timeline_id: int) -> Side:
 
 
 def _temp_tables_exist(db: Database) -> bool:
-    return bool(db.con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'alignments'"
-    ).fetchone()[0])  # type: ignore[index]
+    return bool(db.scalar("alignment_temp_exists"))
 
 
 def _stored(db: Database, a: int, b: int) -> tuple[Any, ...] | None:

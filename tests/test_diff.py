@@ -26,8 +26,8 @@ from reference_snapshot import live_at as snapshot_live_at
 from reference_snapshot import load as load_snapshot
 from reference_snapshot import replay
 from reference_wrapper import simulate_wrapper, wrapper_modules
-from tlview.store import open_database
 from tlview.store import align as al
+from tlview.store import open_database
 from tlview.store.diff import DiffError, ensure_alignment
 
 DIFF = FIXTURES / "diff"
@@ -414,3 +414,22 @@ def test_cli_diff_time_gate_and_names(db, capsys):
     assert code == 2 and "timelines are named '0_forward'" in err
     code, _, err = _main(capsys, "diff", "nothing-here", "1", "--db", str(db))
     assert code == 2 and "no timeline 'nothing-here'" in err
+
+
+def test_a_changed_timeline_has_its_stored_alignment_recomputed(tmp_path, capsys):
+    """`sql --write` that changes a timeline's events recomputes the stored alignments
+    it is in (they are caches of both timelines' events)."""
+    from tlview.cli import main
+
+    path = tmp_path / "w.duckdb"
+    ingest_into(path, DIFF / "cpu_base" / "0_forward.ir_post_fusion.txt",
+                DIFF / "cpu_wide" / "0_forward.ir_post_fusion.txt")
+    with open_database(path) as d:
+        ensure_alignment(d, 1, 2)
+    assert main(["sql", "--db", str(path), "--write", "DELETE FROM events WHERE "
+                 "timeline_id = 2 AND kind = 'node_scheduled' AND step = 9"]) == 0
+    capsys.readouterr()
+    with open_database(path, read_only=True) as d:
+        row = d.query("alignment_pair", 1, 2)[0]
+        n = d.sql("SELECT count(*) FROM alignments WHERE b_step = 9").fetchone()[0]
+    assert row[2:4] == (10, 9) and n == 0  # a_items, b_items: the step is gone
