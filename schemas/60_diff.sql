@@ -220,37 +220,48 @@ WHERE ap.timeline_id = tid;
 CREATE OR REPLACE MACRO peak_diff(a_tid, b_tid) AS TABLE
 WITH al AS (
     SELECT a_step, b_step FROM alignments
-    WHERE a_timeline_id = a_tid AND b_timeline_id = b_tid AND a_step IS NOT NULL AND b_step IS NOT NULL
-), ha AS (SELECT * FROM _peak_holdings(a_tid)), hb AS (SELECT * FROM _peak_holdings(b_tid)),
-t1 AS (
-    SELECT ha.holder AS ah, hb.holder AS bh, 'aligned' AS how
+    WHERE a_timeline_id = a_tid AND b_timeline_id = b_tid AND a_step IS NOT NULL
+      AND b_step IS NOT NULL
+), ha AS (SELECT * FROM _peak_holdings(a_tid)),
+hb AS (SELECT * FROM _peak_holdings(b_tid)),
+-- Each tier joins on ONE key (a list), so that no join order can pair every holder of
+-- one rank, or of one dtype and shape, with every other first (hundreds of millions of
+-- rows on 100k-node timelines).
+a1 AS (
+    SELECT ha.holder, [al.b_step, ha.rank_in_step] AS k
     FROM ha JOIN al ON al.a_step = ha.key_step
-    JOIN hb ON hb.key_step = al.b_step AND hb.rank_in_step = ha.rank_in_step
+), t1 AS (
+    SELECT a1.holder AS ah, hb.holder AS bh, 'aligned' AS how
+    FROM a1 JOIN hb ON a1.k = [hb.key_step, hb.rank_in_step]
 ), ra AS (
-    SELECT *, row_number() OVER (PARTITION BY match_key ORDER BY key_step NULLS FIRST, holder) AS r
-    FROM ha WHERE holder NOT IN (SELECT ah FROM t1)
+    SELECT holder, [match_key, CAST(row_number() OVER (PARTITION BY match_key
+                   ORDER BY key_step NULLS FIRST, holder) AS VARCHAR)] AS k
+    FROM ha ANTI JOIN t1 ON t1.ah = ha.holder
 ), rb AS (
-    SELECT *, row_number() OVER (PARTITION BY match_key ORDER BY key_step NULLS FIRST, holder) AS r
-    FROM hb WHERE holder NOT IN (SELECT bh FROM t1)
+    SELECT holder, [match_key, CAST(row_number() OVER (PARTITION BY match_key
+                   ORDER BY key_step NULLS FIRST, holder) AS VARCHAR)] AS k
+    FROM hb ANTI JOIN t1 ON t1.bh = hb.holder
 ), t2 AS (
-    SELECT ra.holder AS ah, rb.holder AS bh, 'same_key' AS how
-    FROM ra JOIN rb ON ra.match_key = rb.match_key AND ra.r = rb.r
-), ga AS (
-    SELECT *, row_number() OVER (PARTITION BY group_key ORDER BY key_step NULLS FIRST, holder) AS r
-    FROM ha WHERE holder NOT IN (SELECT ah FROM t1 UNION ALL SELECT ah FROM t2)
-      AND group_key IS NOT NULL
+    SELECT ra.holder AS ah, rb.holder AS bh, 'same_key' AS how FROM ra JOIN rb USING (k)
+), t12 AS (SELECT * FROM t1 UNION ALL SELECT * FROM t2),
+ga AS (
+    SELECT holder, [group_key, CAST(row_number() OVER (PARTITION BY group_key
+                   ORDER BY key_step NULLS FIRST, holder) AS VARCHAR)] AS k
+    FROM ha ANTI JOIN t12 ON t12.ah = ha.holder
+    WHERE ha.group_key IS NOT NULL
 ), gb AS (
-    SELECT *, row_number() OVER (PARTITION BY group_key ORDER BY key_step NULLS FIRST, holder) AS r
-    FROM hb WHERE holder NOT IN (SELECT bh FROM t1 UNION ALL SELECT bh FROM t2)
-      AND group_key IS NOT NULL
-), t3 AS (
-    SELECT ga.holder AS ah, gb.holder AS bh, 'same_group' AS how
-    FROM ga JOIN gb ON ga.group_key = gb.group_key AND ga.r = gb.r
-), pairs AS (SELECT * FROM t1 UNION ALL SELECT * FROM t2 UNION ALL SELECT * FROM t3),
-rows AS (
+    SELECT holder, [group_key, CAST(row_number() OVER (PARTITION BY group_key
+                   ORDER BY key_step NULLS FIRST, holder) AS VARCHAR)] AS k
+    FROM hb ANTI JOIN t12 ON t12.bh = hb.holder
+    WHERE hb.group_key IS NOT NULL
+), pairs AS (
+    SELECT * FROM t12
+    UNION ALL
+    SELECT ga.holder, gb.holder, 'same_group' FROM ga JOIN gb USING (k)
+), rows AS (
     SELECT ha.holder AS a_buffer, p.bh AS b_buffer, p.how FROM ha LEFT JOIN pairs p ON p.ah = ha.holder
     UNION ALL
-    SELECT NULL, hb.holder, NULL FROM hb WHERE hb.holder NOT IN (SELECT bh FROM pairs)
+    SELECT NULL, hb.holder, NULL FROM hb ANTI JOIN pairs p ON p.bh = hb.holder
 ), peaks AS (
     SELECT COALESCE((SELECT peak_bytes FROM peak_memory WHERE timeline_id = a_tid),
                     (SELECT allocated_bytes FROM allocator_peak WHERE timeline_id = a_tid)) AS a_peak_bytes,

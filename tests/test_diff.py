@@ -433,3 +433,23 @@ def test_a_changed_timeline_has_its_stored_alignment_recomputed(tmp_path, capsys
         row = d.query("alignment_pair", 1, 2)[0]
         n = d.sql("SELECT count(*) FROM alignments WHERE b_step = 9").fetchone()[0]
     assert row[2:4] == (10, 9) and n == 0  # a_items, b_items: the step is gone
+
+
+def test_xla_peak_diff_counts_shared_allocation_bytes_once(tmp_path):
+    """XLA values share an allocation's bytes: at each peak every byte range is held by
+    one value, so the rows still sum exactly to the difference of the peaks (the
+    reference's union of byte ranges, tests/reference_xla.py)."""
+    from reference_xla import reference as reference_xla
+
+    xla = FIXTURES / "xla"
+    a_file = next(xla.glob("module_0004.*-buffer-assignment.txt"))
+    b_file = next(xla.glob("module_0032.*-buffer-assignment.txt"))
+    path = tmp_path / "x.duckdb"
+    a, b = ingest_into(path, a_file, b_file)
+    with open_database(path) as d:
+        ensure_alignment(d, a, b)
+        rows = _rows(d, "SELECT * FROM peak_diff(?, ?)", [a, b])
+    ra, rb = reference_xla(a_file), reference_xla(b_file)
+    assert sum(r["delta_bytes"] for r in rows) == rb["peak_bytes"] - ra["peak_bytes"]
+    assert sum(r["a_bytes"] or 0 for r in rows) == ra["peak_bytes"]
+    assert sum(r["b_bytes"] or 0 for r in rows) == rb["peak_bytes"]
