@@ -17,8 +17,10 @@ from tlview.ingest import IngestError, formats
 from tlview.ingest.formats import NotADump, detect_format
 from tlview.store import DatabaseLocked, SchemaError, open_database
 from tlview.store.db import migrate
+from tlview.store.diff import DiffError
 from tlview.store.storage import STORAGE_VERSION
 
+from . import diff_command, plot_command
 from .ingest_command import cmd_ingest
 from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
@@ -26,7 +28,7 @@ from .sql_command import UsageError, cmd_sql
 from .summary import print_summaries
 
 DEFAULT_DB = "tlview.duckdb"
-COMMANDS = {"ingest", "sql", "info", "migrate", "tui"}
+COMMANDS = {"ingest", "sql", "info", "migrate", "diff", "plot", "tui"}
 TOP_LEVEL = {"-h", "--help", "--version"}
 
 
@@ -103,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                          "changes.")
     mig.add_argument("--db", default=DEFAULT_DB, help=db_help)
 
+    diff_command.add_parser(sub, db_help)
+    plot_command.add_parser(sub, db_help)
+
     tui = sub.add_parser("tui", help="open the terminal UI (same as `tlview [DB]`)",
                          description="Open the terminal UI on a database (read-only).")
     tui.add_argument("db", nargs="?", default=None, metavar="DB", help=db_help)
@@ -135,8 +140,13 @@ def _run(argv: list[str]) -> int:
             return cmd_info(args)
         if args.command == "migrate":
             return cmd_migrate(args)
+        if args.command == "diff":
+            return diff_command.cmd_diff(args)
+        if args.command == "plot":
+            return plot_command.cmd_plot(args)
         return cmd_tui(args)
-    except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError) as e:
+    except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError,
+            DiffError, plot_command.PlotError) as e:
         print(f"tlview: {e}", file=sys.stderr)
         return 2
     except duckdb.Error as e:

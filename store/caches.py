@@ -38,6 +38,11 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
             # limit names its pieces: (timeline, first, last) of each.
             for tid, first, last in db.con.execute(ranged, [lo, hi]).fetchall():
                 db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
+        # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
+        # timelines' events: recomputed with them.
+        from . import diff
+
+        diff.refresh_pairs(db, lo, hi)
 
 
 def rebuild_all(db: Any) -> None:

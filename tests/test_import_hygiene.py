@@ -10,7 +10,8 @@ import pytest
 MODULES = [
     "tlview.ingest", "tlview.ingest.inductor_ir", "tlview.ingest.formats",
     "tlview.store", "tlview.store.timeline_queries", "tlview.store.writer",
-    "tlview.store.profile_queries", "tlview.store.memory_holders",
+    "tlview.store.profile_queries", "tlview.store.memory_holders", "tlview.store.align",
+    "tlview.store.diff", "tlview.store.diff_report",
 ]
 
 

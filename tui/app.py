@@ -24,6 +24,7 @@ from tlview.store.timeline_queries import DataVersion, TimelineInfo, TimelinePea
 
 from . import messages as m
 from .chooser import ChooserScreen
+from .compare_screen import CompareScreen
 from .glyphs import Glyphs, glyphs
 from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
@@ -193,6 +194,15 @@ class TlviewApp(App[int]):
     def on_open_ranks(self, event: m.OpenRanks) -> None:
         self.push_screen(RanksScreen(self.reader, self.glyphs, timeline_id=event.timeline_id))
 
+    @on(m.CompareTimelines)
+    def on_compare_timelines(self, event: m.CompareTimelines) -> None:
+        infos = {t.timeline_id: t for t in self.timelines}
+        a, b = infos.get(event.a), infos.get(event.b)
+        if a is None or b is None:
+            self.notify("that timeline is not in the database", severity="error")
+            return
+        self.push_screen(CompareScreen(self.reader, a, b, self.glyphs))
+
     @on(m.GoBack)
     def on_go_back(self) -> None:
         if len(self.screen_stack) > 2:  # never below the chooser
@@ -209,7 +219,8 @@ class TlviewApp(App[int]):
         title = {"ChooserScreen": "the timelines", "TimelineScreen": "a compiled timeline",
                  "ProfilerScreen": "a profiler trace",
                  "HoldersScreen": "who holds the memory",
-                 "RanksScreen": "the collectives across ranks"}.get(type(screen).__name__, "")
+                 "RanksScreen": "the collectives across ranks",
+                 "CompareScreen": "two timelines compared"}.get(type(screen).__name__, "")
         self.push_screen(HelpScreen(title, getattr(screen, "KEYS", ()),
                                     getattr(screen, "ABOUT", "")))
 

@@ -30,6 +30,8 @@ KEYS = (
     ("j k  Down Up", "next / previous timeline"),
     ("PgDn PgUp Home End", "a page / the first / the last"),
     ("Enter", "open the timeline"),
+    ("c", "compare: on a first timeline marks it, on a second compares the two (a "
+          "timeline you came back from counts as the first)"),
     ("/", "filter: type words of the name, format, device or source"),
     ("r", "the ranks: collectives across the ranks' profiler traces, stragglers"),
     ("Esc", "(in the filter) clear it"),
@@ -49,6 +51,7 @@ class ChooserScreen(Screen[None]):
     KEYS = KEYS
     BINDINGS = [Binding("slash", "filter", "filter", key_display="/"),
                 Binding("r", "ranks", show=False),
+                Binding("c", "compare", show=False),  # in ?'s list: the footer stays short
                 Binding("escape", "clear_filter", show=False)]
 
     def __init__(self, timelines: tuple[TimelineInfo, ...],
@@ -57,6 +60,7 @@ class ChooserScreen(Screen[None]):
         self.all_rows: tuple[ChooserRow, ...] = chooser_rows(timelines, peaks)
         self.shown: tuple[ChooserRow, ...] = self.all_rows
         self.current = current
+        self.compare_from: int | None = None  # marked by ``c``
 
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
@@ -75,12 +79,17 @@ class ChooserScreen(Screen[None]):
         keep = select if select is not None else self.selected_id
         cursor = next((i for i, r in enumerate(self.shown) if r.info.timeline_id == keep), 0)
         marks = frozenset(i for i, r in enumerate(self.shown)
-                          if r.info.timeline_id == self.current)
+                          if r.info.timeline_id in (self.current, self.compare_from))
         table.set_rows([cells(r) for r in self.shown], cursor=cursor, marks=marks)
         n, total = len(self.shown), len(self.all_rows)
         what = f"{total:,} timelines" if n == total else f"{n:,} of {total:,} timelines"
         ranks = ", r: ranks" if sum(r.info.is_measured for r in self.all_rows) > 1 else ""
-        self.query_one(TitleBar).show(f"tlview  {what}: Enter opens one, / filters{ranks}")
+        if self.compare_from is not None:
+            self.query_one(TitleBar).show(
+                f"tlview  {what}: compare {self.compare_from} with: c on another "
+                "(c on it again: unmark)")
+        else:
+            self.query_one(TitleBar).show(f"tlview  {what}: Enter opens one, / filters{ranks}")
 
     @property
     def selected_id(self) -> int | None:
@@ -113,6 +122,21 @@ class ChooserScreen(Screen[None]):
 
     def action_ranks(self) -> None:
         self.app.post_message(m.OpenRanks(self.selected_id))
+
+    def action_compare(self) -> None:
+        """The first ``c`` marks a timeline (or takes the one the user came back from);
+        ``c`` on another asks the app to compare the two."""
+        chosen = self.selected_id
+        if chosen is None:
+            return
+        first = self.compare_from if self.compare_from is not None else self.current
+        if first is None or first == chosen:
+            self.compare_from = None if self.compare_from == chosen else chosen
+            self._show()
+            return
+        self.compare_from = None
+        self._show()
+        self.app.post_message(m.CompareTimelines(first, chosen))
 
     def action_filter(self) -> None:
         self.query_one(Input).focus()

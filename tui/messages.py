@@ -65,3 +65,12 @@ class OpenRanks(Message):
     def __init__(self, timeline_id: int | None = None) -> None:
         super().__init__()
         self.timeline_id = timeline_id
+
+
+class CompareTimelines(Message):
+    """Show timelines ``a`` and ``b`` side by side, aligned (the chooser's ``c``)."""
+
+    def __init__(self, a: int, b: int) -> None:
+        super().__init__()
+        self.a = a
+        self.b = b
