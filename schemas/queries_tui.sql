@@ -80,6 +80,9 @@ WHERE timeline_id = ? AND step BETWEEN ? AND ? ORDER BY step;
 SELECT step, total_ns FROM node_times
 WHERE timeline_id = ? AND step BETWEEN ? AND ?;
 
+-- name: tui_timeline_durations
+SELECT step, total_ns FROM node_times WHERE timeline_id = ?;
+
 -- name: tui_node_at
 SELECT node, node_class, ir_type, kernel, device, reads, writes, line, attrs FROM nodes
 WHERE timeline_id = ? AND step = ?;
