@@ -21,7 +21,7 @@ from tlview.store.diff import DiffError
 from tlview.store.shards import ShardError
 from tlview.store.storage import STORAGE_VERSION
 
-from . import diff_command, plot_command, shard_command
+from . import cluster, diff_command, plot_command, shard_command
 from .ingest_command import cmd_ingest
 from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
@@ -30,7 +30,7 @@ from .sql_command import UsageError, cmd_sql
 from .summary import print_summaries
 
 DEFAULT_DB = "tlview.duckdb"
-COMMANDS = {"ingest", "shard", "sql", "info", "migrate", "diff", "plot", "tui"}
+COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "tui"}
 TOP_LEVEL = {"-h", "--help", "--version"}
 
 
@@ -117,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     mig.add_argument("--db", default=DEFAULT_DB, help=db_help)
 
     shard_command.add_parser(sub, add_parallel_options)
+    shard_command.add_export_parser(sub, db_help)
     diff_command.add_parser(sub, db_help)
     plot_command.add_parser(sub, db_help)
 
@@ -158,6 +159,8 @@ def _run(argv: list[str]) -> int:
             return cmd_ingest(args)
         if args.command == "shard":
             return shard_command.cmd_shard(args)
+        if args.command == "export":
+            return shard_command.cmd_export(args)
         if args.command == "sql":
             return cmd_sql(args)
         if args.command == "info":
@@ -170,7 +173,7 @@ def _run(argv: list[str]) -> int:
             return plot_command.cmd_plot(args)
         return cmd_tui(args)
     except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError,
-            DiffError, plot_command.PlotError, ShardError) as e:
+            DiffError, plot_command.PlotError, ShardError, cluster.ClusterUnavailable) as e:
         print(f"tlview: {e}", file=sys.stderr)
         return 2
     except duckdb.Error as e:

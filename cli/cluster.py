@@ -13,18 +13,26 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tlview.ingest import IngestError
-
 NEEDS = ("--dask needs dask.distributed, which tlview installs only as an extra: "
          "pip install 'tlview[cluster]'")
 
 
+class ClusterUnavailable(Exception):
+    """``--dask`` without dask.distributed installed."""
+
+
 def _distributed() -> Any:
+    """dask.distributed, imported only when asked for."""
     try:
         import distributed
     except ImportError:
-        raise IngestError("--dask", None, NEEDS) from None
+        raise ClusterUnavailable(NEEDS) from None
     return distributed
+
+
+def require() -> None:
+    """Raise ClusterUnavailable now, before anything is written, if Dask is missing."""
+    _distributed()
 
 
 @contextmanager

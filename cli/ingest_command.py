@@ -52,6 +52,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if jobs < 1:
         print(f"tlview: -j {jobs}: expected 1 or more worker processes", file=sys.stderr)
         return 2
+    if dask:
+        cluster.require()
     plan = _plan(args.paths, args.format, verbose=args.verbose)
     failed = list(plan.failed)
     for e in failed:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import duckdb
-from tlview.store.shards import SOURCES, init_set, shard_bytes, shard_keys
+from tlview.store.shards import MANIFEST, SOURCES, init_set, shard_bytes, shard_keys
 
 from . import cluster
 from .ingest_command import _plan
@@ -47,11 +47,43 @@ def add_parser(sub: argparse._SubParsersAction, add_parallel_options) -> None:  
     add_parallel_options(p)
 
 
+def add_export_parser(sub: argparse._SubParsersAction, db_help: str) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "export", help="write a database as a Parquet shard set",
+        description="Write every source of the database as a shard of the set in DIR (the "
+        "layout of `tlview shard`; each shard keyed by its source id), for Spark, Trino, "
+        "pyarrow.dataset or `tlview sql --parquet DIR`.")
+    p.add_argument("--parquet", required=True, metavar="DIR",
+                   help="the shard set to write: a new or empty folder (required, no default)")
+    p.add_argument("--db", default="tlview.duckdb", help=db_help)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from tlview.store import open_database
+    from tlview.store.shards import export_database
+
+    from .locking import lock_wait_s, say_waiting
+
+    root = Path(args.parquet)
+    if (root / MANIFEST).exists() and shard_keys(root):
+        print(f"tlview: {args.parquet} already holds shards; export writes a new set",
+              file=sys.stderr)
+        return 2
+    with open_database(args.db, read_only=True, wait_s=lock_wait_s(),
+                       on_wait=say_waiting) as db:
+        keys = export_database(db, root)
+    say(f"{args.parquet}: {len(keys)} shard{'s' if len(keys) != 1 else ''} "
+        f"({shard_bytes(root):,} B of Parquet)")
+    return 0
+
+
 def cmd_shard(args: argparse.Namespace) -> int:
     jobs = args.jobs or default_jobs()
     if jobs < 1:
         print(f"tlview: -j {jobs}: expected 1 or more worker processes", file=sys.stderr)
         return 2
+    if args.dask:
+        cluster.require()
     plan = _plan(args.paths, args.format, verbose=args.verbose)
     failed = list(plan.failed)
     for e in failed:

@@ -309,15 +309,16 @@ def commit_shard(db: Database, folder: str | Path, key: int) -> IngestSummary:
 
 
 def commit_shards(db: Database, folder: str | Path, keys: Sequence[int]) -> list[IngestSummary]:
-    """Append shards ``keys`` (in that order) to ``db`` in ONE transaction: a shard is
-    already a whole, parsed source, so committing several at once gives the rows and
-    ids of as many single commits, for the cost of one."""
+    """Append shards ``keys`` (in that order) to ``db`` in ONE transaction, with the
+    next source and timeline ids: a shard is already a whole, parsed source, so several
+    go in at once with the rows and ids of as many single commits, one INSERT per table
+    for them all (the files read in order: the rows keep the order of a serial ingest)."""
     con = db.con
     limit = db.scalar("current_memory_limit")
     con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
     con.execute("BEGIN TRANSACTION")
     try:
-        out = [_commit(db, folder, k) for k in keys]
+        out = _commit(db, Path(folder), list(keys)) if keys else []
         con.execute("COMMIT")
     except BaseException:
         try:
@@ -330,42 +331,65 @@ def commit_shards(db: Database, folder: str | Path, keys: Sequence[int]) -> list
     return out
 
 
-def _commit(db: Database, folder: str | Path, key: int) -> IngestSummary:
+def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
     con = db.con
-    source_id = db.scalar("next_source_id")
-    base = db.scalar("next_timeline_id")
-    src = shard_path(folder, SOURCES, key)
-    if not src.exists():
-        raise ShardError(f"{folder}: shard {key} is not complete (no {src})")
+    for k in keys:
+        for t in (*TABLES, SOURCES):
+            if not shard_path(folder, t, k).exists():
+                raise ShardError(f"{folder}: shard {k} is not complete or is damaged (no "
+                                 f"{shard_path(folder, t, k)})")
+    first_sid = db.scalar("next_source_id")
+    first_tid = db.scalar("next_timeline_id")
+    # per shard: its source id and the id its timeline 0 takes, looked up by key
+    tls = con.execute("SELECT source_id, timeline_id, key FROM read_parquet($1, "
+                      "hive_partitioning = true) ORDER BY source_id, timeline_id",
+                      {"1": [str(shard_path(folder, TABLES[1], k)) for k in keys]}).fetchall()
+    n_tl: dict[int, list[str]] = {}
+    for k, _, name in tls:
+        n_tl.setdefault(k, []).append(name)
+    k0 = min(keys)
+    sids: list[int | None] = [None] * (max(keys) - k0 + 1)
+    bases: list[int | None] = [None] * len(sids)
+    tid = first_tid
+    for i, k in enumerate(keys):
+        sids[k - k0], bases[k - k0] = first_sid + i, tid
+        tid += len(n_tl.get(k, ()))
+    params = {"sids": sids, "bases": bases, "k0": k0}
     for t in TABLES:
-        path = shard_path(folder, t, key)
-        if not path.exists():
-            raise ShardError(f"{path}: missing; shard {key} of {folder} is damaged")
         cols = []
         for c in _columns(con, t.table):
             if c == "source_id":
-                cols.append("CAST($1 AS INTEGER) AS source_id")
+                cols.append("CAST($sids[source_id - $k0 + 1] AS INTEGER) AS source_id")
             elif c == "timeline_id":
-                cols.append("CAST(timeline_id + $2 AS INTEGER) AS timeline_id")
+                cols.append("CAST(timeline_id + $bases[source_id - $k0 + 1] AS INTEGER) "
+                            "AS timeline_id")
             else:
                 cols.append(_quoted(c))
         sql = (f"INSERT INTO {_quoted(t.table)} SELECT {', '.join(cols)} "
-               "FROM read_parquet($3, hive_partitioning = false)")
-        con.execute(sql, {k: v for k, v in (("1", source_id), ("2", base), ("3", str(path)))
-                          if f"${k}" in sql})
-    tl = con.execute("SELECT key, timeline_id + $1 FROM read_parquet($2, hive_partitioning = "
-                     "false) ORDER BY timeline_id",
-                     {"1": base, "2": str(shard_path(folder, TABLES[1], key))}).fetchall()
-    if tl:
-        diff.refresh_pairs(db, base, base + len(tl) - 1)
-    row = con.execute("SELECT path, size, sha256, format, tool_version, attrs "
-                      "FROM read_parquet($1, hive_partitioning = false)", {"1": str(src)}
-                      ).fetchone()
-    if row is None:
-        raise ShardError(f"{src}: empty; shard {key} of {folder} is damaged")
-    con.execute(db.queries["insert_source"], [source_id, *row[:5], _dt.datetime.now(), row[5]])
-    counts = json.loads(row[5]).get("counts", {}) if row[5] else {}
-    return IngestSummary(source_id, {k: i for k, i in tl}, counts)
+               "FROM read_parquet($files, hive_partitioning = true)")
+        con.execute(sql, {**{k: v for k, v in params.items() if f"${k}" in sql},
+                          "files": [str(shard_path(folder, t, k)) for k in keys]})
+    if tid > first_tid:
+        diff.refresh_pairs(db, first_tid, tid - 1)
+    rows = {r[0]: r[1:] for r in con.execute(
+        "SELECT source_id, path, size, sha256, format, tool_version, attrs FROM "
+        "read_parquet($1, hive_partitioning = true)",
+        {"1": [str(shard_path(folder, SOURCES, k)) for k in keys]}).fetchall()}
+    now = _dt.datetime.now()
+    out = []
+    for i, k in enumerate(keys):
+        row = rows.get(k)
+        if row is None:
+            raise ShardError(f"{shard_path(folder, SOURCES, k)}: empty; shard {k} of {folder} "
+                             "is damaged")
+        sid = first_sid + i
+        con.execute(db.queries["insert_source"], [sid, *row[:5], now, row[5]])
+        base = bases[k - k0]
+        assert base is not None
+        counts = json.loads(row[5]).get("counts", {}) if row[5] else {}
+        out.append(IngestSummary(sid, {name: base + j for j, name in enumerate(n_tl.get(k, []))},
+                                 counts))
+    return out
 
 
 def export_database(db: Database, folder: str | Path,

@@ -162,26 +162,40 @@ def coll_db(tmp_path_factory) -> Path:
     return db
 
 
-def test_views_over_shards_equal_views_over_the_database(coll_db, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def coll_set(tmp_path_factory) -> Path:
+    """The same files as a shard set, parsed on two worker processes."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("coll_set") / "set"
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["shard", str(COLL), "-o", str(out), "-j", "2"]) == 0
+    assert "7 shards written" in text.getvalue()
+    return out
+
+
+def assert_same_as_database(shard_set: Path, db_path: Path) -> None:
+    """Every table (ids included) and every view of VIEWS over the set equal the db's."""
     from tlview.store.shards import open_shards
 
-    out = tmp_path / "set"
-    code, text, err = run(capsys, "shard", str(COLL), "-o", str(out), "-j", "2")
-    assert code == 0, err
-    assert "7 shards written" in text
-    with open_database(coll_db, read_only=True) as db:
+    with open_database(db_path, read_only=True) as db:
         expected = {v: db.sql(q).fetchall() for v, q in VIEWS.items()}
-    with open_shards(out) as shards:
+    with open_shards(shard_set) as shards:
         got = {v: shards.sql(q).fetchall() for v, q in VIEWS.items()}
-        # the tables themselves too, ids included (sources: the time of the commit aside)
         for t, q in TABLES.items():
-            assert shards.sql(q).fetchall() == rows(coll_db, q), t
+            assert shards.sql(q).fetchall() == rows(db_path, q), t
     assert len(expected["collective_skew"]) == 24
     assert len(expected["peak_memory"]) > 0
     for v in VIEWS:
         assert got[v] == expected[v], v
+
+
+def test_views_over_shards_equal_views_over_the_database(coll_db, coll_set, capsys):
+    assert_same_as_database(coll_set, coll_db)
     # tlview sql --parquet: the same answer as the database's
-    code, text, _ = run(capsys, "sql", "--parquet", str(out), "--csv",
+    code, text, _ = run(capsys, "sql", "--parquet", str(coll_set), "--csv",
                         "SELECT rank, caused_wait_ns FROM stragglers ORDER BY rank")
     assert code == 0
     assert text.splitlines() == ["rank,caused_wait_ns"] + [
@@ -189,35 +203,66 @@ def test_views_over_shards_equal_views_over_the_database(coll_db, tmp_path, caps
                                              "ORDER BY rank")]
 
 
-def test_a_shard_set_is_plain_parquet_that_other_readers_read(coll_db, tmp_path, capsys):
+def test_an_exported_database_is_a_shard_set_with_the_same_views(coll_db, tmp_path, capsys):
+    out = tmp_path / "exported"
+    code, text, err = run(capsys, "export", "--parquet", str(out), "--db", str(coll_db))
+    assert code == 0, err
+    assert text.startswith(f"{out}: 7 shards")
+    assert_same_as_database(out, coll_db)
+
+
+def test_a_shard_set_is_plain_parquet_that_other_readers_read(coll_db, coll_set):
     import pyarrow.dataset as ds
 
-    out = tmp_path / "set"
-    assert run(capsys, "shard", str(COLL), "-o", str(out))[0] == 0
-    events = ds.dataset(out / "events", format="parquet", partitioning="hive").to_table()
-    expected = rows(coll_db, "SELECT source_id, count(*), sum(dur_ns) FROM events GROUP BY 1 "
-                             "ORDER BY 1")
-    got = {}
-    for sid, dur in zip(events.column("source_id").to_pylist(), events.column("dur_ns").to_pylist()):
-        n, total = got.get(sid, (0, None))
-        got[sid] = (n + 1, dur if total is None else total + (dur or 0)) if dur is not None \
-            else (n + 1, total)
-    assert sorted((k, n, t) for k, (n, t) in got.items()) == expected
+    events = ds.dataset(coll_set / "events", format="parquet", partitioning="hive").to_table()
+    per_source: dict[int, list[int]] = {}
+    for sid, dur in zip(events.column("source_id").to_pylist(),
+                        events.column("dur_ns").to_pylist()):
+        per_source.setdefault(sid, []).append(dur or 0)
+    assert sorted((k, len(v), sum(v)) for k, v in per_source.items()) == rows(
+        coll_db, "SELECT source_id, count(*), COALESCE(sum(dur_ns), 0) FROM events "
+                 "GROUP BY 1 ORDER BY 1")
     # the duckdb module alone, with the script the set carries
     con = duckdb.connect()
-    con.execute((out / "views.sql").read_text())
+    con.execute((coll_set / "views.sql").read_text())
     assert con.execute("SELECT rank, caused_wait_ns FROM stragglers ORDER BY rank").fetchall() \
         == rows(coll_db, "SELECT rank, caused_wait_ns FROM stragglers ORDER BY rank")
 
 
-def test_shards_ingested_into_a_database_equal_the_serial_ingest(coll_db, tmp_path, capsys):
-    out = tmp_path / "set"
-    assert run(capsys, "shard", str(COLL), "-o", str(out), "-j", "2")[0] == 0
-    # adding the same files again skips them
-    code, text, _ = run(capsys, "shard", str(COLL), "-o", str(out), "-j", "2")
-    assert code == 0 and text.count("already in") == 7
+def test_shards_ingested_into_a_database_equal_the_serial_ingest(coll_db, coll_set, tmp_path,
+                                                                 capsys):
     db = tmp_path / "from_shards.duckdb"
-    code, _, err = run(capsys, "ingest", "--from-shards", str(out), "--db", str(db))
+    code, _, err = run(capsys, "ingest", "--from-shards", str(coll_set), "--db", str(db))
     assert code == 0, err
     assert tables(db) == tables(coll_db)
     assert digests(db) == digests(coll_db)
+
+
+def test_files_already_in_a_shard_set_are_skipped(tmp_path, capsys):
+    out = tmp_path / "set"
+    assert run(capsys, "shard", str(RANKS / "delayed"), "-o", str(out), "-j", "1")[0] == 0
+    code, text, _ = run(capsys, "shard", str(RANKS), "-o", str(out), "-j", "1")
+    assert code == 0
+    assert text.count("already in") == 2
+    assert "2 shards written, 2 skipped; the set holds 4" in text
+
+
+def test_a_folder_that_is_not_a_shard_set_is_refused(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x")
+    code, _, err = run(capsys, "shard", str(RANKS / "delayed"), "-o", str(tmp_path))
+    assert code == 2
+    assert err == (f"tlview: {tmp_path}: not empty and not a shard set (no tlview_shards.json); "
+                   "give a new or empty folder\n")
+    code, _, err = run(capsys, "sql", "--parquet", str(tmp_path), "SELECT 1")
+    assert code == 2 and "not a tlview shard set" in err
+
+
+def test_without_dask_the_dask_path_says_how_to_install_it(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails
+    code, _, err = run(capsys, "ingest", str(RANKS / "delayed"), "--db",
+                       str(tmp_path / "x.duckdb"), "--dask", "local")
+    assert code == 2
+    assert "pip install 'tlview[cluster]'" in err
+    assert not (tmp_path / "x.duckdb").exists()
