@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="with several files: keep the Parquet shards the workers write in "
                      "DIR, a shard set (default: a temporary folder, removed)")
     ing.add_argument("--from-shards", metavar="DIR",
-                     help="ingest the shards of a shard set (`tlview shard`) instead of PATHs")
+                     help="ingest the shards of a shard set (`tlview shard`) instead of PATHs "
+                     "(default: parse the PATHs)")
 
     sq = sub.add_parser(
         "sql", help="run a query (read-only unless --write)",
@@ -132,11 +133,12 @@ def _parser() -> argparse.ArgumentParser:
 def add_parallel_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="parse N files at a time in worker processes, one writer (default: "
-                   f"every core, {default_jobs()} here; 1: one file after another)")
+                   f"every core, {default_jobs()} here, once there are 32 files or 32 MB; "
+                   "1: one file after another)")
     p.add_argument("--dask", metavar="ADDRESS",
                    help="run the per-file work on a Dask cluster: a scheduler's address "
                    "(tcp://host:8786) or `local` (a LocalCluster of -j workers); needs "
-                   "`pip install 'tlview[cluster]'`")
+                   "`pip install 'tlview[cluster]'` (default: worker processes of this machine)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,7 @@ removed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
         new_ids: list[int] = []
         try:
-            if dask or (jobs > 1 and len(plan.files) > 1):
+            if dask or (jobs > 1 and _worth_workers(plan.files, explicit=bool(args.jobs))):
                 out = _ingest_parallel(db, plan.files, args, jobs, dask)
                 ingested += out.ingested
                 failed += out.failed
@@ -90,6 +91,28 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               f"{'the other ' + str(ingested) + ' were' if ingested else 'nothing was'} "
               "ingested", file=sys.stderr)
     return 2 if failed else 0
+
+
+# Below these, starting worker processes (an interpreter and tlview's imports each,
+# ~1 s) costs more than it saves, unless -j was given.
+AUTO_MIN_FILES = 32
+AUTO_MIN_BYTES = 32 << 20
+
+
+def _worth_workers(files: tuple[tuple[str, str | None], ...], *, explicit: bool) -> bool:
+    """Whether to parse on worker processes: several files, and with the default -j
+    enough of them, or enough bytes, to pay for starting the workers."""
+    if len(files) < 2:
+        return False
+    if explicit:
+        return True
+    total = 0
+    for path, _ in files:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+    return len(files) >= AUTO_MIN_FILES or total >= AUTO_MIN_BYTES
 
 
 def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],

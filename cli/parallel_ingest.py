@@ -85,8 +85,10 @@ def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
     known = known_files(db)
     out = Outcome()
     try:
-        futures = [submit(shard_file, path, fmt, str(folder), first + i, known, force)
-                   for i, (path, fmt) in enumerate(files)]
+        # shards kept are complete (caches too: DuckDB reads them in place); temporary
+        # ones carry rows only and the caches are computed here, as an ingest does
+        futures = [submit(shard_file, path, fmt, str(folder), first + i, known, force,
+                          not keep) for i, (path, fmt) in enumerate(files)]
         i = 0
         while i < len(futures):
             # the next result, and every later one already done: one commit for them all

@@ -21,16 +21,18 @@ from typing import Any
 from tlview.ingest import IngestError, records_for
 from tlview.ingest.source import file_sha256
 from tlview.store import Database, open_database, write_records
-from tlview.store.shards import delete_source, export_source
+from tlview.store.shards import delete_source, export_source, write_rows
 
 
 def shard_file(path: str, fmt: str | None, folder: str, key: int,
-               known: dict[str, list[str]] | None = None, force: bool = False
-               ) -> dict[str, Any]:
+               known: dict[str, list[str]] | None = None, force: bool = False,
+               lean: bool = False) -> dict[str, Any]:
     """Parse ``path`` into shard ``key`` of the set in ``folder``.
 
     ``known``: resolved path -> sha256s already in the target database; a file found
-    there (same path, same bytes) is not parsed unless ``force``. The result:
+    there (same path, same bytes) is not parsed unless ``force``. ``lean``: rows only,
+    no caches and no scratch database (store.shards.write_rows), for shards that go
+    straight into a database. The result:
     ``{"key", "path", "status": ok | skipped | failed, "sha256", "error": (path, line,
     message) | None, "seconds", "cpu_s", "bytes"}``.
     """
@@ -43,6 +45,8 @@ def shard_file(path: str, fmt: str | None, folder: str, key: int,
         sha = out["sha256"] = file_sha256(path)
         if not force and known and sha in known.get(str(Path(path).resolve()), ()):
             out["status"] = "skipped"
+        elif lean:
+            write_rows(records_for(path, fmt, sha256=sha), folder, key)
         else:
             db = _scratch()
             summary = write_records(db, records_for(path, fmt, sha256=sha))

@@ -35,8 +35,11 @@ from typing import Any
 
 import attrs
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from . import diff
+from . import caches, diff
+from .convert import EVENT_SCHEMA, dumps
 from .db import SCHEMA_VERSION, Database, _schema_files, _template_path
 from .writer import INGEST_MEMORY_LIMIT, IngestSummary
 
@@ -126,6 +129,57 @@ def export_source(db: Database, source_id: int, folder: str | Path, key: int) ->
             p.unlink(missing_ok=True)
         raise
     return written
+
+
+def write_rows(records: Iterable[Any], folder: str | Path, key: int) -> None:
+    """Write one source's records as shard ``key`` straight from their Arrow batches:
+    no database, so no caches (``commit_shards`` computes them in the database, as an
+    ingest does). The lean shard of ``tlview ingest -j``'s workers; a shard set that
+    DuckDB reads in place needs ``export_source``'s complete shards."""
+    from .writer import SIDE_TABLES, SourceRows, _in_background
+
+    rows = SourceRows(_in_background(records), 0, 0)
+    written: list[Path] = []
+
+    def place(table: ShardTable) -> tuple[Path, Path]:
+        path = shard_path(folder, table, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.with_name(f".{FILE}.part"), path
+
+    try:
+        part, path = place(TABLES[0])
+        schema = EVENT_SCHEMA.remove(0)  # source_id: in the path
+        with pq.ParquetWriter(part, schema, compression="zstd") as w:
+            for batch in rows.batches():
+                w.write_batch(pa.RecordBatch.from_arrays(batch.columns[1:], schema=schema))
+        os.replace(part, path)
+        written.append(path)
+        side = {name: (names, types) for name, _, names, types in SIDE_TABLES}
+        for table, attr in (("timeline_records", "timelines"), ("timeline_notes", "notes"),
+                            ("frames", "frames"), ("stacks", "stacks")):
+            names, types = side[attr]
+            keep = [i for i, n in enumerate(names) if n != "source_id"]
+            data = getattr(rows, attr)
+            t = pa.table([pa.array([r[i] for r in data], type=types[i]) for i in keep],
+                         names=[names[i] for i in keep])
+            part, path = place(next(x for x in TABLES if x.table == table))
+            pq.write_table(t, part, compression="zstd")
+            os.replace(part, path)
+            written.append(path)
+        src = rows.source
+        attrs = dumps({**src.attrs, "counts": dict(rows.counts)})
+        t = pa.table({"path": [src.path], "size": [src.size], "sha256": [src.sha256],
+                      "format": [src.format], "tool_version": pa.array([src.tool_version],
+                                                                     pa.string()),
+                      "ingested_at": [_dt.datetime.now()], "attrs": [attrs]})
+        part, path = place(SOURCES)
+        pq.write_table(t, part, compression="zstd")
+        os.replace(part, path)
+        written.append(path)
+    except BaseException:
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
 
 
 def delete_source(db: Database, source_id: int) -> None:
@@ -333,8 +387,11 @@ def commit_shards(db: Database, folder: str | Path, keys: Sequence[int]) -> list
 
 def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
     con = db.con
+    lean = [k for k in keys if not shard_path(folder, TABLES[-1], k).exists()]
     for k in keys:
         for t in (*TABLES, SOURCES):
+            if t.table.startswith("_cache_") and k in lean:
+                continue  # a lean shard (write_rows): its caches are computed below
             if not shard_path(folder, t, k).exists():
                 raise ShardError(f"{folder}: shard {k} is not complete or is damaged (no "
                                  f"{shard_path(folder, t, k)})")
@@ -356,6 +413,10 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
         tid += len(n_tl.get(k, ()))
     params = {"sids": sids, "bases": bases, "k0": k0}
     for t in TABLES:
+        files = [str(shard_path(folder, t, k)) for k in keys
+                 if not (t.table.startswith("_cache_") and k in lean)]
+        if not files:
+            continue
         cols = []
         for c in _columns(con, t.table):
             if c == "source_id":
@@ -368,8 +429,11 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
         sql = (f"INSERT INTO {_quoted(t.table)} SELECT {', '.join(cols)} "
                "FROM read_parquet($files, hive_partitioning = true)")
         con.execute(sql, {**{k: v for k, v in params.items() if f"${k}" in sql},
-                          "files": [str(shard_path(folder, t, k)) for k in keys]})
-    if tid > first_tid:
+                          "files": files})
+    if lean:
+        caches.refresh(db, [bases[k - k0] + j for k in lean  # type: ignore[operator]
+                            for j in range(len(n_tl.get(k, ())))])
+    elif tid > first_tid:
         diff.refresh_pairs(db, first_tid, tid - 1)
     rows = {r[0]: r[1:] for r in con.execute(
         "SELECT source_id, path, size, sha256, format, tool_version, attrs FROM "
