@@ -62,8 +62,9 @@ def _parser() -> argparse.ArgumentParser:
         "ingest", help="ingest dumps and traces (files or folders)",
         description="Ingest dumps and traces: files, or folders searched for every file "
         "tlview reads (what a folder skips is counted by kind). Each file is one "
-        "transaction; a file that fails is reported and the others go on (exit code 2 at "
-        "the end). A file already ingested (same path and sha256) is skipped.")
+        "transaction (with -j, shards parsed by the workers may share one); a file that "
+        "fails is reported and the others go on (exit code 2 at the end). A file already "
+        "ingested (same path and sha256) is skipped.")
     ing.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
     ing.add_argument("--db", default=DEFAULT_DB, help=db_help + "; created if missing")
     ing.add_argument("--format", choices=list(names), metavar="NAME",
