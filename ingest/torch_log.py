@@ -87,6 +87,45 @@ def _glog_meta(m: re.Match[str]) -> dict[str, Any]:
     return meta
 
 
+def _short_meta(m: re.Match[str]) -> dict[str, Any]:
+    meta = {"dress": "short", "level": m["level"], "logger": m["logger"]}
+    if m["logger"].rsplit(".", 1)[-1].startswith("__"):
+        meta["log"] = m["logger"].rsplit(".", 1)[-1][2:]
+    return meta
+
+
+def _undress_slow(raw: str) -> tuple[Any, ...]:
+    """What undress's patterns say of one line: the compiled undress asks this of lines
+    with a non-ASCII character (the patterns' \\d, \\s and \\w are Unicode classes).
+
+    (glog: None or (text start, record key pieces, meta), short: None or (text start,
+    meta), a Python warning line?, blank?, a traceback's first line?)
+    """
+    glog = short = None
+    if raw[:1] in "[VIWEC" and raw[:1]:
+        m = _GLOG.match(raw)
+        if m:
+            end = m.end() + (raw[m.end():m.end() + 1] == " ")
+            glog = (end, (m["rank"], m["level"], m["time"], m["pid"], m["src"], m["lineno"],
+                          m["cid"], m["artifact"]), _glog_meta(m))
+    if glog is None and raw[:1] in "DIWEC" and raw[:1]:
+        m = _SHORT.match(raw)
+        if m:
+            short = (m.end(), _short_meta(m))
+    return (glog, short, _PY_WARNING.match(raw) is not None, not raw.strip(),
+            raw.startswith(_TRACEBACK))
+
+
+def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
+    """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
+    tests/test_native_torch_log.py)."""
+    u = core.TorchLogUndress(LogLine, _undress_slow)
+    number = 1
+    for parts in chunks:
+        yield from u.feed(parts, number)
+        number += len(parts)
+
+
 def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
     """Strip glog/short prefixes; mark record starts and interleaved lines."""
     record = 0
@@ -116,9 +155,7 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
             if m:
                 record += 1
                 key, dress = None, "short"
-                meta = {"dress": "short", "level": m["level"], "logger": m["logger"]}
-                if m["logger"].rsplit(".", 1)[-1].startswith("__"):
-                    meta["log"] = m["logger"].rsplit(".", 1)[-1][2:]
+                meta = _short_meta(m)
                 in_traceback = after_warning = False
                 yield LogLine(number, raw[m.end():], record, meta, True)
                 continue
@@ -174,6 +211,15 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
                     graph: dict[str, Any] | None = None) -> Iterator[Record]:
     """Yield the records of every FX graph and wrapper module in a torch log, in log order.
 
+    ``lines``: (number, raw line); see :func:`parse_log_lines` for the rest.
+    """
+    return parse_log_lines(undress(lines), path, graph=graph)
+
+
+def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
+                    graph: dict[str, Any] | None = None) -> Iterator[Record]:
+    """The records of a torch log's undressed lines (:func:`undress`), in log order.
+
     ``graph``: the FX graph summary of the module(s) where the caller knows it (the
     ``fx_graph_*.py`` files beside a debug folder's ``output_code.py``), used for the
     dtypes of extern outputs when the log itself holds no graph of the same AOT id.
@@ -214,7 +260,7 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
         n_sections += 1
         current = _Open(parser, line.record, (line.meta or {}).get("dress"), _section_key(line))
 
-    for line in undress(lines):
+    for line in loglines:
         last = line.number
         if line.foreign:
             foreign += 1
@@ -342,9 +388,14 @@ def sibling_graph(path: str) -> dict[str, Any] | None:
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
-    from .lines import read_lines
+    from . import native
+    from .lines import read_chunks, read_lines
 
-    return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
+    core = native.module()
+    if core is None:
+        return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
+    return parse_log_lines(undress_native(core, read_chunks(path, progress)), path,
+                           graph=sibling_graph(path))
 
 
 def _spec() -> Any:

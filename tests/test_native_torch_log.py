@@ -1,0 +1,251 @@
+"""The compiled torch-log core against its specification, the Python parsers.
+
+``TorchLogUndress`` (native/torch_log.cpp) must give exactly the LogLines of
+``torch_log.undress``, and so the same records, or the same error (file, line, message):
+on every torch-log fixture, on hand-written prefixes at the edges of the patterns
+(Unicode digits and spaces included), on logs mutated as crashed jobs and copy-pastes
+mutate them, and whatever the chunk boundaries. (tests/test_events_digest.py pins the
+rows of every fixture in both modes.)
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, SEED_004
+from fuzzing import MUTATIONS, mutate
+from tlview.ingest import native, torch_log
+from tlview.ingest.lines import read_chunks, read_lines
+from tlview.ingest.source import records_for
+from tlview.ingest.torch_log import LogLine, undress, undress_native
+
+pytestmark = pytest.mark.skipif(native.module() is None,
+                                reason="the compiled ingest core is not built")
+
+TORCH = FIXTURES / "torch"
+LOGS = sorted(TORCH.glob("*.log")) + sorted(TORCH.glob("*/*.output_code.py")) + [SEED_004]
+
+
+def ids(p: Path) -> str:
+    return p.relative_to(FIXTURES).as_posix()
+
+
+def compiled_lines(lines: list[str], chunk: int) -> list[LogLine]:
+    """The compiled undress fed ``chunk`` lines at a time."""
+    chunks = [lines[i:i + chunk] for i in range(0, len(lines), chunk)]
+    return list(undress_native(native.module(), chunks))
+
+
+def same_lines(got: list[LogLine], want: list[LogLine]) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is LogLine
+        assert g == w, (g, w)
+        assert [type(x) for x in g] == [type(x) for x in w], (g, w)
+
+
+def outcome(path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    """("records", [...]) of parsing ``path``, or ("error", type, file, line, message)."""
+    monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
+    try:
+        return ("records", list(records_for(path, "torch_log")))
+    except Exception as e:  # noqa: BLE001 - any failure must be the same failure
+        return ("error", type(e).__name__, getattr(e, "path", None), getattr(e, "line", None),
+                getattr(e, "message", str(e)))
+
+
+def same_outcome(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
+    spec = outcome(path, False, monkeypatch)
+    fast = outcome(path, True, monkeypatch)
+    assert fast == spec
+    return spec
+
+
+class TestFixtures:
+    """Every torch log and output_code.py of the fixtures: the same lines, the same records."""
+
+    @pytest.mark.parametrize("src", LOGS, ids=ids)
+    def test_same_lines(self, src):
+        want = list(undress(read_lines(src)))
+        got = list(undress_native(native.module(), read_chunks(src)))
+        same_lines(got, want)
+
+    @pytest.mark.parametrize("src", LOGS, ids=ids)
+    def test_same_records(self, src, monkeypatch):
+        kind, *rest = same_outcome(src, monkeypatch)
+        assert kind == "records" and len(rest[0]) > 3
+
+    @pytest.mark.parametrize("chunk", [1, 2, 7, 1000])
+    def test_any_chunking(self, chunk):
+        """Record state (key, dress, traceback) carries across feed() calls."""
+        lines = [t for _, t in read_lines(TORCH / "conv_net.log")]
+        lines += [t for _, t in read_lines(TORCH / "mlp_train.short.log")]
+        same_lines(compiled_lines(lines, chunk), list(undress(enumerate(lines, 1))))
+
+
+P = "V1121 23:39:08.467000 597 torch/_inductor/graph.py:2045]"
+EDGE_LINES = [
+    f"[rank0]:{P} [0/0] [__output_code] text",
+    f"[rank12]:{P} [0/0] [__output_code] text",
+    f"[rank]:{P} [0/0] text",
+    f"[rank0]{P} text",
+    "V1121 23:39:08.467000  597 a:b:12] x",
+    "V1121 23:39:08.467000 597 a.py:12]",
+    "V1121 23:39:08.467000 597 a.py:12]  two spaces",
+    "V1121 23:39:08.467000 597 a.py:1x] t",
+    "V1121 23:39:08.467000 597 :12] t",
+    "V1121 23:39:08.467000 597 a.py:] t",
+    "V1121 23:39:08.467000 597 a.py:12 ] t",
+    "V1121 23:39:08.467000 597 a.py:12] [__output_code] t",
+    "V1121 23:39:08.467000 597 a.py:12] [0/0] [__] t",
+    "V1121 23:39:08.467000 597 a.py:12] [0/0] [__a-b] t",
+    "V1121 23:39:08.467000 597 a.py:12] [] [__aot_graphs] t",
+    "V1121 23:39:08.467000 597 a.py:12] [0 0] t",
+    "V1121 23:39:08. 597 a.py:12] t",
+    "V112 23:39:08.467000 597 a.py:12] t",
+    "X1121 23:39:08.467000 597 a.py:12] t",
+    "V1121 23:39:08.467000 12345678901234567890123 a.py:12] t",
+    "[rank99999999999999999999]:V1121 23:39:08.467000 597 a.py:12] t",
+    "V1122 23:39:08.467000 597 a.py:12] same record, another date",
+    "I1121 23:39:08.467000 597 a.py:12] another level",
+    "INFO:torch._inductor.__output_code:text",
+    "INFO::x",
+    "INFO:a b:c",
+    "WARNING:x.y:",
+    "DEBUG:torch.__a.b:t",
+    "CRITICAL:torch._dynamo.__graph:t",
+    "ERRORS:x:y",
+    "  continuation of a short record",
+    "/x/y.py:12: UserWarning: hi",
+    "  warn_once(",
+    "  ",
+    "x:12: Warning: ",
+    " /x.py:1: UserWarning: leading space",
+    "a:1: FooError: x",
+    "a:1:  UserWarning: x",
+    "a:b:1: my_Warning: x",
+    "a:1: Warn-Warning: x",
+    ":1: UserWarning: x",
+    "ab:1: UserWarning:x",
+    "Traceback (most recent call last):",
+    '  File "x.py", line 1, in <module>',
+    "",
+    "\tx",
+    "ValueError: boom",
+    "after the traceback",
+    "\x1c",
+    "\x1c\x1d x",
+    "Traceback (most recent call last):",
+    "\x1f",
+    "RuntimeError: x",
+    # Non-ASCII lines: the patterns' Unicode classes (the Python regexes decide).
+    "V1121 23:39:08.467000 \u0663\u0669\u0667 a.py:12] Arabic-Indic pid",
+    "V1121 23:39:08.467000\u00a0597 a.py:12] no-break space",
+    "V1121 23:39:08.467000 597 a\u00a0b.py:12] t",
+    "V1121 23:39:08.467000 597 \u00e9.py:12] t",
+    "V1121 23:39:08.467000 597 \u00e9.py:12] same record as above",
+    f"{P} [0/0] [__output_code] caf\u00e9",
+    f"{P} [0/0] [__output_code] ascii again, same record",
+    f"{P} [0/0] [__output_\u00e9] t",
+    f"{P} [0/\u00e9] t",
+    "INFO:t\u00f4rch.__x:text",
+    "INFO:torch.__\u00e9:text",
+    "/x/\u00e9.py:12: UserWarning: x",
+    "/x/y.py:\u0661\u0662: UserWarning: x",
+    "  \u00e9",
+    "\u00a0\u00a0",
+    "\u2028",
+    "Traceback (most recent call last):",
+    "\u00a0caf\u00e9",
+    "\u3000",
+    "KeyError: '\u00e9'",
+    "caf\u00e9 bare text",
+]
+
+
+class TestEdges:
+    """Hand-written lines at the edges of the glog, short, warning and traceback patterns."""
+
+    @pytest.mark.parametrize("chunk", [1, 3, 1000])
+    def test_edge_lines(self, chunk):
+        same_lines(compiled_lines(EDGE_LINES, chunk), list(undress(enumerate(EDGE_LINES, 1))))
+
+    @pytest.mark.parametrize("seed", range(30))
+    def test_shuffled_edges(self, seed):
+        """The same lines in random orders and repeats (record and traceback state)."""
+        rnd = random.Random(seed)
+        lines = [rnd.choice(EDGE_LINES) for _ in range(60)]
+        same_lines(compiled_lines(lines, rnd.randint(1, 9)), list(undress(enumerate(lines, 1))))
+
+
+def _log_mutations(data: bytes, kind: str, rnd: random.Random) -> bytes:
+    """What happens to torch logs besides generic damage: prefixes lost or changed,
+    warnings and tracebacks interleaved, CRLF line ends, non-ASCII text."""
+    lines = data.split(b"\n")
+    i = rnd.randrange(len(lines))
+    if kind == "strip_prefix":
+        j = lines[i].find(b"] ")
+        lines[i] = lines[i][j + 2:] if j >= 0 else lines[i]
+    elif kind == "interleave":
+        lines[i:i] = rnd.choice([
+            [b"/x/y.py:12: UserWarning: careful", b"  warnings.warn(msg)"],
+            [b"Traceback (most recent call last):", b'  File "a.py", line 3, in f',
+             b"    g()", b"ValueError: no"],
+            [b"plain text from print()"]])
+    elif kind == "crlf":
+        return b"\r\n".join(lines)
+    elif kind == "unicode":
+        line = lines[i]
+        k = rnd.randrange(len(line) + 1)
+        lines[i] = line[:k] + rnd.choice(["\u00e9", "\u0663", "\u00a0", "\u2028"]).encode() \
+            + line[k:]
+    elif kind == "pid":
+        lines[i] = lines[i].replace(b" 3685 ", b" 3686 ", 1)
+    return b"\n".join(lines)
+
+
+LOG_MUTATIONS = ("strip_prefix", "interleave", "crlf", "unicode", "pid")
+MUTATED = [TORCH / "mlp_train.log", TORCH / "mlp_train.short.log",
+           TORCH / "inplace_mutation.log", TORCH / "mlp_dynamic" / "0_forward.output_code.py"]
+
+
+class TestMutated:
+    """Real logs cut, flipped, with lines dropped, repeated, swapped, garbage, interleaved
+    warnings, lost prefixes, Unicode: the same records, or the same error."""
+
+    @pytest.mark.parametrize("kind", MUTATIONS + LOG_MUTATIONS)
+    @pytest.mark.parametrize("src", MUTATED, ids=ids)
+    def test_mutation(self, src, kind, tmp_path, monkeypatch):
+        data = src.read_bytes()
+        rnd = random.Random(f"{src.name}-{kind}")
+        outcomes = set()
+        for case in range(3):
+            p = tmp_path / f"m{case}{src.suffix}"
+            if kind in LOG_MUTATIONS:
+                p.write_bytes(_log_mutations(data, kind, rnd))
+            else:
+                p.write_bytes(mutate(data, kind, rnd))
+            outcomes.add(same_outcome(p, monkeypatch)[0])
+        assert outcomes <= {"records", "error"}
+
+
+def test_python_when_disabled(tmp_path, monkeypatch):
+    """TLVIEW_NATIVE=0 parses without the compiled core; 1 uses it."""
+    calls = []
+    real = torch_log.undress_native
+
+    def spy(*a: Any) -> Any:
+        calls.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(torch_log, "undress_native", spy)
+    src = TORCH / "inplace_mutation.log"
+    monkeypatch.setenv("TLVIEW_NATIVE", "0")
+    python = list(records_for(src, "torch_log"))
+    assert calls == []
+    monkeypatch.setenv("TLVIEW_NATIVE", "1")
+    assert list(records_for(src, "torch_log")) == python
+    assert calls == [1]
