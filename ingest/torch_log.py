@@ -227,7 +227,7 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
     Each timeline gets exactly one TimelineNote (its summary), yielded once nothing
     more can be learned about it (an ``Output code written to:`` line follows its module).
     """
-    from .fx_graph import FxGraphParser
+    from .fx_graph import FxGraphParser, fx_graph_parser
     from .inductor_wrapper import WrapperParser
 
     names = _Names()
@@ -272,7 +272,7 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             title = graph_title(text)
             header, pending_title = pending_title, None
             if title is not None and line.record == header.record:
-                parser = FxGraphParser(path, names.take("fx", title), title, header)
+                parser = fx_graph_parser(path, names.take("fx", title), title, header)
                 yield from open_section(parser, line)
                 yield from parser.start()
                 continue

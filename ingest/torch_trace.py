@@ -59,7 +59,7 @@ from tlview.store.records import (
 
 from .errors import IngestError
 from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
-from .fx_graph import FxGraphParser, graph_summary
+from .fx_graph import FxGraphParser, fx_graph_parser, graph_summary
 from .inductor_wrapper import _AOT_ID, WrapperParser
 from .torch_log import LogLine, _Names
 
@@ -392,7 +392,7 @@ class TraceParser:
         cid = compile_id(env) or "?"
         title = f"{graph.capitalize()} graph [{cid}]"
         header = self._header(env, number, prefix, {"graph": graph, "record": kind})
-        parser = FxGraphParser(self.path, self.names.take("fx", title), title, header)
+        parser = fx_graph_parser(self.path, self.names.take("fx", title), title, header)
         yield from parser.start()
 
         def sink(n: int, text: str) -> list[Record]:

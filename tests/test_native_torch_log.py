@@ -4,8 +4,11 @@
 ``torch_log.undress``, and so the same records, or the same error (file, line, message):
 on every torch-log fixture, on hand-written prefixes at the edges of the patterns
 (Unicode digits and spaces included), on logs mutated as crashed jobs and copy-pastes
-mutate them, and whatever the chunk boundaries. (tests/test_events_digest.py pins the
-rows of every fixture in both modes.)
+mutate them, and whatever the chunk boundaries. ``fx_graph`` (native/torch_fx.cpp) must
+give exactly FxGraphParser's records (attrs JSON included), note and summary on every FX
+graph of the torch-log and TORCH_TRACE fixtures and on mutated graphs, or hand the graph
+back to the Python parser. (tests/test_events_digest.py pins the rows of every fixture
+in both modes.)
 """
 
 from __future__ import annotations
@@ -249,3 +252,130 @@ def test_python_when_disabled(tmp_path, monkeypatch):
     monkeypatch.setenv("TLVIEW_NATIVE", "1")
     assert list(records_for(src, "torch_log")) == python
     assert calls == [1]
+
+
+# -- FX graphs (native/torch_fx.cpp) ------------------------------------------------------
+
+TRACES = sorted((FIXTURES / "torch_trace").glob("*/*.log.gz"))
+
+
+def _graphs() -> list[tuple[str, list[str], list[int]]]:
+    """(title, texts, numbers) of every FX graph the fixtures' logs and traces hold, as the
+    log and trace parsers hand them to the graph parser."""
+    from tlview.ingest import fx_graph
+
+    seen: list[tuple[str, list[str], list[int]]] = []
+    real = fx_graph.CompiledFxGraphParser.finish
+
+    def spy(self: Any) -> Any:
+        seen.append((self.title, list(self._texts), list(self._numbers)))
+        return real(self)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(fx_graph.CompiledFxGraphParser, "finish", spy)
+    mp.setenv("TLVIEW_NATIVE", "1")
+    try:
+        for src in [p for p in LOGS if p.suffix == ".log"] + [SEED_004]:
+            list(records_for(src, "torch_log"))
+        for src in TRACES:  # TORCH_TRACE logs, and the TORCH_LOGS logs beside them
+            list(records_for(src))
+    finally:
+        mp.undo()
+    return seen
+
+
+GRAPHS = _graphs() if native.module() is not None else []
+
+
+def python_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
+    """The Python parser's records, note and summary of one graph, or its error."""
+    from tlview.ingest.fx_graph import FxGraphParser
+
+    p = FxGraphParser("g.log", ("fx:g", "g"), title, None)
+    out: list[Any] = []
+    try:
+        for n, t in zip(numbers, texts):
+            out += p.feed(LogLine(n, t, 0, None))
+        out += list(p.finish())
+    except Exception as e:  # noqa: BLE001
+        return ("error", type(e).__name__, getattr(e, "line", None), str(e))
+    return ("ok", out, p.note, p.summary())
+
+
+def compiled_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
+    from tlview.ingest.fx_graph import CompiledFxGraphParser
+
+    p = CompiledFxGraphParser(native.module(), "g.log", ("fx:g", "g"), title, None)
+    out: list[Any] = []
+    try:
+        for n, t in zip(numbers, texts):
+            out += p.feed(LogLine(n, t, 0, None))
+        out += list(p.finish())
+    except Exception as e:  # noqa: BLE001
+        return ("error", type(e).__name__, getattr(e, "line", None), str(e))
+    return ("ok", out, p.note, p.summary())
+
+
+def same_graph(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
+    """Equal records with equal attrs JSON (key order included), note and summary."""
+    from tlview.store.convert import dumps
+
+    assert got[0] == want[0]
+    if want[0] == "error":
+        assert got == want
+        return
+    assert got[1] == want[1]
+    assert [dumps(getattr(r, "attrs", None)) for r in got[1]] == \
+        [dumps(getattr(r, "attrs", None)) for r in want[1]]
+    assert got[2] == want[2] and dumps(got[2].attrs) == dumps(want[2].attrs)
+    assert got[3] == want[3]
+
+
+class TestFxGraphs:
+    """Every FX graph of the fixtures (TORCH_LOGS and TORCH_TRACE): the compiled reader
+    takes it and gives the Python parser's records; mutated graphs too (or hands them
+    back to the Python parser, which then gives its own records or error)."""
+
+    def test_found(self):
+        assert len(GRAPHS) >= 30
+
+    @pytest.mark.parametrize("i", range(len(GRAPHS)))
+    def test_graph(self, i):
+        from tlview.ingest.fx_graph import _RECORD_CLASSES
+
+        title, texts, numbers = GRAPHS[i]
+        assert native.module().fx_graph(texts, numbers, "fx:g", _RECORD_CLASSES) is not None
+        same_graph(python_graph(title, texts, numbers), compiled_graph(title, texts, numbers))
+
+    @pytest.mark.parametrize("seed", range(300))
+    def test_mutated_graph(self, seed):
+        rnd = random.Random(seed)
+        title, texts, numbers = rnd.choice(GRAPHS)
+        texts = list(texts)
+        for _ in range(rnd.randint(1, 4)):
+            i = rnd.randrange(len(texts))
+            kind = rnd.choice(["drop", "dup", "swap", "cut", "garbage", "edit", "annot"])
+            if kind == "drop" and len(texts) > 1:
+                del texts[i]
+            elif kind == "dup":
+                texts.insert(i, texts[i])
+            elif kind == "swap":
+                j = rnd.randrange(len(texts))
+                texts[i], texts[j] = texts[j], texts[i]
+            elif kind == "cut":
+                texts = texts[:i + 1]
+            elif kind == "garbage":
+                texts.insert(i, rnd.choice(["x", "a = b = None", "return (", "    )",
+                                            "y: \"f32[2][1]cpu\" = torch.ops.aten.t.default(x)",
+                                            "z = operator.getitem(y, --1)", "# File: a.py:1",
+                                            "q = w[99999999999999999999]", "def forward(",
+                                            "p: \"f32[s0][1]cpu\"; r: \"zz[1][1]\";"]))
+            elif kind == "edit":
+                t = texts[i]
+                k = rnd.randrange(len(t) + 1)
+                texts[i] = t[:k] + rnd.choice([" ", "]", "[", "\"", "=", ";", "#", "_", "1",
+                                               ",", "(", ")", "\u00e9"]) + t[k:]
+            elif kind == "annot":
+                texts[i] = texts[i].replace("f32[", "bf16[", 1).replace("[1]", "[s0]", 1)
+        nums = list(range(numbers[0], numbers[0] + len(texts)))
+        same_graph(python_graph(title, texts, nums), compiled_graph(title, texts, nums))
