@@ -31,6 +31,7 @@ and skipped wherever they appear, and counted; they never end an ingest.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -120,10 +121,14 @@ def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
     """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
     tests/test_native_torch_log.py)."""
     u = core.TorchLogUndress(LogLine, _undress_slow)
-    number = 1
-    for parts in chunks:
-        yield from u.feed(parts, number)
-        number += len(parts)
+
+    def batches() -> Iterator[list[LogLine]]:
+        number = 1
+        for parts in chunks:
+            yield u.feed(parts, number)
+            number += len(parts)
+
+    return itertools.chain.from_iterable(batches())
 
 
 def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
@@ -198,6 +203,10 @@ class _Open:
     record: int
     dress: str | None
     key: tuple[Any, ...] | None
+    # The last prefix facts seen and whether they continue the section: a record's lines
+    # share one meta dict, so most lines are decided without building their key.
+    seen: Any = None
+    seen_continues: bool = False
 
 
 def _section_key(line: LogLine) -> tuple[Any, ...] | None:
@@ -326,7 +335,9 @@ def _starts_section(text: str) -> bool:
 def _continues(sec: _Open, line: LogLine) -> bool:
     """Does ``line`` belong to the open section's record?"""
     if sec.dress == "glog":
-        return _section_key(line) == sec.key
+        if line.meta is not sec.seen or sec.seen is None:
+            sec.seen, sec.seen_continues = line.meta, _section_key(line) == sec.key
+        return sec.seen_continues
     return line.record == sec.record and not line.starts_record
 
 

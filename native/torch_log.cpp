@@ -509,6 +509,116 @@ PyMethodDef methods[] = {
 
 PyTypeObject UndressType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
+// TORCH_TRACE logs: the lines of a chunk as record lines and runs of payload lines
+// (torch_trace.TraceParser.parse_groups reads them; TraceParser.parse is the spec).
+//
+// trace_groups(lines: list[str], first: int) -> list of
+//   (number, line)                          a record line (not empty, no leading tab)
+//   (number, texts, data, numbers | None)   a run of payload lines: their texts without
+//       the tab, data = the texts joined by newlines as UTF-8 bytes (what the md5 is of),
+//       numbers where empty lines inside the run make them not consecutive
+// Empty lines are skipped, as the Python loop skips them.
+struct Run {
+    PyObject* texts = nullptr;
+    PyObject* numbers = nullptr;
+    std::string data;
+    long long first = 0, next = 0;
+    bool gaps = false;
+    ~Run() { Py_XDECREF(texts); Py_XDECREF(numbers); }
+};
+
+int flush_run(Run* r, PyObject* out) {
+    if (!r->texts) return 0;
+    PyObject* data = PyBytes_FromStringAndSize(r->data.data(), (Py_ssize_t)r->data.size());
+    if (!data) return -1;
+    PyObject* nums = r->gaps ? r->numbers : Py_None;
+    PyObject* t = Py_BuildValue("(LOOO)", r->first, r->texts, data, nums);
+    Py_DECREF(data);
+    if (!t) return -1;
+    int e = PyList_Append(out, t);
+    Py_DECREF(t);
+    Py_CLEAR(r->texts);
+    Py_CLEAR(r->numbers);
+    r->data.clear();
+    r->gaps = false;
+    return e;
+}
+
+PyObject* trace_groups(PyObject*, PyObject* args) {
+    PyObject* lines;
+    long long first;
+    if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &lines, &first)) return nullptr;
+    PyObject* out = PyList_New(0);
+    if (!out) return nullptr;
+    Run run;
+    Py_ssize_t n = PyList_GET_SIZE(lines);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject* line = PyList_GET_ITEM(lines, i);
+        if (!PyUnicode_Check(line)) {
+            PyErr_SetString(PyExc_TypeError, "trace_groups: expected a list of str");
+            Py_DECREF(out);
+            return nullptr;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(line);
+        if (len == 0) continue;
+        long long number = first + i;
+        if (PyUnicode_READ_CHAR(line, 0) != '\t') {
+            PyObject* num = PyLong_FromLongLong(number);
+            PyObject* t = num ? PyTuple_Pack(2, num, line) : nullptr;
+            Py_XDECREF(num);
+            if (!t || flush_run(&run, out) < 0 || PyList_Append(out, t) < 0) {
+                Py_XDECREF(t);
+                Py_DECREF(out);
+                return nullptr;
+            }
+            Py_DECREF(t);
+            continue;
+        }
+        Py_ssize_t blen;
+        const char* b = PyUnicode_AsUTF8AndSize(line, &blen);
+        PyObject* text = b ? PyUnicode_Substring(line, 1, len) : nullptr;
+        PyObject* num = text ? PyLong_FromLongLong(number) : nullptr;
+        if (!num) {
+            Py_XDECREF(text);
+            Py_DECREF(out);
+            return nullptr;
+        }
+        if (!run.texts) {
+            run.texts = PyList_New(0);
+            run.numbers = PyList_New(0);
+            run.first = run.next = number;
+            if (!run.texts || !run.numbers) {
+                Py_DECREF(text);
+                Py_DECREF(num);
+                Py_DECREF(out);
+                return nullptr;
+            }
+        } else {
+            run.data.push_back('\n');
+        }
+        if (number != run.next) run.gaps = true;
+        run.next = number + 1;
+        run.data.append(b + 1, (size_t)(blen - 1));
+        int e = PyList_Append(run.texts, text) < 0 || PyList_Append(run.numbers, num) < 0;
+        Py_DECREF(text);
+        Py_DECREF(num);
+        if (e) {
+            Py_DECREF(out);
+            return nullptr;
+        }
+    }
+    if (flush_run(&run, out) < 0) {
+        Py_DECREF(out);
+        return nullptr;
+    }
+    return out;
+}
+
+PyMethodDef functions[] = {
+    {"trace_groups", (PyCFunction)trace_groups, METH_VARARGS,
+     "trace_groups(lines, first): a TORCH_TRACE chunk's record lines and payload runs"},
+    {nullptr, nullptr, 0, nullptr}};
+
 }  // namespace
 
 int add_torch_log(PyObject* module) {
@@ -522,6 +632,7 @@ int add_torch_log(PyObject* module) {
     UndressType.tp_methods = methods;
     if (PyType_Ready(&UndressType) < 0) return -1;
     Py_INCREF(&UndressType);
+    if (PyModule_AddFunctions(module, functions) < 0) return -1;
     return PyModule_AddObject(module, "TorchLogUndress", (PyObject*)&UndressType);
 }
 

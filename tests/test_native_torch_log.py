@@ -379,3 +379,113 @@ class TestFxGraphs:
                 texts[i] = texts[i].replace("f32[", "bf16[", 1).replace("[1]", "[s0]", 1)
         nums = list(range(numbers[0], numbers[0] + len(texts)))
         same_graph(python_graph(title, texts, nums), compiled_graph(title, texts, nums))
+
+
+# -- TORCH_TRACE logs (native trace_groups) ----------------------------------------------
+
+TRACE_LOGS = sorted((FIXTURES / "torch_trace").glob("*/*trace*.log.gz"))
+
+
+def trace_outcome(path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch,
+                  chunk: int | None = None) -> tuple[Any, ...]:
+    """("records", [...]) of a TORCH_TRACE log, or ("error", ...); ``chunk``: feed the
+    compiled grouping that many lines at a time."""
+    from tlview.ingest import torch_trace
+
+    monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
+    try:
+        if chunk is None:
+            return ("records", list(records_for(path, "torch_trace")))
+        lines = [t for _, t in read_lines(path)]
+        chunks = [lines[i:i + chunk] for i in range(0, len(lines), chunk)]
+        parser = torch_trace.TraceParser(str(path))
+        return ("records", list(parser.parse_groups(
+            torch_trace.trace_groups(native.module(), chunks))))
+    except Exception as e:  # noqa: BLE001
+        return ("error", type(e).__name__, getattr(e, "line", None),
+                getattr(e, "message", str(e)))
+
+
+def same_trace(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int | None = None
+               ) -> tuple[Any, ...]:
+    spec = trace_outcome(path, False, monkeypatch)
+    fast = trace_outcome(path, True, monkeypatch, chunk)
+    assert fast[0] == spec[0]
+    if spec[0] == "records":
+        if chunk is None:
+            assert fast[1][0] == spec[1][0]  # the Source
+        assert fast[1][-(len(spec[1]) - 1):] == spec[1][1:]
+        assert len(fast[1]) == len(spec[1]) - (chunk is not None)
+    else:
+        assert fast == spec
+    return spec
+
+
+def _trace_lines_mutation(data: bytes, kind: str, rnd: random.Random) -> bytes:
+    lines = data.split(b"\n")
+    i = rnd.randrange(len(lines))
+    if kind == "blank_in_payload":
+        lines.insert(i, b"")
+    elif kind == "stray_payload":
+        lines.insert(0, b"\tstray")
+    elif kind == "payload_edit":
+        tabbed = [k for k, ln in enumerate(lines) if ln.startswith(b"\t")]
+        k = rnd.choice(tabbed)
+        lines[k] = lines[k] + rnd.choice([b"x", b" \xc3\xa9", b"("])
+    elif kind == "cut_payload":
+        tabbed = [k for k, ln in enumerate(lines) if ln.startswith(b"\t")]
+        del lines[rnd.choice(tabbed):]
+    return b"\n".join(lines)
+
+
+TRACE_MUTATIONS = ("blank_in_payload", "stray_payload", "payload_edit", "cut_payload")
+
+
+class TestTorchTrace:
+    """TORCH_TRACE logs: record lines and payload runs grouped by the compiled core give
+    the records of the line-by-line parser, whatever the chunks, on the fixtures and on
+    mutated logs (md5 mismatches, kept payloads cut at their cap, stray lines)."""
+
+    @pytest.mark.parametrize("src", TRACE_LOGS, ids=ids)
+    def test_same_records(self, src, monkeypatch):
+        kind, records = same_trace(src, monkeypatch)
+        assert kind == "records" and len(records) > 100
+
+    @pytest.mark.parametrize("chunk", [1, 2, 7, 1000])
+    def test_any_chunking(self, chunk, monkeypatch):
+        same_trace(FIXTURES / "torch_trace" / "cpu_step" / "trace.log.gz", monkeypatch, chunk)
+
+    @pytest.mark.parametrize("kind", MUTATIONS + TRACE_MUTATIONS)
+    def test_mutation(self, kind, tmp_path, monkeypatch):
+        import gzip
+
+        src = FIXTURES / "torch_trace" / "cpu_step" / "trace.log.gz"
+        data = gzip.decompress(src.read_bytes())
+        rnd = random.Random(f"trace-{kind}")
+        for case in range(3):
+            p = tmp_path / f"m{case}.log"
+            if kind in TRACE_MUTATIONS:
+                p.write_bytes(_trace_lines_mutation(data, kind, rnd))
+            else:
+                p.write_bytes(mutate(data, kind, rnd))
+            same_trace(p, monkeypatch)
+
+    def test_kept_payload_cap(self, tmp_path, monkeypatch):
+        """A record of unknown kind keeps its payload up to 64 KiB, line by line."""
+        import hashlib
+        import json
+
+        lines = [f"line {i} " + "x" * (i % 97) for i in range(3000)]
+        md5 = hashlib.md5("\n".join(lines).encode()).hexdigest()
+        env = json.dumps({"no_such_kind": {}, "frame_id": 0, "frame_compile_id": 0,
+                          "has_payload": md5})
+        text = f"V1123 11:55:10.603000 25154 torch/x.py:1] {env}\n" + \
+            "".join(f"\t{ln}\n" for ln in lines)
+        p = tmp_path / "t.log"
+        p.write_text(text)
+        for chunk in (None, 1, 5, 1000):
+            kind, records = same_trace(p, monkeypatch, chunk)
+        ev = [r for r in records if getattr(r, "category", None) == "envelope"]
+        assert ev[0].attrs["payload_truncated"] is True
+        kept = ev[0].attrs["payload"]
+        assert 60_000 < len(kept) <= 64 * 1024 and "\n".join(lines).startswith(kept)
