@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import resource
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,11 +74,29 @@ def native_mode(on: bool) -> Iterator[None]:
             os.environ["TLVIEW_NATIVE"] = before
 
 
-def parse_only(path: str) -> int:
-    """tlview's parser alone (the file's format): every record made, none written."""
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def parse_only(path: str) -> dict:
+    """tlview's parser alone (the file's format): every record made, none written; the
+    record count and the process CPU seconds it took."""
     from tlview.ingest import records_for
 
-    return sum(1 for _ in records_for(path))
+    c = _cpu()
+    n = sum(1 for _ in records_for(path))
+    return {"n": n, "cpu_s": _cpu() - c}
+
+
+def ingest_cpu(path: str, db: str) -> dict:
+    """The whole ingest (bench.harness.ingest_file); events and process CPU seconds (the
+    parse thread and DuckDB's together)."""
+    from .harness import ingest_file
+
+    c = _cpu()
+    n = ingest_file(path, db)
+    return {"n": n, "cpu_s": _cpu() - c}
 
 
 def digest(db: str) -> dict:
@@ -97,8 +116,9 @@ def compare_modes(path: Path, label: str, name: str, scan: dict) -> list[Result]
         db = OUT / f"modes_{'c' if on else 'py'}.duckdb"
         with native_mode(on):
             parse = run_child("bench.bench_wrapper:parse_only", str(path))
-            ing = run_child("bench.harness:ingest_file", str(path), str(db))
-        runs[on] = (parse, ing, digest(str(db)))
+            ing = run_child("bench.bench_wrapper:ingest_cpu", str(path), str(db))
+        # The digest in a child of its own: the parent's RSS would pass to later children.
+        runs[on] = (parse, ing, run_child("bench.bench_wrapper:digest", str(db))["result"])
     same = runs[True][2] == runs[False][2]
     if not same:
         raise AssertionError(f"{label}: the compiled and Python ingests wrote different rows")
@@ -111,11 +131,21 @@ def compare_modes(path: Path, label: str, name: str, scan: dict) -> list[Result]
         if on:
             ratios["speedup vs Python"] = runs[False][1]["wall_s"] / ing["wall_s"]
             ratios["parse speedup"] = runs[False][0]["wall_s"] / parse["wall_s"]
+            ratios["CPU-time speedup"] = runs[False][1]["result"]["cpu_s"] / \
+                ing["result"]["cpu_s"]
+            ratios["parse CPU-time speedup"] = runs[False][0]["result"]["cpu_s"] / \
+                parse["result"]["cpu_s"]
         out.append(Result(f"tlview parse {name}, {mode}", label, size, parse["wall_s"],
-                          parse["peak_rss_mb"], events=parse["result"]))
+                          parse["peak_rss_mb"], events=parse["result"]["n"],
+                          extra={"cpu_s": parse["result"]["cpu_s"]}))
         out.append(Result(f"tlview ingest {name}, {mode}", label, size, ing["wall_s"],
-                          ing["peak_rss_mb"], events=ing["result"], baseline=ratios,
-                          extra={"digest equal": same}))
+                          ing["peak_rss_mb"], events=ing["result"]["n"], baseline=ratios,
+                          extra={"cpu_s": ing["result"]["cpu_s"], "digest equal": same}))
+        for what, r in (("parse", parse), ("ingest", ing)):
+            cpu = r["result"]["cpu_s"]
+            print(f"  {label:<24} {what:<6} {mode:<34} wall {r['wall_s']:7.2f} s  "
+                  f"CPU {cpu:7.2f} s = {size / 1e6 / cpu:6.1f} MB/s of CPU  "
+                  f"peak RSS {r['peak_rss_mb']:5.0f} MB", file=sys.stderr, flush=True)
     return out
 
 

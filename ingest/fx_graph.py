@@ -606,6 +606,6 @@ def fx_graph_parser(path: str, key_and_name: tuple[str, str], title: str,
     from . import native
 
     core = native.module()
-    if core is None:
+    if core is None or not hasattr(core, "fx_graph"):  # not built, or built before
         return FxGraphParser(path, key_and_name, title, header)
     return CompiledFxGraphParser(core, path, key_and_name, title, header)

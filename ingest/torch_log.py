@@ -403,7 +403,7 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     from .lines import read_chunks, read_lines
 
     core = native.module()
-    if core is None:
+    if core is None or not hasattr(core, "TorchLogUndress"):  # not built, or built before
         return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
     return parse_log_lines(undress_native(core, read_chunks(path, progress)), path,
                            graph=sibling_graph(path))

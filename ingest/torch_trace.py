@@ -779,7 +779,7 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     from .lines import read_chunks, read_lines
 
     core = native.module()
-    if core is None:
+    if core is None or not hasattr(core, "trace_groups"):  # not built, or built before
         return parse_torch_trace(read_lines(path, progress), path)
     return TraceParser(path).parse_groups(trace_groups(core, read_chunks(path, progress)))
 
