@@ -11,7 +11,7 @@ Measured in the same run: a bare Python line scan of the file (the floor of a Py
 parser), tlview's parse alone (records counted, no database) and the whole ingest, each
 with the compiled core and with the pure-Python parsers (``TLVIEW_NATIVE=0``, the previous
 release's path), and the digests of the rows both wrote (equal).
-Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 100).
+Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 10,50,100).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .harness import OUT, Result, run_child
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "torch_trace"
 OUT_DIR = ROOT / "bench" / "out"
-SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_TORCH_TRACE_MB", "100").split(",")]
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_TORCH_TRACE_MB", "10,50,100").split(",")]
 SOURCES = ["cpu_step/trace.log.gz", "gpu_step/trace.log.gz",
            "two_ranks/dedicated_log_torch_trace_rank_0.log.gz",
            "two_ranks/dedicated_log_torch_trace_rank_1.log.gz"]
