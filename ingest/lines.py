@@ -44,6 +44,14 @@ def read_text(
     A byte that is not UTF-8, or a NUL byte, is an IngestError naming its line.
     ``progress(bytes_read, total_bytes)`` is called once per chunk (on-disk bytes).
     """
+    for parts in read_chunks(path, progress):
+        yield from parts
+
+
+def read_chunks(
+    path: str | os.PathLike[str], progress: ProgressFn | None = None
+) -> Iterator[list[str]]:
+    """The lines of ``read_text``, a list per chunk read (for compiled parsers of lines)."""
     total = os.path.getsize(path)
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     lines_before = 0
@@ -84,13 +92,14 @@ def read_text(
             parts = text.split("\n")
             tail = parts.pop()
             lines_before += len(parts)
-            yield from parts
+            if parts:
+                yield parts
             if progress is not None:
                 progress(raw.tell(), total)
             if final:
                 break
     if tail:
-        yield tail
+        yield [tail]
 
 
 def read_lines(
