@@ -762,13 +762,12 @@ def _parse_fastest(paths: list[str], *, name: str, attrs_: dict[str, Any],
     ``TLVIEW_NATIVE`` is not 0) its twin reads the dump (``xla_native``: the same records,
     events in columns), unless the dump is one only the Python parser reads right."""
     core = native.module()
-    compiled = xla_native.plain(core, paths) if core is not None else None
+    live_first = sorted(range(len(paths)), key=lambda i: not _is_live_range_file(paths[i]))
+    compiled = xla_native.plain(core, paths, live_first) if core is not None else None
     if compiled is None:
         yield from parse_buffer_assignment(paths, name=name, attrs_=attrs_, progress=progress)
         return
-    live_first = sorted(range(len(paths)), key=lambda i: not _is_live_range_file(paths[i]))
-    yield from xla_native.records(compiled, paths, live_first, name=name, attrs_=attrs_,
-                                  progress=progress)
+    yield from xla_native.records(compiled, paths, name=name, attrs_=attrs_, progress=progress)
 
 
 def sniff(head: str, path: str) -> bool:

@@ -42,31 +42,30 @@ def _chunks(path: str, progress: ProgressFn | None = None) -> Iterator[bytes]:
                 f.close()
 
 
-def plain(core: ModuleType, paths: list[str]) -> Any | None:
-    """A compiled parser for the dump's files, or None where Python must read them."""
+def plain(core: ModuleType, paths: list[str], live_first: list[int]) -> Any | None:
+    """A compiled parser that has read the live ranges, or None where Python must read
+    the dump (the scan found what it could read differently, or a file is unreadable).
+
+    One read of each file, in pass 1's order: the scan, with pass 1 inside it (its error
+    is raised once the scan has found the whole dump plain).
+    """
     parser = core.XlaBufferAssignment(list(paths), [Path(p).name for p in paths])
     try:
-        for path in paths:
-            for chunk in _chunks(path):
-                if not parser.scan_feed(chunk):
+        for i in live_first:
+            parser.begin(paths[i], i, 1)
+            for chunk in _chunks(paths[i]):
+                if not parser.feed1(chunk):
                     return None
-            if not parser.scan_end_file():
+            if not parser.end1():
                 return None
     except (OSError, EOFError, zlib.error):
         return None  # the Python parser says what is wrong with the file
-    return parser if parser.scan_result() is None else None
+    return parser if parser.verdict() is None else None
 
 
-def records(parser: Any, paths: list[str], live_first: list[int], *, name: str,
-            attrs_: dict[str, Any] | None, progress: ProgressFn | None) -> Iterator[Record]:
-    """Pass 1 (the live ranges, files in ``live_first`` order), then pass 2: the records."""
-    for i in live_first:
-        parser.begin(paths[i], i, 1)
-        for chunk in _chunks(paths[i]):
-            if not parser.feed1(chunk):
-                break
-        if parser.end1():
-            break
+def records(parser: Any, paths: list[str], *, name: str, attrs_: dict[str, Any] | None,
+            progress: ProgressFn | None) -> Iterator[Record]:
+    """Pass 2 of a parser from ``plain``: the records."""
     yield Timeline(key=name, name=name, format=FORMAT, attrs=attrs_ or {})
     parser.start2()
     for i, path in enumerate(paths):

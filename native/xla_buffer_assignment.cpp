@@ -39,8 +39,9 @@ namespace {
 using i128 = __int128;
 using sv = std::string_view;
 
-constexpr size_t kBatchRows = 65536;
-constexpr size_t kBatchText = size_t(48) << 20;
+// small batches: the writer holds a few in flight, and node attrs carry whole instructions
+constexpr size_t kBatchRows = 8192;
+constexpr size_t kBatchText = size_t(4) << 20;
 constexpr int kMaxListed = 8;
 constexpr size_t kMaxStackLines = 200;
 constexpr size_t kMaxUnknown = 100;
@@ -248,25 +249,54 @@ struct Scan {
     void bad(int64_t n, const char* what) {
         if (ok) { ok = false; why = std::string(what) + " at line " + std::to_string(n); }
     }
+    // Any byte >= 0x80 or < 0x20 (a tab too), or 8 digits in a row: then look closer.
+    static bool needs_care(sv t) {
+        const char* p = t.data();
+        size_t n = t.size(), i = 0;
+        constexpr uint64_t k80 = 0x8080808080808080ull, k20 = 0x2020202020202020ull,
+                           kF0 = 0xF0F0F0F0F0F0F0F0ull, k30 = 0x3030303030303030ull,
+                           k06 = 0x0606060606060606ull;
+        for (; i + 8 <= n; i += 8) {
+            uint64_t w;
+            std::memcpy(&w, p + i, 8);
+            if ((w & k80) || ((w - k20) & ~w & k80)) return true;
+            if ((w & kF0) == k30 && ((w + k06) & kF0) == k30) return true;
+        }
+        for (; i < n; ++i) {
+            auto c = (unsigned char)p[i];
+            if (c >= 0x80 || c < 0x20) return true;
+        }
+        return false;
+    }
     bool line(int64_t n, sv t) {
-        bool odd = false, printable = false;
-        int run = 0;
         bool top = !t.empty() && t[0] != ' ';
-        bool kept = !top && (sec == Stack || sec == Report);  // text only kept or skipped
-        for (unsigned char c : t) {
-            if (c >= 0x80 || (c < 0x20 && c != '\t') || c == 0x7f) odd = true;
-            if (c == '\r' || c == 0) { bad(n, "CR or NUL"); return false; }
-            if (c > 0x20 && c < 0x7f) printable = true;
-            if (c >= '0' && c <= '9') {
-                if (++run >= 17 && !kept) {
-                    bad(n, "a long number");
+        bool odd = false, printable = false;
+        if (needs_care(t)) {
+            bool kept = !top && (sec == Stack || sec == Report);  // text only kept or skipped
+            int run = 0;
+            for (unsigned char c : t) {
+                if (c >= 0x80 || (c < 0x20 && c != '\t')) odd = true;
+                if (c == '\r' || c == 0) { bad(n, "CR or NUL"); return false; }
+                if (c > 0x20 && c < 0x7f) printable = true;
+                if (c >= '0' && c <= '9') {
+                    if (++run >= 17 && !kept) {
+                        bad(n, "a long number");
+                        return false;
+                    }
+                } else {
+                    run = 0;
+                }
+            }
+            if (odd) {
+                if (!(printable && kept)) {
+                    bad(n, "a character that is not plain ASCII");
                     return false;
                 }
-            } else {
-                run = 0;
+                return true;  // kept lines move no section
             }
         }
-        if (!blank(t) && top) {
+        if (top) {
+            if (blank(t)) return true;
             // the sections as pass 2 (and pass 1, for the live range) move between them
             if (starts(t, "HloLiveRange (max")) sec = Live;
             else if (starts(t, "Memory Space: ")) sec = Report;
@@ -275,18 +305,21 @@ struct Scan {
                 sec = Top;
             else if (sec == Live || sec == Peak || sec == Stack)
                 sec = Top;
-        } else if (!odd && !blank(t)) {
-            if (sec == Live && t.find("Live ranges at ") != sv::npos) sec = Peak;
-            else if (sec == Peak && starts(lstrip(t), "Stack trace breakdown")) sec = Stack;
-            return true;
-        }
-        if (odd && !(printable && kept)) {
-            bad(n, "a character that is not plain ASCII");
-            return false;
+        } else if (sec == Live || sec == Peak) {
+            sv r = lstrip(t);
+            if (sec == Live && starts(r, "Live ranges at ")) sec = Peak;
+            else if (sec == Peak && starts(r, "Stack trace breakdown")) sec = Stack;
         }
         return true;
     }
-    void feed(sv chunk) {
+    void begin_file() {
+        sec = Top;
+        lines = Lines();
+        pending.clear();
+    }
+    // Check a chunk; then `more(number, line)` for each of its lines (false: stop).
+    template <class F>
+    void feed(sv chunk, F&& more) {
         if (!ok) return;
         std::string joined;
         sv s = chunk;
@@ -300,14 +333,14 @@ struct Scan {
         size_t good = utf8_valid_prefix(s, &cut);
         if (good < s.size() && !cut) { bad(lines.number, "bad UTF-8"); return; }
         pending.assign(s.data() + good, s.size() - good);
-        lines.feed(s.substr(0, good), [&](int64_t n, sv t) { return line(n, t); });
+        lines.feed(s.substr(0, good),
+                   [&](int64_t n, sv t) { return line(n, t) && more(n, t); });
         if (lines.stopped) ok = false;
     }
-    void end_file() {
+    template <class F>
+    void end_file(F&& more) {
         if (!pending.empty()) bad(lines.number, "a cut UTF-8 character");
-        if (ok) lines.finish([&](int64_t n, sv t) { return line(n, t); });
-        lines = Lines();
-        pending.clear();
+        if (ok) lines.finish([&](int64_t n, sv t) { return line(n, t) && more(n, t); });
     }
 };
 
@@ -1658,6 +1691,11 @@ struct PyXla {
     Lines* lines;
     PyObject* path;  // the current file's path (for errors)
     bool failed;
+    // pass 1 runs inside the scan: its error waits until the scan says the dump is plain
+    bool p1_active;
+    bool p1_failed;
+    ParseError* p1_error;
+    std::string p1_path;
 };
 
 template <class F>
@@ -1669,7 +1707,6 @@ PyObject* guarded(PyXla* self, F&& body) {
     ParseError err{0, {}};
     bool bad = false;
     std::string other;
-    PyObject* result = nullptr;
     Py_BEGIN_ALLOW_THREADS
     try {
         body();
@@ -1692,21 +1729,19 @@ PyObject* guarded(PyXla* self, F&& body) {
         PyErr_SetString(PyExc_RuntimeError, other.c_str());
         return nullptr;
     }
-    (void)result;
     // hand over the exported batches
     Parser& P = *self->p;
     PyObject* list = PyList_New(0);
-    if (!list) return nullptr;
+    bool ok = list != nullptr;
     for (PyObject* b : P.ready) {
-        if (PyList_Append(list, b) < 0) {
-            Py_DECREF(list);
-            for (PyObject* x : P.ready) Py_DECREF(x);
-            P.ready.clear();
-            return nullptr;
-        }
+        if (ok && PyList_Append(list, b) < 0) ok = false;
+        Py_DECREF(b);
     }
-    for (PyObject* x : P.ready) Py_DECREF(x);
     P.ready.clear();
+    if (!ok) {
+        Py_XDECREF(list);
+        return nullptr;
+    }
     return list;
 }
 
@@ -1716,10 +1751,15 @@ int init(PyXla* self, PyObject* args, PyObject*) {
     delete self->p;
     delete self->scan;
     delete self->lines;
+    delete self->p1_error;
     self->p = new Parser();
     self->scan = new Scan();
     self->lines = new Lines();
+    self->p1_error = new ParseError{0, {}};
+    self->p1_path.clear();
     self->failed = false;
+    self->p1_active = false;
+    self->p1_failed = false;
     for (int k = 0; k < 2; ++k) {
         PyObject* l = k ? names : paths;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(l); ++i) {
@@ -1734,35 +1774,25 @@ int init(PyXla* self, PyObject* args, PyObject*) {
     return 0;
 }
 
+PyObject* new_xla(PyTypeObject* type, PyObject*, PyObject*) {
+    PyXla* self = (PyXla*)type->tp_alloc(type, 0);
+    if (self) new (&self->p1_path) std::string();
+    return (PyObject*)self;
+}
+
 void dealloc(PyXla* self) {
-    if (self->p) {
+    if (self->p)
         for (PyObject* x : self->p->ready) Py_DECREF(x);
-    }
     delete self->p;
     delete self->scan;
     delete self->lines;
+    delete self->p1_error;
+    self->p1_path.~basic_string();
     Py_XDECREF(self->path);
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
-// scan_feed(chunk) / scan_end_file() / scan_result() -> None or the reason to use Python
-PyObject* scan_feed(PyXla* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    self->scan->feed(sv(static_cast<const char*>(view.buf), (size_t)view.len));
-    PyBuffer_Release(&view);
-    return PyBool_FromLong(self->scan->ok);
-}
-PyObject* scan_end_file(PyXla* self, PyObject*) {
-    self->scan->end_file();
-    return PyBool_FromLong(self->scan->ok);
-}
-PyObject* scan_result(PyXla* self, PyObject*) {
-    if (self->scan->ok) Py_RETURN_NONE;
-    return py_str(self->scan->why);
-}
-
-// begin(path, index, pass): a file starts (pass 1: live ranges; pass 2: the rest)
+// begin(path, index, pass): a file starts (pass 1 with the scan; pass 2: the events)
 PyObject* begin(PyXla* self, PyObject* args) {
     PyObject* path;
     Py_ssize_t index;
@@ -1771,37 +1801,79 @@ PyObject* begin(PyXla* self, PyObject* args) {
     Py_INCREF(path);
     Py_XSETREF(self->path, path);
     *self->lines = Lines();
-    self->p->file = (size_t)index;
+    Parser& P = *self->p;
+    P.file = (size_t)index;
     if (pass == 1) {
-        self->p->lsec = Parser::LSearch;
+        self->scan->begin_file();
+        // Python's pass 1 reads files until one holds the section (or fails)
+        self->p1_active = !P.have_live && !self->p1_failed;
+        if (self->p1_active) P.lsec = Parser::LSearch;
     }
     Py_RETURN_NONE;
 }
 
-// feed1(chunk) -> bool: pass 1; False once the live-range section is over (stop reading)
+// pass 1 on one line, inside the scan; never stops the scan
+bool pass1_line(PyXla* self, int64_t n, sv t) {
+    if (!self->p1_active) return true;
+    try {
+        if (!self->p->live_line(n, t)) self->p1_active = false;
+    } catch (const ParseError& e) {
+        *self->p1_error = e;
+        self->p1_failed = true;
+        self->p1_active = false;
+        self->p1_path = self->p->paths[self->p->file];
+    }
+    return true;
+}
+
+// feed1(chunk) -> bool: the scan and pass 1; False when the dump is not plain (stop)
 PyObject* feed1(PyXla* self, PyObject* arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
     sv chunk(static_cast<const char*>(view.buf), (size_t)view.len);
     PyObject* r = guarded(self, [&] {
-        self->lines->feed(chunk, [&](int64_t n, sv t) { return self->p->live_line(n, t); });
+        self->scan->feed(chunk, [&](int64_t n, sv t) { return pass1_line(self, n, t); });
     });
     PyBuffer_Release(&view);
     if (!r) return nullptr;
     Py_DECREF(r);
-    return PyBool_FromLong(!self->lines->stopped);
+    return PyBool_FromLong(self->scan->ok);
 }
 
-// end1() -> bool: the file is over in pass 1; True when it held the live-range section
+// end1() -> bool: the file's end in the scan and pass 1; False when not plain
 PyObject* end1(PyXla* self, PyObject*) {
     PyObject* r = guarded(self, [&] {
+        self->scan->end_file([&](int64_t n, sv t) { return pass1_line(self, n, t); });
         Parser& P = *self->p;
-        self->lines->finish([&](int64_t n, sv t) { return P.live_line(n, t); });
-        if (P.lsec != Parser::LSearch && P.lsec != Parser::LDone) P.end_live();
+        if (self->p1_active && P.lsec != Parser::LSearch && P.lsec != Parser::LDone) {
+            try {
+                P.end_live();
+            } catch (const ParseError& e) {
+                *self->p1_error = e;
+                self->p1_failed = true;
+                self->p1_path = P.paths[P.file];
+            }
+        }
+        self->p1_active = false;
     });
     if (!r) return nullptr;
     Py_DECREF(r);
-    return PyBool_FromLong(self->p->have_live);
+    return PyBool_FromLong(self->scan->ok);
+}
+
+// verdict() -> None when this parser reads the dump, else why Python must; raises pass 1's
+// error (an IngestError) when the dump is plain but its live-range section is bad
+PyObject* verdict(PyXla* self, PyObject*) {
+    if (!self->scan->ok) return py_str(self->scan->why);
+    if (self->p1_failed) {
+        PyObject* path = py_str(self->p1_path);
+        if (!path) return nullptr;
+        raise_parse_error(path, *self->p1_error);
+        Py_DECREF(path);
+        self->failed = true;
+        return nullptr;
+    }
+    Py_RETURN_NONE;
 }
 
 PyObject* start2(PyXla* self, PyObject*) {
@@ -1835,21 +1907,16 @@ PyObject* finish(PyXla* self, PyObject*) {
     return Py_BuildValue("(NN)", r, py_str(self->p->note));
 }
 
-PyObject* line(PyXla* self, PyObject*) { return PyLong_FromLongLong(self->lines->number); }
-
 PyMethodDef methods[] = {
-    {"scan_feed", (PyCFunction)scan_feed, METH_O, "scan_feed(chunk) -> bool (still plain)"},
-    {"scan_end_file", (PyCFunction)scan_end_file, METH_NOARGS, "a file's end in the scan"},
-    {"scan_result", (PyCFunction)scan_result, METH_NOARGS,
-     "None, or why the Python parser must read this dump"},
-    {"begin", (PyCFunction)begin, METH_VARARGS, "begin(path, index, pass)"},
-    {"feed1", (PyCFunction)feed1, METH_O, "pass 1 (live ranges): False when done"},
-    {"end1", (PyCFunction)end1, METH_NOARGS, "pass 1, end of file: True if found"},
+    {"begin", (PyCFunction)begin, METH_VARARGS, "begin(path, index, pass): a file starts"},
+    {"feed1", (PyCFunction)feed1, METH_O, "the scan and pass 1 (live ranges): False: not plain"},
+    {"end1", (PyCFunction)end1, METH_NOARGS, "the scan and pass 1, end of file"},
+    {"verdict", (PyCFunction)verdict, METH_NOARGS,
+     "None, or why Python must read this dump; raises pass 1's error"},
     {"start2", (PyCFunction)start2, METH_NOARGS, "pass 2 begins"},
     {"feed2", (PyCFunction)feed2, METH_O, "pass 2: (batches, keep reading this file)"},
     {"end2", (PyCFunction)end2, METH_NOARGS, "pass 2, end of file: batches"},
     {"finish", (PyCFunction)finish, METH_NOARGS, "(batches, note JSON)"},
-    {"line", (PyCFunction)line, METH_NOARGS, "the last line read in the current file"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject XlaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -1861,7 +1928,7 @@ int add_xla_buffer_assignment(PyObject* module) {
     XlaType.tp_basicsize = sizeof(PyXla);
     XlaType.tp_flags = Py_TPFLAGS_DEFAULT;
     XlaType.tp_doc = "XlaBufferAssignment(paths, names): an XLA dump's files to event columns";
-    XlaType.tp_new = PyType_GenericNew;
+    XlaType.tp_new = new_xla;
     XlaType.tp_init = (initproc)init;
     XlaType.tp_dealloc = (destructor)dealloc;
     XlaType.tp_methods = methods;

@@ -76,7 +76,11 @@ def compiled_reads(paths: list[str]) -> bool:
     """True when the compiled parser reads these files itself (no hand-over to Python)."""
     from tlview.ingest import xla_native
 
-    return xla_native.plain(native.module(), paths) is not None
+    live_first = sorted(range(len(paths)), key=lambda i: not paths[i].endswith("-live-range.txt"))
+    try:
+        return xla_native.plain(native.module(), paths, live_first) is not None
+    except IngestError:
+        return True  # read, and found bad: the compiled parser's own error
 
 
 def glued(split: Path, out: Path) -> Path:
