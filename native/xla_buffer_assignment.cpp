@@ -197,6 +197,62 @@ struct U64Map {
 
 inline uint64_t pair_key(uint32_t a, uint32_t b) { return ((uint64_t)a << 32) | b; }
 
+// key -> row, where each row's key can be read back from the rows' own columns: the table
+// holds only row numbers (4 bytes a slot), so a million values cost a few MB here.
+struct RowTable {
+    std::vector<uint32_t> slots = std::vector<uint32_t>(1024, 0);  // row + 1; 0 empty
+    size_t n = 0;
+    std::function<uint64_t(uint32_t)> key_of;
+    int64_t find(uint64_t k) const {
+        size_t mask = slots.size() - 1, i = U64Map::mix(k) & mask;
+        while (uint32_t s = slots[i]) {
+            if (key_of(s - 1) == k) return s - 1;
+            i = (i + 1) & mask;
+        }
+        return -1;
+    }
+    void put(uint64_t k, uint32_t row) {  // insert, or take the place of the same key
+        size_t mask = slots.size() - 1, i = U64Map::mix(k) & mask;
+        while (uint32_t s = slots[i]) {
+            if (key_of(s - 1) == k) { slots[i] = row + 1; return; }
+            i = (i + 1) & mask;
+        }
+        slots[i] = row + 1;
+        if (++n * 2 > slots.size()) {
+            std::vector<uint32_t> t(slots.size() * 2, 0);
+            size_t m2 = t.size() - 1;
+            for (uint32_t s2 : slots) {
+                if (!s2) continue;
+                size_t j = U64Map::mix(key_of(s2 - 1)) & m2;
+                while (t[j]) j = (j + 1) & m2;
+                t[j] = s2;
+            }
+            slots.swap(t);
+        }
+    }
+};
+
+// A column of non-negative numbers that nearly always fit 32 bits (ids, sizes, offsets,
+// lines, steps): 4 bytes a row, the rare wider one kept aside.
+struct Narrow {
+    std::vector<uint32_t> v;
+    std::unordered_map<uint32_t, int64_t> wide;
+    static constexpr uint32_t kWide = 0xFFFFFFFFu;
+    size_t size() const { return v.size(); }
+    int64_t operator[](size_t i) const {
+        uint32_t x = v[i];
+        return x == kWide ? wide.at((uint32_t)i) : (int64_t)x;
+    }
+    void push_back(int64_t x) {
+        if (x >= 0 && x < (int64_t)kWide) {
+            v.push_back((uint32_t)x);
+        } else {
+            wide.emplace((uint32_t)v.size(), x);
+            v.push_back(kWide);
+        }
+    }
+};
+
 // ---- the file's lines, from chunks ------------------------------------------------------
 
 // Splits fed bytes at '\n' as ingest/lines.read_text does (the last line only if not
@@ -660,11 +716,11 @@ struct Parser {
     bool have_live = false;
     int64_t schedule_end = 0;
     std::vector<uint32_t> sequence;
-    std::vector<int64_t> sequence_lines;
+    Narrow sequence_lines;
     std::vector<int32_t> step_of;  // by name id: its step, -1 none
-    U64Map range_of;               // (name, index) -> range row
+    RowTable range_of;             // (name, index) -> range row
     std::vector<uint32_t> r_name, r_index;
-    std::vector<int64_t> r_start, r_end, r_line;
+    Narrow r_start, r_end, r_line;
     std::vector<uint8_t> r_taken;
     bool has_peak = false;
     int64_t peak_step = 0;
@@ -675,15 +731,15 @@ struct Parser {
     // -- pass 2
     enum Sec { Start, Allocations, AfterTotal, Used, Live, Report } sec = Start;
     std::vector<Alloc> allocs;
-    U64Map alloc_of;  // index -> slot
+    RowTable alloc_of;  // index -> slot
     std::vector<Kind> kinds;
     std::map<std::string, uint32_t> kind_ids;
     int64_t current_alloc = -1;
     // values, one row each
-    U64Map value_of;  // (name, index) -> row
-    U64Map row_of_id;
+    RowTable value_of;  // (name, index) -> row
+    RowTable row_of_id;
     std::vector<uint32_t> v_name, v_index, v_shape, v_alloc;
-    std::vector<int64_t> v_id, v_color, v_offset, v_size, v_line;
+    Narrow v_id, v_color, v_offset, v_size, v_line;
     std::vector<int32_t> v_range;
     std::vector<uint8_t> v_flags;
     std::vector<std::optional<Shape>> shapes;  // parsed, by misc id
@@ -702,13 +758,25 @@ struct Parser {
     std::optional<std::string> report_space;
     std::vector<std::string> unknown;
     bool seen_ba = false;
-    std::vector<i128> up, down;  // XLA's moment rule, summed per time
+    // XLA's moment rule, summed per time: 64-bit sums, 128-bit once one would overflow
+    std::vector<int64_t> up, down;
+    std::vector<i128> up_w, down_w;
+    bool moment_wide = false;
     bool moment_unknown = false;
     int64_t number = 0;  // the last line read (for finish's error)
     // output
     EventBatch batch;
     std::vector<PyObject*> ready;  // exported batches (owned references)
     std::string note;
+
+    Parser() {
+        range_of.key_of = [this](uint32_t r) { return pair_key(r_name[r], r_index[r]); };
+        alloc_of.key_of = [this](uint32_t r) { return (uint64_t)allocs[r].index; };
+        value_of.key_of = [this](uint32_t r) { return pair_key(v_name[r], v_index[r]); };
+        row_of_id.key_of = [this](uint32_t r) { return (uint64_t)v_id[r]; };
+    }
+    Parser(const Parser&) = delete;
+    Parser& operator=(const Parser&) = delete;
 
     ParseError err(int64_t line, std::string msg) { return ParseError{line, std::move(msg)}; }
 
@@ -833,13 +901,14 @@ struct Parser {
                                  " outside 0-" + std::to_string(schedule_end));
             uint32_t nid = strs.intern(name), xid = misc.intern(index);
             uint64_t k = pair_key(nid, xid);
-            if (range_of.find(k))
+            if (range_of.find(k) >= 0)
                 throw err(n, "value " + std::string(name) + std::string(index) +
                                  " has two live ranges");
-            range_of.put(k, (uint32_t)r_start.size());
+            uint32_t row = (uint32_t)r_start.size();
             r_name.push_back(nid); r_index.push_back(xid);
             r_start.push_back(s); r_end.push_back(e); r_line.push_back(n);
             r_taken.push_back(0);
+            range_of.put(k, row);
             return;
         }
         // \s+Live ranges at (-?\d+) \(peak\):\s*\Z
@@ -1058,7 +1127,7 @@ struct Parser {
             if (c == sv::npos) break;
             q = c + 1;
         }
-        if (alloc_of.find((uint64_t)index))
+        if (alloc_of.find((uint64_t)index) >= 0)
             throw err(n, "allocation " + std::to_string(index) + " listed twice");
         std::string kkey;
         for (auto& k : kind) { kkey += k; kkey.push_back('\0'); }
@@ -1077,9 +1146,9 @@ struct Parser {
             kinds.push_back(std::move(k));
         }
         a.kind = it->second;
-        alloc_of.put((uint64_t)index, (uint32_t)allocs.size());
         current_alloc = (int64_t)allocs.size();
         allocs.push_back(a);
+        alloc_of.put((uint64_t)index, (uint32_t)current_alloc);
     }
 
     // <(\d+) ([^\s{}<>]+)(\{[\d,]*\})?( \(phi\))?(?: @(\d+))?>  at t[i]; end in *end
@@ -1170,24 +1239,23 @@ struct Parser {
         sv index = r.index.empty() ? sv("{}") : r.index;
         uint32_t nid = strs.intern(r.name), xid = misc.intern(index);
         uint64_t k = pair_key(nid, xid);
-        if (value_of.find(k))
+        if (value_of.find(k) >= 0)
             throw err(n, "value " + std::string(r.name) + std::string(index) +
                              " assigned twice");
         int32_t lr = -1;
         if (have_live) {
             lr = -2;
-            if (const uint32_t* rr = range_of.find(k)) {
-                if (!r_taken[*rr]) { r_taken[*rr] = 1; lr = (int32_t)*rr; }
-            }
+            int64_t rr = range_of.find(k);
+            if (rr >= 0 && !r_taken[(size_t)rr]) { r_taken[(size_t)rr] = 1; lr = (int32_t)rr; }
         }
         uint32_t row = (uint32_t)v_id.size();
-        value_of.put(k, row);
-        row_of_id.put((uint64_t)r.id, row);
         v_name.push_back(nid); v_index.push_back(xid);
         v_shape.push_back(misc.intern(t.substr(end)));
         v_alloc.push_back((uint32_t)current_alloc);
         v_id.push_back(r.id); v_color.push_back(r.color);
         v_offset.push_back(offset); v_size.push_back(size); v_line.push_back(n);
+        value_of.put(k, row);
+        row_of_id.put((uint64_t)r.id, row);
         v_range.push_back(lr);
         v_flags.push_back((r.phi ? kPhi : 0) | (lr >= 0 ? kHasRange : 0));
     }
@@ -1213,8 +1281,7 @@ struct Parser {
     int64_t value_row_of(sv name, sv index) {
         int64_t nid = strs.find(name), xid = misc.find(index);
         if (nid < 0 || xid < 0) return -1;
-        const uint32_t* r = value_of.find(pair_key((uint32_t)nid, (uint32_t)xid));
-        return r ? (int64_t)*r : -1;
+        return value_of.find(pair_key((uint32_t)nid, (uint32_t)xid));
     }
 
     const Shape& shape_of(uint32_t id) {
@@ -1258,13 +1325,13 @@ struct Parser {
                 if (!scheduled[(size_t)step]) scheduled_node((uint32_t)nid, step, &last);
             }
         }
-        const uint32_t* row = row_of_id.find((uint64_t)e_id);
-        if (!row) {
+        int64_t row = row_of_id.find((uint64_t)e_id);
+        if (row < 0) {
             keep_unknown_at(e_line, "used value <" + std::to_string(e_id) + " " + e_name +
                                         e_index + "> is in no allocation");
             return;
         }
-        value_events(*row, facts ? facts : &none, true);
+        value_events((uint32_t)row, facts ? facts : &none, true);
     }
 
     void keep_unknown_at(int64_t n, const std::string& t) { keep_unknown(n, t); }
@@ -1316,8 +1383,18 @@ struct Parser {
         (void)dummy;
         if (!ib) moment_unknown = true;
         else if (!moment_unknown) {
-            up[(size_t)start] += *ib;
-            down[(size_t)end + 1] += *ib;
+            size_t a = (size_t)start, b = (size_t)end + 1;
+            int64_t x, y;
+            if (!moment_wide && (*ib > INT64_MAX || __builtin_add_overflow(up[a], (int64_t)*ib, &x) ||
+                                 __builtin_add_overflow(down[b], (int64_t)*ib, &y))) {
+                up_w.assign(up.begin(), up.end());
+                down_w.assign(down.begin(), down.end());
+                std::vector<int64_t>().swap(up);
+                std::vector<int64_t>().swap(down);
+                moment_wide = true;
+            }
+            if (moment_wide) { up_w[a] += *ib; down_w[b] += *ib; }
+            else { up[a] = x; down[b] = y; }
         }
     }
 
@@ -1567,10 +1644,11 @@ struct Parser {
     int64_t moment() {
         i128 usage = 0, peak = 0;
         int64_t m = 0;
-        for (size_t t = 0; t < up.size(); ++t) {
-            usage += up[t];
+        size_t n = moment_wide ? up_w.size() : up.size();
+        for (size_t t = 0; t < n; ++t) {
+            usage += moment_wide ? up_w[t] : (i128)up[t];
             if (peak < usage) { peak = usage; m = (int64_t)t; }
-            usage -= down[t];
+            usage -= moment_wide ? down_w[t] : (i128)down[t];
         }
         return m;
     }
