@@ -107,17 +107,51 @@ std::string commas(i128 v) {
     return sign + out;
 }
 
+// ---- flat columns in blocks -------------------------------------------------------------
+
+// A growing column kept in blocks of 64K entries: no doubling (its slack and its copy at
+// each growth would be most of the parser's memory at 1 GB).
+template <class T>
+struct Col {
+    static constexpr size_t kShift = 16, kBlock = size_t(1) << kShift;
+    std::vector<std::unique_ptr<T[]>> blocks;
+    size_t n = 0;
+    size_t size() const { return n; }
+    T& operator[](size_t i) { return blocks[i >> kShift][i & (kBlock - 1)]; }
+    const T& operator[](size_t i) const { return blocks[i >> kShift][i & (kBlock - 1)]; }
+    void push_back(const T& x) {
+        if ((n & (kBlock - 1)) == 0) blocks.emplace_back(new T[kBlock]);
+        (*this)[n++] = x;
+    }
+};
+
 // ---- interned strings: one arena, an open-addressing table ------------------------------
 
 struct Pool {
-    std::string arena;
-    std::vector<uint64_t> off{0};
+    // names in blocks of 1 MB (a longer one gets a block of its own); id -> (where, length)
+    static constexpr size_t kArena = size_t(1) << 20;
+    std::vector<std::unique_ptr<char[]>> arena;
+    size_t used = kArena;  // bytes used in the last block
+    Col<uint64_t> pos;     // block << 20 | offset
+    Col<uint32_t> len;
     std::vector<uint32_t> table = std::vector<uint32_t>(1024, 0);  // id + 1; 0 empty
-    size_t size() const { return off.size() - 1; }
-    sv get(uint32_t id) const { return sv(arena).substr(off[id], off[id + 1] - off[id]); }
-    static uint64_t hash(sv s) {
-        uint64_t h = 1469598103934665603ull;
-        for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
+    size_t size() const { return pos.size(); }
+    sv get(uint32_t id) const {
+        uint64_t p = pos[id];
+        return sv(arena[p >> 20].get() + (p & (kArena - 1)), len[id]);
+    }
+    static uint64_t hash(sv s) {  // 8 bytes a step
+        uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+        size_t i = 0;
+        for (; i + 8 <= s.size(); i += 8) {
+            uint64_t w;
+            std::memcpy(&w, s.data() + i, 8);
+            h = (h ^ w) * 0xff51afd7ed558ccdull;
+            h ^= h >> 32;
+        }
+        uint64_t w = 0;
+        std::memcpy(&w, s.data() + i, s.size() - i);
+        h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
         return h ^ (h >> 29);
     }
     int64_t find(sv s) const {
@@ -135,10 +169,18 @@ struct Pool {
             i = (i + 1) & mask;
         }
         uint32_t id = (uint32_t)size();
-        arena.append(s.data(), s.size());
-        off.push_back(arena.size());
+        if (s.size() > kArena - used) {
+            arena.emplace_back(new char[std::max(kArena, s.size())]);
+            used = s.size() > kArena ? kArena : 0;
+            pos.push_back((uint64_t)(arena.size() - 1) << 20);
+        } else {
+            pos.push_back(((uint64_t)(arena.size() - 1) << 20) | used);
+        }
+        std::memcpy(arena[pos[id] >> 20].get() + (pos[id] & (kArena - 1)), s.data(), s.size());
+        if (used < kArena) used += s.size();
+        len.push_back((uint32_t)s.size());
         table[i] = id + 1;
-        if (size() * 2 > table.size()) grow();
+        if (size() * 4 > table.size() * 3) grow();
         return id;
     }
     void grow() {
@@ -218,7 +260,7 @@ struct RowTable {
             i = (i + 1) & mask;
         }
         slots[i] = row + 1;
-        if (++n * 2 > slots.size()) {
+        if (++n * 4 > slots.size() * 3) {
             std::vector<uint32_t> t(slots.size() * 2, 0);
             size_t m2 = t.size() - 1;
             for (uint32_t s2 : slots) {
@@ -235,7 +277,7 @@ struct RowTable {
 // A column of non-negative numbers that nearly always fit 32 bits (ids, sizes, offsets,
 // lines, steps): 4 bytes a row, the rare wider one kept aside.
 struct Narrow {
-    std::vector<uint32_t> v;
+    Col<uint32_t> v;
     std::unordered_map<uint32_t, int64_t> wide;
     static constexpr uint32_t kWide = 0xFFFFFFFFu;
     size_t size() const { return v.size(); }
@@ -715,13 +757,13 @@ struct Parser {
     // -- live ranges (pass 1)
     bool have_live = false;
     int64_t schedule_end = 0;
-    std::vector<uint32_t> sequence;
+    Col<uint32_t> sequence;
     Narrow sequence_lines;
-    std::vector<int32_t> step_of;  // by name id: its step, -1 none
+    Col<int32_t> step_of;  // by name id: its step, -1 none
     RowTable range_of;             // (name, index) -> range row
-    std::vector<uint32_t> r_name, r_index;
+    Col<uint32_t> r_name, r_index;
     Narrow r_start, r_end, r_line;
-    std::vector<uint8_t> r_taken;
+    Col<uint8_t> r_taken;
     bool has_peak = false;
     int64_t peak_step = 0;
     const char* peak_form = nullptr;
@@ -730,7 +772,7 @@ struct Parser {
     std::optional<std::string> peak_unknown;
     // -- pass 2
     enum Sec { Start, Allocations, AfterTotal, Used, Live, Report } sec = Start;
-    std::vector<Alloc> allocs;
+    Col<Alloc> allocs;
     RowTable alloc_of;  // index -> slot
     std::vector<Kind> kinds;
     std::map<std::string, uint32_t> kind_ids;
@@ -738,10 +780,10 @@ struct Parser {
     // values, one row each
     RowTable value_of;  // (name, index) -> row
     RowTable row_of_id;
-    std::vector<uint32_t> v_name, v_index, v_shape, v_alloc;
+    Col<uint32_t> v_name, v_index, v_shape, v_alloc;
     Narrow v_id, v_color, v_offset, v_size, v_line;
-    std::vector<int32_t> v_range;
-    std::vector<uint8_t> v_flags;
+    Col<int32_t> v_range;
+    Col<uint8_t> v_flags;
     std::vector<std::optional<Shape>> shapes;  // parsed, by misc id
     // the used value being read
     bool in_entry = false;
@@ -852,7 +894,7 @@ struct Parser {
                                  ", found " + std::to_string(idx));
             sv name = t.substr(a, b - a);
             uint32_t id = strs.intern(name);
-            if (step_of.size() <= id) step_of.resize(strs.size() + 1024, -1);
+            while (step_of.size() <= id) step_of.push_back(-1);
             if (step_of[id] >= 0) throw err(n, "instruction " + std::string(name) +
                                                    " scheduled twice");
             step_of[id] = (int32_t)sequence.size();
@@ -1653,18 +1695,19 @@ struct Parser {
         return m;
     }
 
-    std::vector<i128> union_curve() {
+    // tlview's rule (xla_peaks.union_curve_columns) over the placed values: the first step
+    // of the maximum, the maximum, and the bytes at XLA's stated step; sums in T.
+    struct CurvePeak {
+        bool any = false;
+        size_t step = 0;
+        i128 peak = 0, at_k = 0;
+    };
+    template <class T>
+    CurvePeak union_peak(const std::vector<uint32_t>& rows) {
         size_t n_steps = sequence.size();
-        std::vector<i128> delta(n_steps + 1, 0);
-        std::vector<uint32_t> rows;
-        for (uint32_t row = 0; row < v_id.size(); ++row)
-            if ((v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0)
-                rows.push_back(row);
-        std::stable_sort(rows.begin(), rows.end(),
-                         [&](uint32_t a, uint32_t b) { return v_alloc[a] < v_alloc[b]; });
+        std::vector<T> delta(n_steps + 1, 0);
         size_t i = 0;
         std::vector<int64_t> bounds;
-        std::vector<uint32_t> active;
         std::vector<std::pair<int64_t, int64_t>> spans;
         while (i < rows.size()) {
             size_t j = i;
@@ -1691,8 +1734,8 @@ struct Parser {
                 bool open = false;
                 auto add = [&](int64_t s0, int64_t e0) {
                     if ((size_t)s0 < n_steps) {
-                        delta[(size_t)s0] += hi - lo;
-                        delta[std::min((size_t)e0 + 1, n_steps)] -= hi - lo;
+                        delta[(size_t)s0] += (T)(hi - lo);
+                        delta[std::min((size_t)e0 + 1, n_steps)] -= (T)(hi - lo);
                     }
                 };
                 for (auto& sp : spans) {
@@ -1707,10 +1750,27 @@ struct Parser {
             }
             i = j;
         }
-        std::vector<i128> curve(n_steps);
-        i128 live = 0;
-        for (size_t t = 0; t < n_steps; ++t) { live += delta[t]; curve[t] = live; }
-        return curve;
+        CurvePeak out;
+        T live = 0;
+        for (size_t t = 0; t < n_steps; ++t) {
+            live += delta[t];
+            if (!out.any || (i128)live > out.peak) { out.any = true; out.peak = live; out.step = t; }
+            if (peak_step >= 0 && (size_t)peak_step == t) out.at_k = live;
+        }
+        return out;
+    }
+
+    CurvePeak union_curve_peak() {
+        std::vector<uint32_t> rows;
+        i128 total = 0;
+        for (uint32_t row = 0; row < v_id.size(); ++row)
+            if ((v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0) {
+                rows.push_back(row);
+                total += v_size[row];
+            }
+        std::stable_sort(rows.begin(), rows.end(),
+                         [&](uint32_t a, uint32_t b) { return v_alloc[a] < v_alloc[b]; });
+        return total <= (i128)INT64_MAX ? union_peak<int64_t>(rows) : union_peak<i128>(rows);
     }
 
     void peak_warnings(Obj& o, std::vector<std::string>& out) {
@@ -1743,20 +1803,12 @@ struct Parser {
                               std::to_string(m) + ", but the dump states " +
                               std::to_string(peak_step));
         }
-        std::vector<i128> curve = union_curve();
-        if (!curve.empty()) {
-            size_t best = 0;
-            for (size_t t = 1; t < curve.size(); ++t)
-                if (curve[t] > curve[best]) best = t;
-            i128 peak = curve[best];
-            i128 at_k = (peak_step >= 0 && (size_t)peak_step < curve.size())
-                            ? curve[(size_t)peak_step] : 0;
-            if (peak != at_k)
-                out.push_back("XLA states its peak at step " + std::to_string(peak_step) + " (" +
-                              commas(stated) + " bytes listed, " + commas(at_k) +
-                              " live by tlview's rule); the true maximum is " + commas(peak) +
-                              " bytes at step " + std::to_string(best));
-        }
+        CurvePeak cp = union_curve_peak();
+        if (cp.any && cp.peak != cp.at_k)
+            out.push_back("XLA states its peak at step " + std::to_string(peak_step) + " (" +
+                          commas(stated) + " bytes listed, " + commas(cp.at_k) +
+                          " live by tlview's rule); the true maximum is " + commas(cp.peak) +
+                          " bytes at step " + std::to_string(cp.step));
     }
 };
 
