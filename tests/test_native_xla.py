@@ -103,6 +103,22 @@ def test_glued(dump, tmp_path, monkeypatch):
     assert assert_same(p, monkeypatch)[0] == "rows"
 
 
+def test_gzip_and_tiny_chunks(tmp_path, monkeypatch):
+    """A gzipped dump, and chunk boundaries anywhere (even inside a line or a character)."""
+    import gzip
+
+    from tlview.ingest import native as native_module
+
+    dump = next(p for p in SPLIT if "attention" in p.name)
+    data = glued(dump, tmp_path / "g.txt").read_bytes()
+    gz = tmp_path / "g-buffer-assignment.txt.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert assert_same(gz, monkeypatch)[0] == "rows"
+    spec = outcome(tmp_path / "g.txt", False, monkeypatch)
+    monkeypatch.setattr(native_module, "CHUNK", 7)
+    assert outcome(tmp_path / "g.txt", True, monkeypatch) == spec
+
+
 def test_xla_peak_figure(monkeypatch):
     """XLA's own "Live ranges at K (peak)" claim, from the compiled parser's note."""
     monkeypatch.setenv("TLVIEW_NATIVE", "1")
