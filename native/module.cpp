@@ -9,6 +9,7 @@ int add_chrome_trace(PyObject* module);
 int add_cuda_snapshot(PyObject* module);
 int add_torch_log(PyObject* module);
 int add_torch_fx(PyObject* module);
+int add_xla_buffer_assignment(PyObject* module);
 }
 
 static PyModuleDef native_module = {
@@ -20,7 +21,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject* m = PyModule_Create(&native_module);
     if (!m) return nullptr;
     if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0 ||
-        tlv::add_torch_log(m) < 0 || tlv::add_torch_fx(m) < 0) {
+        tlv::add_torch_log(m) < 0 || tlv::add_torch_fx(m) < 0 ||
+        tlv::add_xla_buffer_assignment(m) < 0) {
         Py_DECREF(m);
         return nullptr;
     }
