@@ -25,6 +25,7 @@
 #include "common.hpp"
 #include "inductor_ir_text.hpp"
 #include "pyjson.hpp"
+#include "str_map.hpp"
 
 namespace tlv {
 namespace {
@@ -141,39 +142,39 @@ struct OrderedMap {
         bool live;
     };
     std::vector<Slot> slots;
-    std::unordered_map<std::string, size_t> idx;
+    StrMap<size_t> idx;
     size_t dead = 0, head = 0;
 
     size_t size() const { return idx.size(); }
     V* get(const std::string& k) {
-        auto it = idx.find(k);
-        return it == idx.end() ? nullptr : &slots[it->second].val;
+        size_t* i = idx.find(k);
+        return i ? &slots[*i].val : nullptr;
     }
     V& set(const std::string& k, V v) {
-        auto it = idx.find(k);
-        if (it != idx.end()) {
-            slots[it->second].val = std::move(v);
-            return slots[it->second].val;
+        auto [i, added] = idx.emplace(k);
+        if (!added) {
+            slots[*i].val = std::move(v);
+            return slots[*i].val;
         }
-        idx.emplace(k, slots.size());
+        *i = slots.size();
         slots.push_back(Slot{k, std::move(v), true});
         return slots.back().val;
     }
     V& get_or_add(const std::string& k) {
-        auto it = idx.find(k);
-        if (it != idx.end()) return slots[it->second].val;
-        idx.emplace(k, slots.size());
+        auto [i, added] = idx.emplace(k);
+        if (!added) return slots[*i].val;
+        *i = slots.size();
         slots.push_back(Slot{k, V(), true});
         return slots.back().val;
     }
     bool pop(const std::string& k, V* out) {
-        auto it = idx.find(k);
-        if (it == idx.end()) return false;
-        Slot& s = slots[it->second];
+        size_t* i = idx.find(k);
+        if (!i) return false;
+        Slot& s = slots[*i];
         *out = std::move(s.val);
         s.live = false;
         s.val = V();
-        idx.erase(it);
+        idx.erase(k);
         ++dead;
         while (head < slots.size() && !slots[head].live) ++head;
         if (dead > 1024 && dead > 2 * idx.size()) compact();
@@ -186,7 +187,7 @@ struct OrderedMap {
             if (s.live) keep.push_back(std::move(s));
         slots = std::move(keep);
         idx.clear();
-        for (size_t i = 0; i < slots.size(); ++i) idx.emplace(slots[i].key, i);
+        for (size_t i = 0; i < slots.size(); ++i) *idx.emplace(slots[i].key).first = i;
         dead = 0;
         head = 0;
     }
@@ -218,7 +219,7 @@ constexpr size_t RECENT_NODES = 65536;
 struct LastUse {
     OrderedMap<OpenBuf> open;
     OrderedMap<std::vector<std::string>> waiting;
-    std::unordered_map<std::string, int64_t> recent;
+    StrMap<int64_t> recent;
     std::deque<std::string> recent_order;
     std::vector<Closed> closed;
     std::vector<std::string> candidates;
@@ -233,9 +234,8 @@ struct LastUse {
         OpenBuf& b = open.set(name, std::move(nb));
         for (auto& u : users) {
             if (!u) { b.to_end = true; continue; }
-            auto it = recent.find(*u);
-            if (it != recent.end()) {
-                b.last = std::max(b.last, it->second);
+            if (int64_t* seen = recent.find(*u)) {
+                b.last = std::max(b.last, *seen);
             } else {
                 b.unseen += 1;
                 waiting.get_or_add(*u).push_back(name);
@@ -253,11 +253,9 @@ struct LastUse {
     void node(const std::vector<const std::string*>& names, int64_t step) {
         for (const std::string* np : names) {
             const std::string& name = *np;
-            auto it = recent.find(name);
-            if (it != recent.end()) {
-                it->second = step;
-            } else {
-                recent.emplace(name, step);
+            auto [slot, added] = recent.emplace(name);
+            *slot = step;
+            if (added) {
                 recent_order.push_back(name);
                 if (recent.size() > RECENT_NODES) {
                     recent.erase(recent_order.front());
@@ -440,8 +438,8 @@ struct Parser {
     bool in_outputs = false, skip_outputs = false;
     int64_t step = 0, last_line = 0;
     LastUse live;
-    std::unordered_set<std::string> produced;
-    std::unordered_map<std::string, std::optional<int64_t>> inputs;
+    StrMap<char> produced;
+    StrMap<std::optional<int64_t>> inputs;
     std::unordered_set<std::string> collective_nodes;
     OptStr device;
     std::vector<std::string> symbolic;
@@ -450,6 +448,7 @@ struct Parser {
     std::unordered_map<std::string, Layout> layout_cache;
     std::unique_ptr<EventBatch> batch{new EventBatch()};
     std::vector<std::unique_ptr<EventBatch>> done;
+    std::unique_ptr<EventBatch> spare;  // an exported batch, cleared: its memory reused
     std::string tmp;
 
     [[noreturn]] void fail(int64_t line, std::string msg) { throw ParseError{line, std::move(msg)}; }
@@ -1056,7 +1055,8 @@ struct Parser {
     void flush() {
         if (batch->rows == 0) return;
         done.push_back(std::move(batch));
-        batch.reset(new EventBatch());
+        if (spare) batch = std::move(spare);
+        else batch.reset(new EventBatch());
     }
     static void set_opt(StrCol& c, const OptStr& v) {
         if (v) c.set(*v); else c.set_null();
@@ -1066,7 +1066,10 @@ struct Parser {
     }
 
     // -- node completion (_finish_node) ---------------------------------------------------
-    std::vector<std::string> writes, reads, met, names_tmp;
+    std::vector<std::string> writes, reads, met, names_tmp, later_;
+    static bool in(const std::vector<std::string>& v, const std::string& x) {
+        return std::find(v.begin(), v.end(), x) != v.end();
+    }
 
     void finish_node() {
         Node& node = top;
@@ -1205,22 +1208,23 @@ struct Parser {
                 scan_quoted(*v, [&](sv t) { links.push_back(Link{i, std::string(t), r == 0}); });
             }
         }
-        std::unordered_set<std::string> later;
+        auto& later = later_;
+        later.clear();
         for (auto& l : links) {
-            if (produced.count(l.target) || inputs.count(l.target)) continue;
+            if (produced.contains(l.target) || inputs.contains(l.target)) continue;
             const std::string* lay = node.buffers[l.buf].fields.get("layout");
             if (lay && !lay->empty() && parse_layout(*lay).kind == "NonOwningLayout")
-                later.insert(l.target);
+                if (!in(later, l.target)) later.push_back(l.target);
         }
         names_tmp = reads;
         for (auto& l : links)
-            if (!later.count(l.target)) names_tmp.push_back(l.target);
+            if (!in(later, l.target)) names_tmp.push_back(l.target);
         declare_inputs(node, names_tmp);
         for (auto& buf : node.buffers) allocate(node, st, buf);
         for (auto& buf : node.buffers) link_concat_views(buf.name);
         for (auto& l : links) {
             const std::string& bname = node.buffers[l.buf].name;
-            if (later.count(l.target)) {
+            if (in(later, l.target)) {
                 auto it = concat_views.find(l.target);
                 if (it == concat_views.end()) {
                     concat_views.emplace(l.target, std::make_pair(st, std::vector<std::string>{bname}));
@@ -1271,7 +1275,7 @@ struct Parser {
 
     void frees() {
         for (auto& c : live.closed) {
-            if (inputs.count(c.buffer)) continue;
+            if (inputs.contains(c.buffer)) continue;
             EventBatch& e = *batch;
             e.kind.set("buffer_freed");
             e.step.set(c.last);
@@ -1306,7 +1310,7 @@ struct Parser {
 
     void declare_inputs(const Node& node, const std::vector<std::string>& names) {
         for (auto& name : names) {
-            if (produced.count(name) || inputs.count(name)) continue;
+            if (produced.contains(name) || inputs.contains(name)) continue;
             auto li = top_layouts.find(name);
             static const Layout none;
             const Layout& L = (li != top_layouts.end() && !li->second.empty())
@@ -1350,7 +1354,7 @@ struct Parser {
                 else users.emplace_back(std::string(name));
             });
         }
-        produced.insert(buf.name);
+        produced.emplace(buf.name);
         JObj at;
         at.str("ir_class", buf.ir_class);
         if (!L.extra.kv.empty()) {
@@ -1455,7 +1459,7 @@ struct Parser {
         for (auto& t : touched) {
             std::optional<int64_t> b;
             if (OpenBuf* ob = live.open.get(t)) b = ob->nbytes;
-            else if (auto it = inputs.find(t); it != inputs.end()) b = it->second;
+            else if (auto* in = inputs.find(t)) b = *in;
             if (!b) { all_known = false; continue; }
             mx = any ? std::max(mx, *b) : *b;
             any = true;
@@ -1590,7 +1594,8 @@ PyObject* outputs(PyParser* self) {
     for (auto& b : P.done) {
         PyObject* e = b->export_py();
         PyObject* item = e ? Py_BuildValue("(sN)", "batch", e) : nullptr;
-        b.reset();
+        b->clear();
+        P.spare = std::move(b);
         if (!item || PyList_Append(list, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(list);
