@@ -27,6 +27,10 @@ straight into the concat buffer named in its ``.aliases``) owns 0 bytes; the con
 buffer, printed after the views written into it, is live from the earliest step of
 any of them (and is no graph input). Freed events are therefore emitted after the
 last node.
+
+This module is the specification: native/inductor_ir.cpp is its compiled twin (with
+last_use.py), used by ``parse_file`` where the core is built; tests/test_native_ir.py
+holds the two to the same records and errors. A change here is made there too.
 """
 
 from __future__ import annotations
