@@ -4,7 +4,9 @@ Each size is ingested twice in the same run, each in its own process: by the com
 parser (native/inductor_ir.cpp, the default where built) and by the Python parser
 (``TLVIEW_NATIVE=0``, what the previous release ran). Baseline beside them: a bare
 Python line scan of the same file. The events digest of both databases must be equal
-(checked after the timed runs, outside them). Goal (issue 15): >= 50 MB/s at 500 MB,
+(checked after the timed runs, outside them). At ``TLVIEW_BENCH_IR_FLOOR_MB`` sizes
+(default 100) the two halves are timed apart too: the compiled parse alone, and
+DuckDB's side alone on the same events prebuilt in memory. Goal (issue 15): >= 50 MB/s at 500 MB,
 peak RSS < 500 MB. ``TLVIEW_BENCH_IR_MB`` picks the sizes; ``TLVIEW_BENCH_IR_PY_MAX_MB``
 the largest size the Python parser also runs (default: all).
 """
@@ -18,6 +20,8 @@ from .scale import scaled_ir
 
 SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_IR_MB", "10,100,500").split(",")]
 PY_MAX_MB = float(os.environ.get("TLVIEW_BENCH_IR_PY_MAX_MB", "inf"))
+# sizes at which the parse alone and DuckDB's side alone are measured too
+FLOOR_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_IR_FLOOR_MB", "100").split(",") if x]
 
 
 def ingest_with(path: str, db: str, compiled: str) -> int:
@@ -30,6 +34,33 @@ def ingest_with(path: str, db: str, compiled: str) -> int:
     from .harness import ingest_file
 
     return ingest_file(path, db)
+
+
+def parse_only(path: str) -> int:
+    """The compiled parse to Arrow columns, no database: the parser's own speed."""
+    os.environ["TLVIEW_NATIVE"] = "1"
+    from tlview.ingest import inductor_ir
+
+    return sum(getattr(r, "n", 0) for r in inductor_ir.parse_file(path))
+
+
+def write_prebuilt(path: str, db: str) -> dict:
+    """DuckDB's side alone: the records parsed first (untimed, held in memory), then
+    timed: ``write_records`` of them into a fresh database (INSERT, caches, COMMIT)."""
+    import time
+
+    os.environ["TLVIEW_NATIVE"] = "1"
+    from tlview.ingest import records_for
+    from tlview.store import open_database, write_records
+
+    records = list(records_for(path, None))
+    if os.path.exists(db):
+        os.remove(db)
+    with open_database(db) as d:
+        t0 = time.perf_counter()
+        summary = write_records(d, iter(records))
+        write_s = time.perf_counter() - t0
+    return {"events": sum(summary.counts.values()), "write_s": write_s}
 
 
 def digest(db: str) -> dict:
@@ -76,4 +107,18 @@ def main() -> list[Result]:
                       "speed-up vs Python": slow["wall_s"] / fast["wall_s"]},
             extra={"events digest equal": True}))
         print(f"{label}: events digest compiled == Python: {same}", flush=True)
+        if mb in FLOOR_MB:
+            parse = run_child("bench.bench_ir:parse_only", str(path))
+            write = run_child("bench.bench_ir:write_prebuilt", str(path),
+                              str(OUT / "ir_prebuilt.duckdb"))
+            results.append(Result(
+                "  compiled parse alone (to Arrow, no database)", label, size,
+                parse["wall_s"], parse["peak_rss_mb"], events=parse["result"],
+                baseline={"vs line scan": parse["wall_s"] / scan["wall_s"]}))
+            results.append(Result(
+                "  DuckDB side alone (prebuilt Arrow batches; RSS holds them all)", label,
+                size, write["result"]["write_s"], write["peak_rss_mb"],
+                events=write["result"]["events"],
+                baseline={"of the whole compiled ingest": write["result"]["write_s"]
+                          / fast["wall_s"]}))
     return results
