@@ -79,9 +79,11 @@ def read_chunks(
             try:
                 text = decoder.decode(data, final)
             except UnicodeDecodeError as e:
-                line = lines_before + tail.count("\n") + data[: e.start].count(b"\n") + 1
+                # e.object: the decoder's input, a character cut by the last chunk + data
+                line = lines_before + tail.count("\n") + e.object[: e.start].count(b"\n") + 1
                 raise IngestError(
-                    str(path), line, f"not UTF-8 text (byte 0x{data[e.start]:02x}): expected a text dump"
+                    str(path), line,
+                    f"not UTF-8 text (byte 0x{e.object[e.start]:02x}): expected a text dump"
                 ) from None
             if "\x00" in text:
                 line = lines_before + (tail + text)[: (tail + text).index("\x00")].count("\n") + 1
