@@ -80,9 +80,19 @@ FROM ooms WHERE timeline_id = ? ORDER BY event_index;
 -- What a snapshot screen of the terminal UI reads (store/snapshot_queries.py): range reads
 -- of the cached curve and blocks, never a recomputation.
 -- name: snap_overview
+-- allocator_peak's figures, the window's start time and the number of trace entries.
 SELECT (SELECT count(*) FROM allocator_curve WHERE timeline_id = $1) - 1 AS n_events,
-       p.event_index, p.allocated_bytes, p.reserved_bytes, p.block_bytes, p.consistent
+       p.event_index, p.allocated_bytes, p.reserved_bytes, p.block_bytes, p.consistent,
+       p.time_us, p.reserved_event_index,
+       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = $1
+          AND c.event_index = p.reserved_event_index) AS reserved_time_us,
+       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = $1
+          AND c.event_index = -1) AS start_time_us
 FROM allocator_peak p WHERE p.timeline_id = $1;
+
+-- name: snap_peaks
+-- Every snapshot timeline's allocated peak (for the chooser's peak column).
+SELECT timeline_id, event_index, allocated_bytes FROM allocator_peak ORDER BY timeline_id;
 
 -- name: snap_curve_buckets
 -- The curve squeezed into $2 columns over $3 rows (event -1 included): per column the
@@ -93,15 +103,16 @@ FROM allocator_curve WHERE timeline_id = $1 GROUP BY col ORDER BY col;
 
 -- name: snap_at
 SELECT c.event_index, c.time_us, e.action, e.size, e.address, c.allocated_bytes,
-       c.reserved_bytes, c.active_blocks, c.block_bytes
+       c.reserved_bytes, c.active_blocks, c.block_bytes, e.stream, e.device_free
 FROM allocator_curve c LEFT JOIN allocator_events e
   ON e.timeline_id = c.timeline_id AND e.event_index = c.event_index
 WHERE c.timeline_id = $1 AND c.event_index = $2;
 
 -- name: snap_sites_at
--- The blocks live after entry $2, grouped by site, largest first ($3 sites at most).
+-- The blocks live after entry $2, grouped by site, largest first ($3 sites at most);
+-- stack_id: the largest block's stack, stacks: how many distinct stacks the site has.
 SELECT site, count(*) AS blocks, sum(requested_size) AS bytes, sum(size) AS block_bytes,
-       arg_max(stack_id, size) AS stack_id
+       arg_max(stack_id, size) AS stack_id, count(DISTINCT stack_id) AS stacks
 FROM blocks_live_at($1, $2) GROUP BY site ORDER BY bytes DESC, site LIMIT $3;
 
 -- name: snap_stack
@@ -111,3 +122,10 @@ WHERE t.timeline_id = $1 AND s.stack_id = $2;
 -- name: snap_ooms
 SELECT event_index FROM allocator_events WHERE timeline_id = $1 AND action = 'oom'
 ORDER BY event_index;
+
+-- name: snap_oom_details
+-- Each OOM as the ooms view gives it (largest_free_block / request_fits: fragmentation's,
+-- for the request's stream and pool).
+SELECT event_index, time_us, requested_bytes, device_free, stream, allocated_bytes,
+       reserved_bytes, largest_free_block, request_fits
+FROM ooms WHERE timeline_id = $1 ORDER BY event_index;

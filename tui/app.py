@@ -1,7 +1,8 @@
 """The tlview app: opens the database and routes between screens.
 
 The chooser lists the timelines; a compiled timeline opens on a :class:`TimelineScreen`,
-a profiler trace on a :class:`ProfilerScreen`; screens ask for one another through
+a profiler trace on a :class:`ProfilerScreen`, a CUDA allocator snapshot on a
+:class:`SnapshotScreen`; screens ask for one another through
 messages (``OpenTimeline``, ``GoBack``) and the app alone pushes and pops them. The
 database is read through a :class:`Reader` that keeps no file open while idle, and a
 cheap poll (the file's size and time, no open) notices when an ingest has landed, so
@@ -19,6 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 from tlview.store import DatabaseLocked, SchemaError
+from tlview.store import snapshot_queries as sq
 from tlview.store import timeline_queries as q
 from tlview.store.timeline_queries import DataVersion, TimelineInfo, TimelinePeak
 
@@ -30,11 +32,13 @@ from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
+from .snapshot_screen import SnapshotScreen
 from .timeline_screen import TimelineScreen
 from .title_bar import TitleBar
 
 OPEN_ERRORS = (FileNotFoundError, DatabaseLocked, SchemaError, duckdb.Error)
 POLL_S = 1.0  # how often the file's size and time are looked at
+SNAPSHOT_FORMAT = "cuda_snapshot"
 
 
 def one_sentence(e: BaseException) -> str:
@@ -43,9 +47,13 @@ def one_sentence(e: BaseException) -> str:
 
 
 def read_timelines(db) -> tuple:
-    """Everything the chooser needs, in one read."""
-    return (q.list_timelines(db), q.timeline_peaks(db), q.has_node_times(db),
-            q.data_version(db))
+    """Everything the chooser needs, in one read (a snapshot's peak: its allocated peak,
+    at its trace entry)."""
+    timelines = q.list_timelines(db)
+    peaks = q.timeline_peaks(db)
+    if any(t.format == SNAPSHOT_FORMAT for t in timelines):
+        peaks.update(sq.snapshot_peaks(db))
+    return (timelines, peaks, q.has_node_times(db), q.data_version(db))
 
 
 class TlviewApp(App[int]):
@@ -181,7 +189,9 @@ class TlviewApp(App[int]):
         if info is None:
             self.notify(f"timeline {timeline_id} is not in the database", severity="error")
             return
-        if info.is_measured:
+        if info.format == SNAPSHOT_FORMAT:
+            self.push_screen(SnapshotScreen(self.reader, info, self.glyphs, event_index=step))
+        elif info.is_measured:
             self.push_screen(ProfilerScreen(self.reader, info, self.glyphs, seq=seq,
                                             kernels=kernels, why=why))
         else:
@@ -218,6 +228,7 @@ class TlviewApp(App[int]):
         screen = self.screen
         title = {"ChooserScreen": "the timelines", "TimelineScreen": "a compiled timeline",
                  "ProfilerScreen": "a profiler trace",
+                 "SnapshotScreen": "a CUDA allocator snapshot",
                  "HoldersScreen": "who holds the memory",
                  "RanksScreen": "the collectives across ranks",
                  "CompareScreen": "two timelines compared"}.get(type(screen).__name__, "")
