@@ -15,8 +15,13 @@
   until its launch and the memory there are shown; by column on the whole trace, by
   column zoomed in 1024x, and by kernel (``n``). Beside it the floor: the same window
   reads from the store without the UI.
+- snapshot: the 1 GB CUDA allocator snapshot of bench_snapshot (its compiled-step trace
+  replicated): the snapshot screen's first draw (peaks, curve, live blocks by site at the
+  peak; goal < 1 s) and per scrub key (median of 50): one entry (right) and one curve
+  column (PgDn), from the key to the entry and its sites shown (goal < 30 ms); beside
+  them the floor: the cursor's reads from the store without the UI.
 
-    .venv/bin/python -m bench.bench_tui [--steps N] [--only steps,chooser,profiler]
+    .venv/bin/python -m bench.bench_tui [--steps N] [--only steps,chooser,profiler,snapshot]
 
 Databases are built once under bench/out/ through the store's writer (about 3 minutes
 for 1M steps, 2 for the chooser's, 1 for the 1 GB trace).
@@ -291,11 +296,54 @@ def profiler_table(mb: float = 1000) -> list[Result]:
     ]
 
 
+def snapshot_db(mb: float = 1000) -> Path:
+    """The scaled snapshot ingested (under the harness's folder: a temporary one)."""
+    from bench.bench_snapshot import scaled_snapshot
+    from bench.harness import OUT as TMP
+    from bench.harness import ingest_file
+
+    tag = hashlib.sha256(schema_sql().encode()).hexdigest()[:8]
+    db = TMP / f"snapshot_tui_{mb:g}MB_{tag}.duckdb"
+    if not db.exists():
+        TMP.mkdir(parents=True, exist_ok=True)
+        tmp = db.with_suffix(".building")
+        tmp.unlink(missing_ok=True)
+        ingest_file(str(scaled_snapshot(mb)), str(tmp), "cuda_snapshot")
+        tmp.rename(db)
+    return db
+
+
+def snapshot_table(mb: float = 1000) -> list[Result]:
+    t = time.perf_counter()
+    db = snapshot_db(mb)
+    print(f"database: {db} ({db.stat().st_size / 1e6:,.0f} MB, the {mb:g} MB snapshot; "
+          f"built/reused in {time.perf_counter() - t:.1f} s)")
+    floor = run_child("bench.tui_measures:snapshot_floor", str(db))["result"]
+    r = run_child("bench.tui_measures:snapshot", str(db))
+    res = r["result"]
+    print(f"snapshot screen, {mb:g} MB snapshot ({res['events']:,} trace entries, "
+          f"{res['blocks_at_peak']:,} blocks live at the peak in {res['sites_at_peak']} sites): "
+          f"first draw {res['first_draw_s']:.2f} s (goal < 1 s); RSS {r['peak_rss_mb']:,.0f} MB")
+    print(f"scrub step (median of 50): one entry {res['scrub_entry_ms']:.1f} ms, one column "
+          f"({res['entries_per_column']:,} entries) {res['scrub_column_ms']:.1f} ms (goal < 30 ms); "
+          f"store floor per cursor position {floor['cursor_read_ms']:.1f} ms; overview "
+          f"{floor['overview_ms']:.1f} ms, curve {floor['curve_ms']:.1f} ms")
+    size = db.stat().st_size
+    inp = f"snapshot {mb:g} MB"
+    return [
+        Result("tui snapshot first draw", inp, size, res["first_draw_s"], r["peak_rss_mb"]),
+        Result("tui snapshot scrub step, one entry (median)", inp, size,
+               res["scrub_entry_ms"] / 1000, r["peak_rss_mb"],
+               baseline={"vs store reads alone": res["scrub_entry_ms"]
+                         / floor["cursor_read_ms"]}),
+    ]
+
+
 def main(argv: list[str] | None = None) -> list[Result]:
     """Print the TUI tables; return the figures for ``python -m bench``'s common table."""
     ap = argparse.ArgumentParser(prog="python -m bench.bench_tui")
     ap.add_argument("--steps", type=int, default=1_000_000)
-    ap.add_argument("--only", default="steps,chooser,profiler")
+    ap.add_argument("--only", default="steps,chooser,profiler,snapshot")
     args = ap.parse_args(argv or [])
     OUT.mkdir(parents=True, exist_ok=True)
     out: list[Result] = []
@@ -304,6 +352,8 @@ def main(argv: list[str] | None = None) -> list[Result]:
         out += chooser_table()
     if "profiler" in chosen:
         out += profiler_table()
+    if "snapshot" in chosen:
+        out += snapshot_table()
     if "steps" in chosen:
         out += steps_table(args.steps)
     return out

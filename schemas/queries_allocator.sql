@@ -79,20 +79,35 @@ FROM ooms WHERE timeline_id = ? ORDER BY event_index;
 
 -- What a snapshot screen of the terminal UI reads (store/snapshot_queries.py): range reads
 -- of the cached curve and blocks, never a recomputation.
--- name: snap_overview
--- allocator_peak's figures, the window's start time and the number of trace entries.
-SELECT (SELECT count(*) FROM allocator_curve WHERE timeline_id = $1) - 1 AS n_events,
-       p.event_index, p.allocated_bytes, p.reserved_bytes, p.block_bytes, p.consistent,
-       p.time_us, p.reserved_event_index,
-       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = $1
-          AND c.event_index = p.reserved_event_index) AS reserved_time_us,
-       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = $1
-          AND c.event_index = -1) AS start_time_us
-FROM allocator_peak p WHERE p.timeline_id = $1;
+-- allocator_peak's figures for one timeline, read as it defines them (the first entry
+-- reaching the largest allocated bytes; the largest reserved and the first entry reaching
+-- it) by plain scans of the cached curve with the maxima as parameters
+-- (store/snapshot_queries.py): allocator_peak's arg_min over (bytes, index) pairs takes
+-- seconds on millions of entries, and a correlated form is planned as a join over the
+-- whole curve; these take a few tenths of one.
+-- name: snap_curve_max
+SELECT count(*) - 1 AS n_events, max(allocated_bytes), max(reserved_bytes), max(block_bytes)
+FROM allocator_curve WHERE timeline_id = $1;
 
--- name: snap_peaks
--- Every snapshot timeline's allocated peak (for the chooser's peak column).
-SELECT timeline_id, event_index, allocated_bytes FROM allocator_peak ORDER BY timeline_id;
+-- name: snap_first_reaching
+SELECT min(event_index) FILTER (WHERE allocated_bytes >= $2),
+       min(event_index) FILTER (WHERE reserved_bytes >= $3)
+FROM allocator_curve WHERE timeline_id = $1;
+
+-- name: snap_times
+SELECT event_index, time_us FROM allocator_curve
+WHERE timeline_id = $1 AND event_index IN ($2, $3, -1);
+
+-- name: snap_consistent
+-- As allocator_peak.consistent: false (or NULL) when the ingest's note says the trace
+-- does not match its allocations.
+SELECT bool_and(COALESCE(TRY_CAST(json_extract(n.attrs, '$.consistent') AS BOOLEAN), true))
+FROM timeline_notes n WHERE n.timeline_id = $1;
+
+-- name: snap_peak_maxima
+-- Every snapshot timeline's largest allocated bytes (the chooser's peak column).
+SELECT timeline_id, max(allocated_bytes) FROM allocator_curve GROUP BY timeline_id
+ORDER BY timeline_id;
 
 -- name: snap_curve_buckets
 -- The curve squeezed into $2 columns over $3 rows (event -1 included): per column the

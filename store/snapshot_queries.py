@@ -75,19 +75,27 @@ class OomDetail:
 
 
 def overview(db: Database, tid: int) -> SnapshotOverview | None:
-    rows = db.query("snap_overview", tid)
-    if not rows:
+    """``allocator_peak``'s figures (read by plain scans: see ``snap_curve_max``), the
+    number of entries, the OOMs."""
+    n, alloc, res, blocks = db.query("snap_curve_max", tid)[0]
+    if n < 0 or alloc is None:
         return None
-    n, idx, alloc, res, blocks, consistent, t, r_idx, r_t, t0 = rows[0]
+    idx, r_idx = db.query("snap_first_reaching", tid, alloc, res)[0]
+    times = dict(db.query("snap_times", tid, idx, r_idx))
+    consistent = db.scalar("snap_consistent", tid)
     ooms = tuple(r[0] for r in db.query("snap_ooms", tid))
     return SnapshotOverview(tid, n, idx, alloc, res, blocks, bool(consistent), ooms,
-                            t, r_idx, r_t, t0)
+                            times.get(idx), r_idx, times.get(r_idx), times.get(-1))
 
 
 def snapshot_peaks(db: Database) -> dict[int, TimelinePeak]:
     """Every snapshot timeline's allocated peak, as the chooser shows peaks (its event)."""
-    return {tid: TimelinePeak(tid, idx, b) for tid, idx, b in db.query("snap_peaks")
-            if b is not None}
+    out = {}
+    for tid, alloc in db.query("snap_peak_maxima"):
+        if alloc is not None:
+            idx = db.query("snap_first_reaching", tid, alloc, None)[0][0]
+            out[tid] = TimelinePeak(tid, idx, alloc)
+    return out
 
 
 def curve(db: Database, tid: int, columns: int, n_events: int) -> SnapshotCurve:

@@ -17,11 +17,13 @@ import pytest
 from conftest import FIXTURES, ingest_into
 from reference_snapshot import live_at, load, replay
 from tlview.fmt import exact_bytes
+from tlview.store.snapshot_queries import SiteRow
+from tlview.tui.allocator_curve import column_of, event_at
 from tlview.tui.app import TlviewApp
 from tlview.tui.chooser import ChooserScreen
 from tlview.tui.help import HelpScreen
 from tlview.tui.row_list import RowList
-from tlview.tui.site_rows import frame_label
+from tlview.tui.site_rows import frame_label, site_rows
 from tlview.tui.snapshot_screen import SnapshotScreen, next_oom
 from tui_helpers import asynctest, press, settle
 from tui_text import screen_text
@@ -67,7 +69,8 @@ def view(db: str, sql: str, *params):
 
 def peak_row(db: str, tid: int) -> tuple:
     ((row),) = view(db, "SELECT event_index, allocated_bytes, reserved_bytes, "
-                        "reserved_event_index FROM allocator_peak WHERE timeline_id = ?", tid)
+                        "reserved_event_index, time_us, block_bytes, consistent "
+                        "FROM allocator_peak WHERE timeline_id = ?", tid)
     return row
 
 
@@ -97,15 +100,17 @@ class TestHeaderAndScrub:
     @asynctest
     async def test_header_peaks_equal_allocator_peak(self, snap_db, name):
         db, tids = snap_db
-        event, allocated, reserved, r_event = peak_row(db, tids[name])
+        event, allocated, reserved, r_event, time_us, blocks, consistent = peak_row(
+            db, tids[name])
         ref = replay(load(SNAP / name))
         assert (allocated, reserved) == (ref["peak"], ref["reserved_peak"])
         app = TlviewApp(db)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await open_snapshot(pilot, tids[name])
             o = screen.overview
-            assert (o.peak_event, o.peak_allocated, o.peak_reserved, o.reserved_event) == (
-                event, allocated, reserved, r_event)
+            assert (o.peak_event, o.peak_allocated, o.peak_reserved, o.reserved_event,
+                    o.peak_time_us, o.peak_blocks, o.consistent) == (
+                event, allocated, reserved, r_event, time_us, blocks, consistent)
             text = screen_text(app)
             assert f"peak allocated {exact_bytes(allocated)} at event {event}" in text
             assert f"peak reserved  {exact_bytes(reserved)}" in text
@@ -331,3 +336,35 @@ class TestSnapshotScreenSnapshots:
     def test_ascii_80x24(self, snap_compare, frag_only):
         assert snap_compare(TlviewApp(frag_only, ascii_only=True), terminal_size=(80, 24),
                             run_before=keys("p"))
+
+
+@pytest.mark.parametrize("n_events,width", [(60, 70), (436, 70), (9_700_000, 150), (0, 70)])
+def test_curve_columns_and_clicks_agree(n_events, width):
+    """A click on a column moves the cursor to an entry drawn in that column; entries
+    are drawn left to right, the start in the first column, the last in the last."""
+    buckets = max(1, min(width, n_events + 1))
+    assert column_of(-1, n_events, buckets, width) == 0
+    if n_events:
+        assert width - width // buckets - 1 <= column_of(n_events - 1, n_events, buckets,
+                                                         width) <= width - 1
+    last = -1
+    for x in range(width):
+        e = event_at(x, n_events, buckets, width)
+        assert -1 <= e <= max(-1, n_events - 1)
+        assert e >= last
+        last = e
+        if n_events:
+            assert column_of(e, n_events, buckets, width) <= x
+
+
+def test_site_rows_expand_and_rest():
+    sites = (SiteRow("/a/x.py:3:f", 2, 300, 1024, 7, 2), SiteRow("<no frames>", 1, 100, 512, None, 0))
+    rows, lines = site_rows(sites, 500, {7: ("/t/torch/a.py:1:g", "/a/x.py:3:f")},
+                            frozenset({"/a/x.py:3:f"}), rest=(3, 100))
+    assert [r[4] for r in rows] == [
+        "- x.py:3 f", "    the largest block's stack (of 2 at this site):", "    a.py:1 g",
+        "    x.py:3 f", "  <no frames>", "  (the other sites)"]
+    assert [r[3] for r in rows] == ["60.0%", "", "#0", "#1", "20.0%", "20.0%"]
+    assert [(ln.site, ln.frame) for ln in lines] == [(0, None), (0, -1), (0, 0), (0, 1),
+                                                     (1, None), (-1, None)]
+    assert frame_label("??:0:at::empty(c10::ArrayRef<long>)") == "??:0 at::empty(c10::ArrayRef<long>)"
