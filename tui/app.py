@@ -47,13 +47,10 @@ def one_sentence(e: BaseException) -> str:
 
 
 def read_timelines(db) -> tuple:
-    """Everything the chooser needs, in one read (a snapshot's peak: its allocated peak,
-    at its trace entry)."""
-    timelines = q.list_timelines(db)
-    peaks = q.timeline_peaks(db)
-    if any(t.format == SNAPSHOT_FORMAT for t in timelines):
-        peaks.update(sq.snapshot_peaks(db))
-    return (timelines, peaks, q.has_node_times(db), q.data_version(db))
+    """Everything the chooser needs, in one read (snapshots' peaks come after: see
+    ``load_timelines``)."""
+    return (q.list_timelines(db), q.timeline_peaks(db), q.has_node_times(db),
+            q.data_version(db))
 
 
 class TlviewApp(App[int]):
@@ -119,6 +116,12 @@ class TlviewApp(App[int]):
             return
         if got is not None:
             self.post_message(m.TimelinesLoaded(*got))
+            # A snapshot's peak is its allocated peak at its trace entry: a scan of its
+            # curve (0.5 s at 10M entries), so the chooser and the first screen do not wait.
+            if any(t.format == SNAPSHOT_FORMAT for t in got[0]):
+                peaks = self.reader.run("meta", sq.snapshot_peaks)
+                if peaks:
+                    self.post_message(m.PeaksLoaded(peaks))
 
     def poll(self) -> None:
         """Read the timelines again when the file changed on disk (an ingest wrote it)."""
@@ -171,6 +174,13 @@ class TlviewApp(App[int]):
             names = ", ".join(t.name for t in new[:3]) + (" ..." if len(new) > 3 else "")
             self.notify(f"{len(new)} new timeline{'s' if len(new) != 1 else ''}: {names} "
                         "(t lists them)", timeout=8)
+
+    @on(m.PeaksLoaded)
+    def on_peaks_loaded(self, event: m.PeaksLoaded) -> None:
+        self.peaks = {**self.peaks, **event.peaks}
+        chooser = self.chooser
+        if chooser is not None:
+            chooser.update_timelines(self.timelines, self.peaks)
 
     @property
     def chooser(self) -> ChooserScreen | None:
