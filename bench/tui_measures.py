@@ -173,7 +173,7 @@ def migrate_here(db: str) -> str:
 async def _snapshot(db: str, presses: int) -> dict:
     """The snapshot screen on a database holding one snapshot timeline: first draw (the
     header, the curve and the live blocks by site at the peak shown), then per scrub key
-    (median of ``presses``): from the key to the entry and its sites shown."""
+    (median of ``presses``): from the key to the entry shown, and to its sites shown."""
     t0 = time.perf_counter()
     from textual import events
     from tlview.tui.allocator_curve import AllocatorCurve
@@ -186,8 +186,8 @@ async def _snapshot(db: str, presses: int) -> dict:
 
         def drawn() -> bool:
             s = app.screen
-            return (isinstance(s, SnapshotScreen) and s.point is not None
-                    and s.point.event_index == s.cursor and bool(s.lines)
+            return (isinstance(s, SnapshotScreen) and s.sites_point is not None
+                    and s.sites_point.event_index == s.cursor and bool(s.lines)
                     and s.query_one(AllocatorCurve).curve is not None)
 
         while not drawn():
@@ -199,8 +199,8 @@ async def _snapshot(db: str, presses: int) -> dict:
         out["sites_at_peak"] = len(screen.sites)
         out["blocks_at_peak"] = screen.point.active_blocks
 
-        async def scrub(key: str) -> float:
-            got = []
+        async def scrub(key: str) -> tuple[float, float]:
+            got, settled = [], []
             for _ in range(presses):
                 before = screen.cursor
                 t = time.perf_counter()
@@ -209,12 +209,16 @@ async def _snapshot(db: str, presses: int) -> dict:
                         or screen.point.event_index != screen.cursor:
                     await asyncio.sleep(0.0005)
                 got.append(time.perf_counter() - t)
+                while screen.sites_point is None \
+                        or screen.sites_point.event_index != screen.cursor:
+                    await asyncio.sleep(0.0005)
+                settled.append(time.perf_counter() - t)
                 while app.workers:
                     await asyncio.sleep(0.0005)
-            return statistics.median(got) * 1000
+            return statistics.median(got) * 1000, statistics.median(settled) * 1000
 
-        out["scrub_entry_ms"] = await scrub("right")
-        out["scrub_column_ms"] = await scrub("pagedown")
+        out["scrub_entry_ms"], out["scrub_entry_sites_ms"] = await scrub("right")
+        out["scrub_column_ms"], out["scrub_column_sites_ms"] = await scrub("pagedown")
         out["entries_per_column"] = -(-(screen.overview.n_events + 1)
                                       // screen.query_one(AllocatorCurve).bar_width)
     return out
@@ -239,11 +243,14 @@ def snapshot_floor(db: str) -> dict:
         t = time.perf_counter()
         sq.curve(d, tid, 70, o.n_events)
         curve_ms = (time.perf_counter() - t) * 1000
-        got = []
+        points, sites = [], []
         for i in range(20):
             t = time.perf_counter()
             sq.point(d, tid, o.peak_event + i)
+            points.append(time.perf_counter() - t)
+            t = time.perf_counter()
             sq.sites_at(d, tid, o.peak_event + i, 500)
-            got.append(time.perf_counter() - t)
+            sites.append(time.perf_counter() - t)
     return {"overview_ms": overview_ms, "curve_ms": curve_ms,
-            "cursor_read_ms": statistics.median(got) * 1000}
+            "point_ms": statistics.median(points) * 1000,
+            "sites_ms": statistics.median(sites) * 1000}

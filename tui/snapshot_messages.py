@@ -26,14 +26,21 @@ class CurveLoaded(Message):
         self.curve = curve
 
 
-class CursorLoaded(Message):
-    """The entry at ``event_index`` and the blocks live after it, by site."""
+class PointLoaded(Message):
+    """The entry at ``event_index`` and what the allocator held after it."""
 
-    def __init__(self, event_index: int, point: SnapshotPoint | None,
-                 sites: tuple[SiteRow, ...]) -> None:
+    def __init__(self, event_index: int, point: SnapshotPoint | None) -> None:
         super().__init__()
         self.event_index = event_index
         self.point = point
+
+
+class SitesLoaded(Message):
+    """The blocks live after ``event_index``, by site (read after its point)."""
+
+    def __init__(self, event_index: int, sites: tuple[SiteRow, ...]) -> None:
+        super().__init__()
+        self.event_index = event_index
         self.sites = sites
 
 

@@ -100,6 +100,7 @@ class SnapshotScreen(Screen[None]):
         self.cursor = -1
         self.point: SnapshotPoint | None = None
         self.sites: tuple[SiteRow, ...] = ()
+        self.sites_point: SnapshotPoint | None = None  # the point the sites are of
         self.lines: list[SiteLine] = []
         self.oom_details: dict[int, OomDetail] | None = None
         self.stacks: dict[int, tuple[str, ...]] = {}
@@ -156,15 +157,17 @@ class SnapshotScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="snap-cursor", exit_on_error=False)
     def load_cursor(self, tid: int, event_index: int) -> None:
+        """The point first (the entry line is drawn at once), then its sites."""
         worker = get_current_worker()
-
-        def read(db):
-            return (sq.point(db, tid, event_index),
-                    sq.sites_at(db, tid, event_index, SITES_LIMIT))
-
-        got = self.reader.run("snap-cursor", read, cancelled=lambda: worker.is_cancelled)
-        if got is not None and not worker.is_cancelled:
-            self.post_message(m.CursorLoaded(event_index, *got))
+        point = self.reader.run("snap-cursor", sq.point, tid, event_index,
+                                cancelled=lambda: worker.is_cancelled)
+        if worker.is_cancelled:
+            return
+        self.post_message(m.PointLoaded(event_index, point))
+        sites = self.reader.run("snap-cursor", sq.sites_at, tid, event_index, SITES_LIMIT,
+                                cancelled=lambda: worker.is_cancelled)
+        if sites is not None and not worker.is_cancelled:
+            self.post_message(m.SitesLoaded(event_index, sites))
 
     @work(thread=True, exclusive=False, group="snap-stack", exit_on_error=False)
     def load_stack(self, tid: int, stack_id: int) -> None:
@@ -201,14 +204,19 @@ class SnapshotScreen(Screen[None]):
         self.oom_details = {d.event_index: d for d in event.ooms}
         self._show_event()
 
-    @on(m.CursorLoaded)
-    def on_cursor_loaded(self, event: m.CursorLoaded) -> None:
-        if event.event_index != self.cursor:
-            return
-        self.point = event.point
-        self.sites = event.sites
-        self._show_event()
-        self._show_sites()
+    @on(m.PointLoaded)
+    def on_point_loaded(self, event: m.PointLoaded) -> None:
+        if event.event_index == self.cursor:
+            self.point = event.point
+            self._show_event()
+
+    @on(m.SitesLoaded)
+    def on_sites_loaded(self, event: m.SitesLoaded) -> None:
+        if event.event_index == self.cursor and self.point is not None \
+                and self.point.event_index == event.event_index:
+            self.sites = event.sites
+            self.sites_point = self.point
+            self._show_sites()
 
     @on(m.StackLoaded)
     def on_stack_loaded(self, event: m.StackLoaded) -> None:
@@ -245,7 +253,7 @@ class SnapshotScreen(Screen[None]):
         panel.update(Text("\n").join(lines))
 
     def _show_sites(self) -> None:
-        p = self.point
+        p = self.sites_point
         if p is None:
             return
         table = self.query_one("#snap-sites", RowList)
