@@ -145,7 +145,8 @@ class TestHeaderAndScrub:
             assert [b for _, _, b in shown] == sorted((b for _, _, b in shown), reverse=True)
             text = screen_text(app)
             assert f"allocated {exact_bytes(allocated)}" in text
-            assert f"{len(blocks):,} blocks live after event {event}" in text
+            plural = "s" if len(blocks) != 1 else ""
+            assert f"{len(blocks):,} block{plural} live after event {event}" in text
 
     @asynctest
     async def test_scrub_by_entry_shows_each_entry(self, snap_db):

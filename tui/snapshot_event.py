@@ -63,6 +63,7 @@ def describe(p: SnapshotPoint, o: SnapshotOverview, oom: OomDetail | None) -> li
         asked = Text(f"CUDA free (device_free) {exact_bytes(oom.device_free)}")
         free = Text(f"largest free block {exact_bytes(oom.largest_free_block)}: {fits}")
         return [first, held, asked, free]
-    blocks = Text(f"{p.active_blocks:,} blocks, {exact_bytes(p.block_bytes)} in whole "
-                  "blocks (torch's memory_allocated())", style="dim")
+    blocks = Text(f"{p.active_blocks:,} block{'s' if p.active_blocks != 1 else ''}, "
+                  f"{exact_bytes(p.block_bytes)} in whole blocks (torch's memory_allocated())",
+                  style="dim")
     return [first, held, blocks, Text()]

@@ -274,7 +274,8 @@ class SnapshotScreen(Screen[None]):
                           and ln.text == self.sites[ln.site].site)
         table.set_rows(rows, cursor=cursor, marks=marks)
         n = sum(s.blocks for s in self.sites) + (rest[0] if rest else 0)
-        table.border_title = (f" {n:,} blocks live after {at_event(p.event_index)}, "
+        table.border_title = (f" {n:,} block{'s' if n != 1 else ''} live after "
+                              f"{at_event(p.event_index)}, "
                               f"{len(self.sites):,} site{'s' if len(self.sites) != 1 else ''} ")
         self._where()
 
