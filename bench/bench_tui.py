@@ -15,8 +15,13 @@
   until its launch and the memory there are shown; by column on the whole trace, by
   column zoomed in 1024x, and by kernel (``n``). Beside it the floor: the same window
   reads from the store without the UI.
+- snapshot: the 1 GB CUDA allocator snapshot of bench_snapshot (its compiled-step trace
+  replicated): the snapshot screen's first draw (peaks, curve, live blocks by site at the
+  peak; goal < 1 s) and per scrub key (median of 50): one entry (right) and one curve
+  column (PgDn), from the key to the entry and its sites shown (goal < 30 ms); beside
+  them the floor: the cursor's reads from the store without the UI.
 
-    .venv/bin/python -m bench.bench_tui [--steps N] [--only steps,chooser,profiler]
+    .venv/bin/python -m bench.bench_tui [--steps N] [--only steps,chooser,profiler,snapshot]
 
 Databases are built once under bench/out/ through the store's writer (about 3 minutes
 for 1M steps, 2 for the chooser's, 1 for the 1 GB trace).
@@ -291,11 +296,80 @@ def profiler_table(mb: float = 1000) -> list[Result]:
     ]
 
 
+def snapshot_db(mb: float | None = 1000) -> Path:
+    """The scaled snapshot ingested (under the harness's folder: a temporary one); None:
+    the fixture it is scaled from, as it is (630 entries)."""
+    from bench.bench_snapshot import SOURCE, scaled_snapshot
+    from bench.harness import OUT as TMP
+    from bench.harness import ingest_file
+
+    tag = hashlib.sha256(schema_sql().encode()).hexdigest()[:8]
+    db = TMP / f"snapshot_tui_{'fixture' if mb is None else f'{mb:g}MB'}_{tag}.duckdb"
+    if not db.exists():
+        TMP.mkdir(parents=True, exist_ok=True)
+        tmp = db.with_suffix(".building")
+        tmp.unlink(missing_ok=True)
+        ingest_file(str(SOURCE if mb is None else scaled_snapshot(mb)), str(tmp),
+                    "cuda_snapshot")
+        tmp.rename(db)
+    return db
+
+
+SNAPSHOT_RUNS = int(os.environ.get("TLVIEW_BENCH_TUI_SNAPSHOT_RUNS", "3"))
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """Each figure the median of the runs (peak RSS: the largest)."""
+    keys = runs[0]["result"].keys()
+    return {"result": {k: statistics.median(x["result"][k] for x in runs) for k in keys},
+            "peak_rss_mb": max(x["peak_rss_mb"] for x in runs)}
+
+
+def snapshot_table(mb: float = 1000) -> list[Result]:
+    t = time.perf_counter()
+    db = snapshot_db(mb)
+    print(f"database: {db} ({db.stat().st_size / 1e6:,.0f} MB, the {mb:g} MB snapshot; "
+          f"built/reused in {time.perf_counter() - t:.1f} s)")
+    floor = run_child("bench.tui_measures:snapshot_floor", str(db))["result"]
+    # Alternated, three of each, medians: the machine is shared and its load comes and goes.
+    smalls, bigs = [], []
+    for _ in range(SNAPSHOT_RUNS):
+        smalls.append(run_child("bench.tui_measures:snapshot", str(snapshot_db(None))))
+        bigs.append(run_child("bench.tui_measures:snapshot", str(db)))
+    small, r = _median_run(smalls), _median_run(bigs)
+    res = r["result"]
+    print(f"snapshot screen, {mb:g} MB snapshot ({res['events']:,.0f} trace entries, "
+          f"{res['blocks_at_peak']:,.0f} blocks live at the peak in {res['sites_at_peak']:.0f} sites): "
+          f"first draw {res['first_draw_s']:.2f} s (goal < 1 s); RSS {r['peak_rss_mb']:,.0f} MB. "
+          f"The fixture it is scaled from ({small['result']['events']:,.0f} entries), the same "
+          f"run: first draw {small['result']['first_draw_s']:.2f} s, RSS "
+          f"{small['peak_rss_mb']:,.0f} MB (the import of the UI and the app's start)")
+    print(f"scrub step (median of 50, median of {SNAPSHOT_RUNS} runs), entry shown / its "
+          f"sites shown: one entry {res['scrub_entry_ms']:.1f} / "
+          f"{res['scrub_entry_sites_ms']:.1f} ms, one column ({res['entries_per_column']:,.0f} "
+          f"entries) {res['scrub_column_ms']:.1f} / {res['scrub_column_sites_ms']:.1f} ms "
+          f"(goal < 30 ms); the 630-entry fixture: {small['result']['scrub_entry_ms']:.1f} / "
+          f"{small['result']['scrub_entry_sites_ms']:.1f} ms. Store floor (one process, no UI): "
+          f"point {floor['point_ms']:.1f} ms, sites {floor['sites_ms']:.1f} ms; overview "
+          f"{floor['overview_ms']:.1f} ms, curve {floor['curve_ms']:.1f} ms")
+    size = db.stat().st_size
+    inp = f"snapshot {mb:g} MB"
+    return [
+        Result("tui snapshot first draw", inp, size, res["first_draw_s"], r["peak_rss_mb"],
+               baseline={"vs the 630-entry fixture": res["first_draw_s"]
+                         / small["result"]["first_draw_s"]}),
+        Result("tui snapshot scrub step, one entry, sites shown (median)", inp, size,
+               res["scrub_entry_sites_ms"] / 1000, r["peak_rss_mb"],
+               baseline={"vs store reads alone": res["scrub_entry_sites_ms"]
+                         / (floor["point_ms"] + floor["sites_ms"])}),
+    ]
+
+
 def main(argv: list[str] | None = None) -> list[Result]:
     """Print the TUI tables; return the figures for ``python -m bench``'s common table."""
     ap = argparse.ArgumentParser(prog="python -m bench.bench_tui")
     ap.add_argument("--steps", type=int, default=1_000_000)
-    ap.add_argument("--only", default="steps,chooser,profiler")
+    ap.add_argument("--only", default="steps,chooser,profiler,snapshot")
     args = ap.parse_args(argv or [])
     OUT.mkdir(parents=True, exist_ok=True)
     out: list[Result] = []
@@ -304,6 +378,8 @@ def main(argv: list[str] | None = None) -> list[Result]:
         out += chooser_table()
     if "profiler" in chosen:
         out += profiler_table()
+    if "snapshot" in chosen:
+        out += snapshot_table()
     if "steps" in chosen:
         out += steps_table(args.steps)
     return out

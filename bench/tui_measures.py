@@ -168,3 +168,89 @@ def migrate_here(db: str) -> str:
 
     open_database(db).close()
     return db
+
+
+async def _snapshot(db: str, presses: int) -> dict:
+    """The snapshot screen on a database holding one snapshot timeline: first draw (the
+    header, the curve and the live blocks by site at the peak shown), then per scrub key
+    (median of ``presses``): from the key to the entry shown, and to its sites shown."""
+    t0 = time.perf_counter()
+    from textual import events
+    from tlview.tui.allocator_curve import AllocatorCurve
+    from tlview.tui.app import TlviewApp
+    from tlview.tui.snapshot_screen import SnapshotScreen
+
+    app = TlviewApp(db)
+    out: dict = {}
+    async with app.run_test(size=(80, 24)) as pilot:
+
+        def drawn() -> bool:
+            s = app.screen
+            return (isinstance(s, SnapshotScreen) and s.sites_point is not None
+                    and s.sites_point.event_index == s.cursor and bool(s.lines)
+                    and s.query_one(AllocatorCurve).curve is not None)
+
+        while not drawn():
+            await pilot.pause(0.002)
+        out["first_draw_s"] = time.perf_counter() - t0
+        screen = app.screen
+        assert isinstance(screen, SnapshotScreen) and screen.overview is not None
+        out["events"] = screen.overview.n_events
+        out["sites_at_peak"] = len(screen.sites)
+        out["blocks_at_peak"] = screen.point.active_blocks
+
+        async def scrub(key: str) -> tuple[float, float]:
+            got, settled = [], []
+            for _ in range(presses):
+                before = screen.cursor
+                t = time.perf_counter()
+                app.post_message(events.Key(key, None))
+                while screen.cursor == before or screen.point is None \
+                        or screen.point.event_index != screen.cursor:
+                    await asyncio.sleep(0.0005)
+                got.append(time.perf_counter() - t)
+                while screen.sites_point is None \
+                        or screen.sites_point.event_index != screen.cursor:
+                    await asyncio.sleep(0.0005)
+                settled.append(time.perf_counter() - t)
+                while app.workers:
+                    await asyncio.sleep(0.0005)
+            return statistics.median(got) * 1000, statistics.median(settled) * 1000
+
+        out["scrub_entry_ms"], out["scrub_entry_sites_ms"] = await scrub("right")
+        out["scrub_column_ms"], out["scrub_column_sites_ms"] = await scrub("pagedown")
+        out["entries_per_column"] = -(-(screen.overview.n_events + 1)
+                                      // screen.query_one(AllocatorCurve).bar_width)
+    return out
+
+
+def snapshot(db: str, presses: str = "50") -> dict:
+    return asyncio.run(_snapshot(db, int(presses)))
+
+
+def snapshot_floor(db: str) -> dict:
+    """The floor: what one cursor position reads (the point and the sites), straight
+    from the store without the UI, at the peak and beside it, median of 20."""
+    from tlview.store import open_database
+    from tlview.store import snapshot_queries as sq
+
+    with open_database(db, read_only=True) as d:
+        (tid,) = d.sql("SELECT timeline_id FROM timelines LIMIT 1").fetchone()
+        t = time.perf_counter()
+        o = sq.overview(d, tid)
+        overview_ms = (time.perf_counter() - t) * 1000
+        assert o is not None
+        t = time.perf_counter()
+        sq.curve(d, tid, 70, o.n_events)
+        curve_ms = (time.perf_counter() - t) * 1000
+        points, sites = [], []
+        for i in range(20):
+            t = time.perf_counter()
+            sq.point(d, tid, o.peak_event + i)
+            points.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            sq.sites_at(d, tid, o.peak_event + i, 500)
+            sites.append(time.perf_counter() - t)
+    return {"overview_ms": overview_ms, "curve_ms": curve_ms,
+            "point_ms": statistics.median(points) * 1000,
+            "sites_ms": statistics.median(sites) * 1000}

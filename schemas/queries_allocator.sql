@@ -79,10 +79,35 @@ FROM ooms WHERE timeline_id = ? ORDER BY event_index;
 
 -- What a snapshot screen of the terminal UI reads (store/snapshot_queries.py): range reads
 -- of the cached curve and blocks, never a recomputation.
--- name: snap_overview
-SELECT (SELECT count(*) FROM allocator_curve WHERE timeline_id = $1) - 1 AS n_events,
-       p.event_index, p.allocated_bytes, p.reserved_bytes, p.block_bytes, p.consistent
-FROM allocator_peak p WHERE p.timeline_id = $1;
+-- allocator_peak's figures for one timeline, read as it defines them (the first entry
+-- reaching the largest allocated bytes; the largest reserved and the first entry reaching
+-- it) by plain scans of the cached curve with the maxima as parameters
+-- (store/snapshot_queries.py): allocator_peak's arg_min over (bytes, index) pairs takes
+-- seconds on millions of entries, and a correlated form is planned as a join over the
+-- whole curve; these take a few tenths of one.
+-- name: snap_curve_max
+SELECT count(*) - 1 AS n_events, max(allocated_bytes), max(reserved_bytes), max(block_bytes)
+FROM allocator_curve WHERE timeline_id = $1;
+
+-- name: snap_first_reaching
+SELECT min(event_index) FILTER (WHERE allocated_bytes >= $2),
+       min(event_index) FILTER (WHERE reserved_bytes >= $3)
+FROM allocator_curve WHERE timeline_id = $1;
+
+-- name: snap_times
+SELECT event_index, time_us FROM allocator_curve
+WHERE timeline_id = $1 AND event_index IN ($2, $3, -1);
+
+-- name: snap_consistent
+-- As allocator_peak.consistent: false (or NULL) when the ingest's note says the trace
+-- does not match its allocations.
+SELECT bool_and(COALESCE(TRY_CAST(json_extract(n.attrs, '$.consistent') AS BOOLEAN), true))
+FROM timeline_notes n WHERE n.timeline_id = $1;
+
+-- name: snap_peak_maxima
+-- Every snapshot timeline's largest allocated bytes (the chooser's peak column).
+SELECT timeline_id, max(allocated_bytes) FROM allocator_curve GROUP BY timeline_id
+ORDER BY timeline_id;
 
 -- name: snap_curve_buckets
 -- The curve squeezed into $2 columns over $3 rows (event -1 included): per column the
@@ -93,15 +118,16 @@ FROM allocator_curve WHERE timeline_id = $1 GROUP BY col ORDER BY col;
 
 -- name: snap_at
 SELECT c.event_index, c.time_us, e.action, e.size, e.address, c.allocated_bytes,
-       c.reserved_bytes, c.active_blocks, c.block_bytes
+       c.reserved_bytes, c.active_blocks, c.block_bytes, e.stream, e.device_free
 FROM allocator_curve c LEFT JOIN allocator_events e
   ON e.timeline_id = c.timeline_id AND e.event_index = c.event_index
 WHERE c.timeline_id = $1 AND c.event_index = $2;
 
 -- name: snap_sites_at
--- The blocks live after entry $2, grouped by site, largest first ($3 sites at most).
+-- The blocks live after entry $2, grouped by site, largest first ($3 sites at most);
+-- stack_id: the largest block's stack, stacks: how many distinct stacks the site has.
 SELECT site, count(*) AS blocks, sum(requested_size) AS bytes, sum(size) AS block_bytes,
-       arg_max(stack_id, size) AS stack_id
+       arg_max(stack_id, size) AS stack_id, count(DISTINCT stack_id) AS stacks
 FROM blocks_live_at($1, $2) GROUP BY site ORDER BY bytes DESC, site LIMIT $3;
 
 -- name: snap_stack
@@ -111,3 +137,10 @@ WHERE t.timeline_id = $1 AND s.stack_id = $2;
 -- name: snap_ooms
 SELECT event_index FROM allocator_events WHERE timeline_id = $1 AND action = 'oom'
 ORDER BY event_index;
+
+-- name: snap_oom_details
+-- Each OOM as the ooms view gives it (largest_free_block / request_fits: fragmentation's,
+-- for the request's stream and pool).
+SELECT event_index, time_us, requested_bytes, device_free, stream, allocated_bytes,
+       reserved_bytes, largest_free_block, request_fits
+FROM ooms WHERE timeline_id = $1 ORDER BY event_index;

@@ -1,7 +1,8 @@
 """The tlview app: opens the database and routes between screens.
 
 The chooser lists the timelines; a compiled timeline opens on a :class:`TimelineScreen`,
-a profiler trace on a :class:`ProfilerScreen`; screens ask for one another through
+a profiler trace on a :class:`ProfilerScreen`, a CUDA allocator snapshot on a
+:class:`SnapshotScreen`; screens ask for one another through
 messages (``OpenTimeline``, ``GoBack``) and the app alone pushes and pops them. The
 database is read through a :class:`Reader` that keeps no file open while idle, and a
 cheap poll (the file's size and time, no open) notices when an ingest has landed, so
@@ -19,6 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 from tlview.store import DatabaseLocked, SchemaError
+from tlview.store import snapshot_queries as sq
 from tlview.store import timeline_queries as q
 from tlview.store.timeline_queries import DataVersion, TimelineInfo, TimelinePeak
 
@@ -30,11 +32,13 @@ from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
+from .snapshot_screen import SnapshotScreen
 from .timeline_screen import TimelineScreen
 from .title_bar import TitleBar
 
 OPEN_ERRORS = (FileNotFoundError, DatabaseLocked, SchemaError, duckdb.Error)
 POLL_S = 1.0  # how often the file's size and time are looked at
+SNAPSHOT_FORMAT = "cuda_snapshot"
 
 
 def one_sentence(e: BaseException) -> str:
@@ -43,7 +47,8 @@ def one_sentence(e: BaseException) -> str:
 
 
 def read_timelines(db) -> tuple:
-    """Everything the chooser needs, in one read."""
+    """Everything the chooser needs, in one read (snapshots' peaks come after: see
+    ``load_timelines``)."""
     return (q.list_timelines(db), q.timeline_peaks(db), q.has_node_times(db),
             q.data_version(db))
 
@@ -111,6 +116,12 @@ class TlviewApp(App[int]):
             return
         if got is not None:
             self.post_message(m.TimelinesLoaded(*got))
+            # A snapshot's peak is its allocated peak at its trace entry: a scan of its
+            # curve (0.5 s at 10M entries), so the chooser and the first screen do not wait.
+            if any(t.format == SNAPSHOT_FORMAT for t in got[0]):
+                peaks = self.reader.run("meta", sq.snapshot_peaks)
+                if peaks:
+                    self.post_message(m.PeaksLoaded(peaks))
 
     def poll(self) -> None:
         """Read the timelines again when the file changed on disk (an ingest wrote it)."""
@@ -164,6 +175,13 @@ class TlviewApp(App[int]):
             self.notify(f"{len(new)} new timeline{'s' if len(new) != 1 else ''}: {names} "
                         "(t lists them)", timeout=8)
 
+    @on(m.PeaksLoaded)
+    def on_peaks_loaded(self, event: m.PeaksLoaded) -> None:
+        self.peaks = {**self.peaks, **event.peaks}
+        chooser = self.chooser
+        if chooser is not None:
+            chooser.update_timelines(self.timelines, self.peaks)
+
     @property
     def chooser(self) -> ChooserScreen | None:
         return next((s for s in self.screen_stack if isinstance(s, ChooserScreen)), None)
@@ -181,7 +199,9 @@ class TlviewApp(App[int]):
         if info is None:
             self.notify(f"timeline {timeline_id} is not in the database", severity="error")
             return
-        if info.is_measured:
+        if info.format == SNAPSHOT_FORMAT:
+            self.push_screen(SnapshotScreen(self.reader, info, self.glyphs, event_index=step))
+        elif info.is_measured:
             self.push_screen(ProfilerScreen(self.reader, info, self.glyphs, seq=seq,
                                             kernels=kernels, why=why))
         else:
@@ -218,6 +238,7 @@ class TlviewApp(App[int]):
         screen = self.screen
         title = {"ChooserScreen": "the timelines", "TimelineScreen": "a compiled timeline",
                  "ProfilerScreen": "a profiler trace",
+                 "SnapshotScreen": "a CUDA allocator snapshot",
                  "HoldersScreen": "who holds the memory",
                  "RanksScreen": "the collectives across ranks",
                  "CompareScreen": "two timelines compared"}.get(type(screen).__name__, "")

@@ -32,6 +32,14 @@ class TimelinesLoaded(Message):
         self.version = version
 
 
+class PeaksLoaded(Message):
+    """More peaks, read after the timelines (CUDA allocator snapshots' allocated peaks)."""
+
+    def __init__(self, peaks: dict[int, TimelinePeak]) -> None:
+        super().__init__()
+        self.peaks = peaks
+
+
 class OpenTimeline(Message):
     """Show a timeline: a compiled one at ``step``, a measured one at the kernel ``seq``
     (``kernels``: the attached kernels of a node, to step through; ``why``: said on arrival)."""
