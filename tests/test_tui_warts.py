@@ -174,12 +174,12 @@ class TestEarlyKeys:
 
         def held(lane, fn, *args, **kw):  # memory reads wait until the key was pressed
             if lane == "memory":
-                gate.wait(10)
+                gate.wait(60)
             return run(lane, fn, *args, **kw)
 
         app.reader.run = held  # type: ignore[method-assign]
         async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+            await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen), timeout=60)
             await pilot.press("p")
             assert app.screen.step == 0 and app.screen.peak is None
             gate.set()
