@@ -22,8 +22,8 @@ namespace tlv {
 namespace {
 
 constexpr size_t kMaxValue = size_t(256) << 20;  // one entry larger than this is refused
-constexpr size_t kBatchRows = 65536;
-constexpr size_t kBatchText = size_t(48) << 20;
+constexpr size_t kBatchRows = 16384;
+constexpr size_t kBatchText = size_t(16) << 20;
 constexpr double kExactFloatUs = 8796093022208.0;  // 2**43
 
 // A counter that keeps first-seen order (Python's Counter/dict order).
