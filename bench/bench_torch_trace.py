@@ -8,8 +8,10 @@ every md5 still holds) until the size is reached. Rank fields are dropped so tha
 log is one process's.
 
 Measured in the same run: a bare Python line scan of the file (the floor of a Python
-parser), tlview's parse alone (records counted, no database), and the whole ingest.
-Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 100).
+parser), tlview's parse alone (records counted, no database) and the whole ingest, each
+with the compiled core and with the pure-Python parsers (``TLVIEW_NATIVE=0``, the previous
+release's path), and the digests of the rows both wrote (equal).
+Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 10,50,100).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import json
 import os
 from pathlib import Path
 
+from .bench_wrapper import compare_modes
 from .harness import OUT, Result, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "torch_trace"
 OUT_DIR = ROOT / "bench" / "out"
-SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_TORCH_TRACE_MB", "100").split(",")]
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_TORCH_TRACE_MB", "10,50,100").split(",")]
 SOURCES = ["cpu_step/trace.log.gz", "gpu_step/trace.log.gz",
            "two_ranks/dedicated_log_torch_trace_rank_0.log.gz",
            "two_ranks/dedicated_log_torch_trace_rank_1.log.gz"]
@@ -81,14 +84,7 @@ def main() -> list[Result]:
         size = path.stat().st_size
         label = f"TORCH_TRACE {mb:g} MB"
         scan = run_child("bench.harness:line_scan", str(path))
-        parse = run_child("bench.bench_torch_trace:parse_only", str(path))
-        ing = run_child("bench.harness:ingest_file", str(path), str(OUT / "trace.duckdb"))
         results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
                               scan["peak_rss_mb"]))
-        results.append(Result("tlview parse torch_trace", label, size, parse["wall_s"],
-                              parse["peak_rss_mb"], events=parse["result"],
-                              baseline={"vs line scan": parse["wall_s"] / scan["wall_s"]}))
-        results.append(Result("tlview ingest torch_trace", label, size, ing["wall_s"],
-                              ing["peak_rss_mb"], events=ing["result"],
-                              baseline={"vs line scan": ing["wall_s"] / scan["wall_s"]}))
+        results.extend(compare_modes(path, label, "torch_trace", scan))
     return results

@@ -6,14 +6,21 @@ Inputs (under bench/out/, made here from the committed fixtures, never random te
   a new compile: ``['12_forward']``, ``Forward graph 12``) until 50 MB;
 * ``torch_short_50MB.log``: the same with the ``TORCH_LOGS_FORMAT=short`` logs and seed 004.
 
-Baseline in the same run: a bare Python line scan of the same file.
-Size override: TLVIEW_BENCH_WRAPPER_MB (default 50).
+Measured in the same run, each in its own process: a bare Python line scan of the same
+file; tlview's parse alone and its whole ingest, with the compiled core and with the
+pure-Python parsers (``TLVIEW_NATIVE=0``: the previous release's path); and the digest of
+every events row written by both, which must be equal.
+Size override: TLVIEW_BENCH_WRAPPER_MB (comma list, default 10,50,100).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import resource
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from .harness import OUT, Result, run_child
@@ -53,6 +60,95 @@ def scaled_log(dress: str, target_mb: float) -> Path:
     return out
 
 
+@contextlib.contextmanager
+def native_mode(on: bool) -> Iterator[None]:
+    """Children started inside run with the compiled core (on) or the Python parsers."""
+    before = os.environ.get("TLVIEW_NATIVE")
+    os.environ["TLVIEW_NATIVE"] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TLVIEW_NATIVE"]
+        else:
+            os.environ["TLVIEW_NATIVE"] = before
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def parse_only(path: str) -> dict:
+    """tlview's parser alone (the file's format): every record made, none written; the
+    record count and the process CPU seconds it took."""
+    from tlview.ingest import records_for
+
+    c = _cpu()
+    n = sum(1 for _ in records_for(path))
+    return {"n": n, "cpu_s": _cpu() - c}
+
+
+def ingest_cpu(path: str, db: str) -> dict:
+    """The whole ingest (bench.harness.ingest_file); events and process CPU seconds (the
+    parse thread and DuckDB's together)."""
+    from .harness import ingest_file
+
+    c = _cpu()
+    n = ingest_file(path, db)
+    return {"n": n, "cpu_s": _cpu() - c}
+
+
+def digest(db: str) -> dict:
+    """The events/timelines digest of the one source in ``db`` (store.digest)."""
+    from tlview.store import open_database
+    from tlview.store.digest import source_digest
+
+    with open_database(db) as d:
+        return source_digest(d, 1)
+
+
+def compare_modes(path: Path, label: str, name: str, scan: dict) -> list[Result]:
+    """Parse alone and whole ingest, compiled core vs Python parsers, with the digests."""
+    size = path.stat().st_size
+    runs = {}
+    for on in (True, False):
+        db = OUT / f"modes_{'c' if on else 'py'}.duckdb"
+        with native_mode(on):
+            parse = run_child("bench.bench_wrapper:parse_only", str(path))
+            ing = run_child("bench.bench_wrapper:ingest_cpu", str(path), str(db))
+        # The digest in a child of its own: the parent's RSS would pass to later children.
+        runs[on] = (parse, ing, run_child("bench.bench_wrapper:digest", str(db))["result"])
+    same = runs[True][2] == runs[False][2]
+    if not same:
+        raise AssertionError(f"{label}: the compiled and Python ingests wrote different rows")
+    print(f"{label}: compiled and Python ingests wrote identical rows (events digest "
+          f"{runs[True][2]['events'][:16]})", file=sys.stderr, flush=True)
+    out = []
+    for on, mode in ((False, "Python parsers (previous release)"), (True, "compiled core")):
+        parse, ing, _ = runs[on]
+        ratios = {"vs line scan": ing["wall_s"] / scan["wall_s"]}
+        if on:
+            ratios["speedup vs Python"] = runs[False][1]["wall_s"] / ing["wall_s"]
+            ratios["parse speedup"] = runs[False][0]["wall_s"] / parse["wall_s"]
+            ratios["CPU-time speedup"] = runs[False][1]["result"]["cpu_s"] / \
+                ing["result"]["cpu_s"]
+            ratios["parse CPU-time speedup"] = runs[False][0]["result"]["cpu_s"] / \
+                parse["result"]["cpu_s"]
+        out.append(Result(f"tlview parse {name}, {mode}", label, size, parse["wall_s"],
+                          parse["peak_rss_mb"], events=parse["result"]["n"],
+                          extra={"cpu_s": parse["result"]["cpu_s"]}))
+        out.append(Result(f"tlview ingest {name}, {mode}", label, size, ing["wall_s"],
+                          ing["peak_rss_mb"], events=ing["result"]["n"], baseline=ratios,
+                          extra={"cpu_s": ing["result"]["cpu_s"], "digest equal": same}))
+        for what, r in (("parse", parse), ("ingest", ing)):
+            cpu = r["result"]["cpu_s"]
+            print(f"  {label:<24} {what:<6} {mode:<34} wall {r['wall_s']:7.2f} s  "
+                  f"CPU {cpu:7.2f} s = {size / 1e6 / cpu:6.1f} MB/s of CPU  "
+                  f"peak RSS {r['peak_rss_mb']:5.0f} MB", file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> list[Result]:
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
@@ -61,11 +157,7 @@ def main() -> list[Result]:
         size = path.stat().st_size
         label = f"torch log ({dress}) {mb:g} MB"
         scan = run_child("bench.harness:line_scan", str(path))
-        ing = run_child("bench.harness:ingest_file", str(path), str(OUT / "wrapper.duckdb"))
         results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
                               scan["peak_rss_mb"]))
-        results.append(Result(
-            "tlview ingest torch_log", label, size, ing["wall_s"], ing["peak_rss_mb"],
-            events=ing["result"], baseline={"vs line scan": ing["wall_s"] / scan["wall_s"]},
-        ))
+        results.extend(compare_modes(path, label, "torch_log", scan))
     return results

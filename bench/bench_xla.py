@@ -1,18 +1,24 @@
-"""Benchmark: ingest of a >= 50 MB XLA buffer-assignment dump, against a bare line scan.
+"""Benchmark: ingest of XLA buffer-assignment dumps of 100 MB and 1 GB, compiled vs Python.
 
 The input is a real dump scaled up: the JAX RNN module (tests/fixtures/xla, split
 form, glued into the single-file form) repeated as N copies of itself inside one
 module, each copy with its own instruction names (``name_kN``), value ids,
 allocation indices and schedule steps (shifted by the module's length), so the
 big dump has N times the instructions, values and allocations of the real one.
-XLA's peak list is copy 0's. Built under bench/out/ (gitignored).
+XLA's peak list is copy 0's. Built under ``TLVIEW_BENCH_XLA_DIR`` (default
+``$TLVIEW_BENCH_DIR/tlview-bench/xla``, never in the repository).
 
-    .venv/bin/python -m bench xla          (or: python -m bench.bench_xla)
-    TLVIEW_BENCH_XLA_MB=200 .venv/bin/python -m bench xla    (another size; default 50)
+    flock /tmp/tlview-bench.lock .venv/bin/python -m bench xla
+    TLVIEW_BENCH_XLA_MB=100 .venv/bin/python -m bench xla      (other sizes; default 100,1000)
+    TLVIEW_BENCH_XLA_PY_MAX_MB=2000 ...   (the Python path up to this size; default 200)
 
-Measured in the same run, each in a fresh process: a bare line scan of the file,
-the parser alone (records generated, nothing stored) and tlview's full ingest into
-a fresh DuckDB file.
+Measured in the same run, each in a fresh process: a bare line scan of the file, the
+compiled parser alone (records generated, nothing stored), tlview's full ingest into a
+fresh DuckDB file with the compiled parser, and the same with the pure-Python parser
+(``TLVIEW_NATIVE=0``: the previous release's path; skipped above the size set by
+``TLVIEW_BENCH_XLA_PY_MAX_MB``, it takes minutes per GB). Where both ingests run, the
+digests of their events rows must be equal (else the benchmark fails). The closing
+lines show peak RSS per size (flatness) and the compiled/Python ratio.
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ import os
 import re
 from pathlib import Path
 
-from .harness import ROOT, Result, print_table, run_child
+from .harness import OUT, ROOT, Result, print_table, run_child
 
 SOURCE = ROOT / "tests/fixtures/xla/module_0020.jit_rnn_scan_grad.cpu_after_optimizations"
-OUT_DIR = ROOT / "bench" / "out"
+OUT_DIR = Path(os.environ.get("TLVIEW_BENCH_XLA_DIR", OUT / "xla"))
 MARK = "\x01"
-SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_XLA_MB", "10,50,100").split(",")]
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_XLA_MB", "100,1000").split(",")]
+PY_MAX_MB = float(os.environ.get("TLVIEW_BENCH_XLA_PY_MAX_MB", "200"))
 
 _SEQ = re.compile(r"^(\s+)(\d+):")
 _RANGE = re.compile(r":(\d+)-(\d+)$")
@@ -113,16 +120,67 @@ def build(target_mb: float) -> Path:
     return path
 
 
-def parse_only(path: str) -> int:
-    """The parser alone: every record generated, nothing stored."""
+def _cpu_s() -> float:
+    """CPU seconds of this process so far (all its threads: DuckDB's too)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def parse_only(path: str) -> dict[str, float]:
+    """The parser alone (compiled where built): every record generated, nothing stored."""
     from tlview.ingest import records_for
 
-    return sum(1 for _ in records_for(path, "xla_buffer_assignment"))
+    t0 = _cpu_s()
+    n = sum(1 for _ in records_for(path, "xla_buffer_assignment"))
+    return {"events": n, "cpu_s": _cpu_s() - t0}
+
+
+def digest(path: str, db: str, compiled: str) -> dict[str, object]:
+    """An ingest with the compiled (``"1"``) or the Python (``"0"``) parser: the event count
+    and a hash of the source's digest (every events row, timeline, note). Not timed: the
+    digest query itself is heavy at 1 GB."""
+    import hashlib
+    import json
+
+    os.environ["TLVIEW_NATIVE"] = compiled
+    from tlview.ingest import records_for
+    from tlview.store import open_database, write_records
+    from tlview.store.digest import source_digest
+
+    if os.path.exists(db):
+        os.remove(db)
+    with open_database(db) as d:
+        summary = write_records(d, records_for(path, "xla_buffer_assignment"))
+        got = source_digest(d, summary.source_id)
+    os.remove(db)
+    text = json.dumps(got, sort_keys=True).encode()
+    return {"events": sum(summary.counts.values()), "digest": hashlib.sha256(text).hexdigest()}
+
+
+def ingest(path: str, db: str, compiled: str) -> dict[str, float]:
+    """tlview's full ingest (parse, load into DuckDB, caches) with the compiled (``"1"``)
+    or the Python (``"0"``) parser: the event count and the CPU seconds it took."""
+    os.environ["TLVIEW_NATIVE"] = compiled
+    from .harness import ingest_file
+
+    t0 = _cpu_s()
+    n = ingest_file(path, db, "xla_buffer_assignment")
+    cpu = _cpu_s() - t0
+    os.remove(db)
+    return {"events": n, "cpu_s": cpu}
 
 
 def main() -> list[Result]:
-    """Per size: build the scaled dump, measure line scan, parse and full ingest."""
-    return [r for mb in SIZES_MB for r in measure(mb)]
+    """Per size: build the scaled dump, measure line scan, parse and both ingests."""
+    results = [r for mb in SIZES_MB for r in measure(mb)]
+    flat = [r for r in results if r.name == "tlview ingest xla_buffer_assignment (compiled)"]
+    if len(flat) > 1:
+        print("peak RSS of the compiled ingest: " + ", ".join(
+            f"{r.size_bytes / 1e6:,.0f} MB -> {r.peak_rss_mb:,.0f} MB" for r in flat)
+            + f" ({(flat[-1].peak_rss_mb - flat[0].peak_rss_mb) / ((flat[-1].size_bytes - flat[0].size_bytes) / 1e6):.3f} MB of RSS per MB of dump)")
+    return results
 
 
 def measure(mb: float) -> list[Result]:
@@ -132,16 +190,37 @@ def measure(mb: float) -> list[Result]:
     db = str(OUT_DIR / "bench_xla.duckdb")
     scan = run_child("bench.harness:line_scan", str(path))
     parsed = run_child("bench.bench_xla:parse_only", str(path))
-    ingest = run_child("bench.harness:ingest_file", str(path), db, "xla_buffer_assignment")
-    return [
+    fast = run_child("bench.bench_xla:ingest", str(path), db, "1")
+    out = [
         Result("line scan (baseline)", label, size, scan["wall_s"], scan["peak_rss_mb"]),
-        Result("parse only xla_buffer_assignment", label, size, parsed["wall_s"],
-               parsed["peak_rss_mb"], events=parsed["result"],
+        Result("parse only xla_buffer_assignment (compiled)", label, size, parsed["wall_s"],
+               parsed["peak_rss_mb"], events=parsed["result"]["events"],
                baseline={"vs line scan": parsed["wall_s"] / scan["wall_s"]}),
-        Result("tlview ingest xla_buffer_assignment", label, size, ingest["wall_s"],
-               ingest["peak_rss_mb"], events=ingest["result"],
-               baseline={"vs line scan": ingest["wall_s"] / scan["wall_s"]}),
     ]
+    ingested = Result("tlview ingest xla_buffer_assignment (compiled)", label, size,
+                      fast["wall_s"], fast["peak_rss_mb"], events=fast["result"]["events"],
+                      baseline={"vs line scan": fast["wall_s"] / scan["wall_s"]})
+    out.append(ingested)
+    # CPU time (this machine is shared: wall time is often several times the CPU time)
+    cpu = [("parse only, compiled", parsed), ("ingest, compiled", fast)]
+    if mb <= PY_MAX_MB:
+        slow = run_child("bench.bench_xla:ingest", str(path), db, "0")
+        ingested.baseline["vs Python ingest"] = fast["wall_s"] / slow["wall_s"]
+        cpu.append(("ingest, Python", slow))
+        out.append(Result("tlview ingest xla_buffer_assignment (Python, previous release)",
+                          label, size, slow["wall_s"], slow["peak_rss_mb"],
+                          events=slow["result"]["events"],
+                          baseline={"vs line scan": slow["wall_s"] / scan["wall_s"]}))
+        a = run_child("bench.bench_xla:digest", str(path), db, "1")["result"]
+        b = run_child("bench.bench_xla:digest", str(path), db, "0")["result"]
+        if a != b:
+            raise AssertionError(f"compiled and Python ingests differ on {path}: {a} vs {b}")
+        print(f"{label}: events digest compiled == Python: {a['digest'][:16]} "
+              f"({a['events']:,} events)")
+    print(f"{label}: CPU " + ", ".join(
+        f"{name} {r['result']['cpu_s']:.2f} s ({size / 1e6 / r['result']['cpu_s']:.1f} MB per "
+        f"CPU-s; wall {r['wall_s']:.2f} s)" for name, r in cpu))
+    return out
 
 
 if __name__ == "__main__":

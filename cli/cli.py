@@ -18,17 +18,19 @@ from tlview.ingest.formats import NotADump, detect_format
 from tlview.store import DatabaseLocked, SchemaError, open_database
 from tlview.store.db import migrate
 from tlview.store.diff import DiffError
+from tlview.store.shards import ShardError
 from tlview.store.storage import STORAGE_VERSION
 
-from . import diff_command, plot_command
+from . import cluster, diff_command, plot_command, shard_command
 from .ingest_command import cmd_ingest
 from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
+from .parallel_ingest import default_jobs
 from .sql_command import UsageError, cmd_sql
 from .summary import print_summaries
 
 DEFAULT_DB = "tlview.duckdb"
-COMMANDS = {"ingest", "sql", "info", "migrate", "diff", "plot", "tui"}
+COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "tui"}
 TOP_LEVEL = {"-h", "--help", "--version"}
 
 
@@ -60,9 +62,10 @@ def _parser() -> argparse.ArgumentParser:
         "ingest", help="ingest dumps and traces (files or folders)",
         description="Ingest dumps and traces: files, or folders searched for every file "
         "tlview reads (what a folder skips is counted by kind). Each file is one "
-        "transaction; a file that fails is reported and the others go on (exit code 2 at "
-        "the end). A file already ingested (same path and sha256) is skipped.")
-    ing.add_argument("paths", nargs="+", metavar="PATH", help="files or folders")
+        "transaction (with -j, shards parsed by the workers may share one); a file that "
+        "fails is reported and the others go on (exit code 2 at the end). A file already "
+        "ingested (same path and sha256) is skipped.")
+    ing.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
     ing.add_argument("--db", default=DEFAULT_DB, help=db_help + "; created if missing")
     ing.add_argument("--format", choices=list(names), metavar="NAME",
                      help="read every file as this format instead of detecting it: "
@@ -72,6 +75,13 @@ def _parser() -> argparse.ArgumentParser:
                      "(default: skip it)")
     ing.add_argument("-v", "--verbose", action="store_true",
                      help="list every file a folder skips and why (default: counts by kind)")
+    add_parallel_options(ing)
+    ing.add_argument("--shards", metavar="DIR",
+                     help="with several files: keep the Parquet shards the workers write in "
+                     "DIR, a shard set (default: a temporary folder, removed)")
+    ing.add_argument("--from-shards", metavar="DIR",
+                     help="ingest the shards of a shard set (`tlview shard`) instead of PATHs "
+                     "(default: parse the PATHs)")
 
     sq = sub.add_parser(
         "sql", help="run a query (read-only unless --write)",
@@ -88,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     out = sq.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="CSV output (default: a table)")
     out.add_argument("--json", action="store_true", help="JSON output (default: a table)")
+    sq.add_argument("--parquet", metavar="DIR",
+                    help="query the shard set in DIR (`tlview shard`) instead of a database: "
+                    "every view over its Parquet files (default: the database)")
     sq.add_argument("--write", action="store_true",
                     help="open the database for writing, in one transaction; where events "
                     "change, the caches of their timelines are recomputed (default: "
@@ -105,6 +118,8 @@ def _parser() -> argparse.ArgumentParser:
                          "changes.")
     mig.add_argument("--db", default=DEFAULT_DB, help=db_help)
 
+    shard_command.add_parser(sub, add_parallel_options)
+    shard_command.add_export_parser(sub, db_help)
     diff_command.add_parser(sub, db_help)
     plot_command.add_parser(sub, db_help)
 
@@ -114,6 +129,17 @@ def _parser() -> argparse.ArgumentParser:
     tui.add_argument("--ascii", action="store_true",
                      help="draw with 7-bit ASCII only (also TLVIEW_ASCII=1; default: Unicode)")
     return p
+
+
+def add_parallel_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-j", "--jobs", type=int, metavar="N",
+                   help="parse N files at a time in worker processes, one writer (default: "
+                   f"every core, {default_jobs()} here, once there are 32 files or 32 MB; "
+                   "1: one file after another)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run the per-file work on a Dask cluster: a scheduler's address "
+                   "(tcp://host:8786) or `local` (a LocalCluster of -j workers); needs "
+                   "`pip install 'tlview[cluster]'` (default: worker processes of this machine)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,6 +160,10 @@ def _run(argv: list[str]) -> int:
     try:
         if args.command == "ingest":
             return cmd_ingest(args)
+        if args.command == "shard":
+            return shard_command.cmd_shard(args)
+        if args.command == "export":
+            return shard_command.cmd_export(args)
         if args.command == "sql":
             return cmd_sql(args)
         if args.command == "info":
@@ -146,7 +176,7 @@ def _run(argv: list[str]) -> int:
             return plot_command.cmd_plot(args)
         return cmd_tui(args)
     except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError,
-            DiffError, plot_command.PlotError) as e:
+            DiffError, plot_command.PlotError, ShardError, cluster.ClusterUnavailable) as e:
         print(f"tlview: {e}", file=sys.stderr)
         return 2
     except duckdb.Error as e:

@@ -10,6 +10,7 @@ removed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -19,10 +20,13 @@ from tlview.ingest import IngestError
 from tlview.ingest.discover import Skipped, survey
 from tlview.ingest.lines import stderr_progress
 from tlview.ingest.source import file_sha256, records_for
-from tlview.store import Database, open_database, write_records
+from tlview.store import Database, IngestSummary, open_database, write_records
+from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
 
+from . import cluster
 from .locking import lock_wait_s, say_waiting
 from .output import say
+from .parallel_ingest import Outcome, default_jobs, ingest_files, local_pool, say_err
 from .rank_report import print_rank_report
 from .summary import print_summaries
 
@@ -34,6 +38,23 @@ class Plan:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    jobs = getattr(args, "jobs", None) or default_jobs()
+    dask = getattr(args, "dask", None)
+    from_shards = getattr(args, "from_shards", None)
+    if from_shards:
+        if args.paths:
+            print("tlview: ingest takes PATHs or --from-shards DIR, not both", file=sys.stderr)
+            return 2
+        return _ingest_shards(args, from_shards)
+    if not args.paths:
+        print("tlview: ingest needs files or folders (PATH...), or --from-shards DIR",
+              file=sys.stderr)
+        return 2
+    if jobs < 1:
+        print(f"tlview: -j {jobs}: expected 1 or more worker processes", file=sys.stderr)
+        return 2
+    if dask:
+        cluster.require()
     plan = _plan(args.paths, args.format, verbose=args.verbose)
     failed = list(plan.failed)
     for e in failed:
@@ -44,14 +65,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
         new_ids: list[int] = []
         try:
-            for path, fmt in plan.files:
-                try:
-                    new_ids += ingest_one(db, path, fmt, force=args.force)
-                    ingested += 1
-                except (IngestError, OSError) as e:
-                    err = e if isinstance(e, IngestError) else _unreadable(path, e)
-                    print(f"tlview: {err}", file=sys.stderr)
-                    failed.append(err)
+            if dask or (jobs > 1 and _worth_workers(plan.files, explicit=bool(args.jobs))):
+                out = _ingest_parallel(db, plan.files, args, jobs, dask)
+                ingested += out.ingested
+                failed += out.failed
+                new_ids += out.new_ids
+            else:
+                for path, fmt in plan.files:
+                    try:
+                        new_ids += ingest_one(db, path, fmt, force=args.force)
+                        ingested += 1
+                    except (IngestError, OSError) as e:
+                        err = e if isinstance(e, IngestError) else _unreadable(path, e)
+                        print(f"tlview: {err}", file=sys.stderr)
+                        failed.append(err)
             try:  # runs of ranks the new traces are in
                 print_rank_report(db, new_ids, out=say)
             except duckdb.Error as e:
@@ -64,6 +91,62 @@ def cmd_ingest(args: argparse.Namespace) -> int:
               f"{'the other ' + str(ingested) + ' were' if ingested else 'nothing was'} "
               "ingested", file=sys.stderr)
     return 2 if failed else 0
+
+
+# Below these, starting worker processes (an interpreter and tlview's imports each,
+# ~1 s) costs more than it saves, unless -j was given.
+AUTO_MIN_FILES = 32
+AUTO_MIN_BYTES = 32 << 20
+
+
+def _worth_workers(files: tuple[tuple[str, str | None], ...], *, explicit: bool) -> bool:
+    """Whether to parse on worker processes: several files, and with the default -j
+    enough of them, or enough bytes, to pay for starting the workers."""
+    if len(files) < 2:
+        return False
+    if explicit:
+        return True
+    total = 0
+    for path, _ in files:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+    return len(files) >= AUTO_MIN_FILES or total >= AUTO_MIN_BYTES
+
+
+def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],
+                     args: argparse.Namespace, jobs: int, dask: str | None) -> Outcome:
+    """Parse on ``jobs`` processes (or a Dask cluster), commit here in file order."""
+    pool = cluster.dask_pool(dask, jobs) if dask else local_pool(min(jobs, len(files)))
+    with pool as submit:
+        return ingest_files(db, files, submit, force=args.force,
+                            shards=getattr(args, "shards", None),
+                            check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
+                            report=report_ingest, report_error=say_err)
+
+
+def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
+    """``ingest --from-shards DIR``: every shard of a set, in key order, into the database."""
+    if not (Path(folder) / MANIFEST).exists():
+        raise ShardError(f"{folder}: not a tlview shard set (no {MANIFEST})")
+    keys = shard_keys(folder)
+    created = not Path(args.db).exists()
+    db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+    new_ids: list[int] = []
+    try:
+        summaries = commit_shards(db, folder, keys)
+        for s in summaries:
+            path = db.con.execute("SELECT path FROM sources WHERE source_id = ?",
+                                  [s.source_id]).fetchall()[0][0]
+            new_ids += report_ingest(db, path, s)
+        try:
+            print_rank_report(db, new_ids, out=say)
+        except duckdb.Error as e:
+            say(f"ranks: not reported ({str(e).splitlines()[0]})")
+    finally:
+        _close(db, remove_if_empty=created)
+    return 0
 
 
 def _plan(paths: list[str], fmt: str | None, *, verbose: bool) -> Plan:
@@ -111,18 +194,33 @@ def _report_skipped(folder: Path, skipped: tuple[Skipped, ...],
 def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False) -> list[int]:
     """Ingest one file in one transaction and print a summary; returns new timeline ids."""
     sha = file_sha256(path)
+    go, note = check_again(db, path, sha, force=force)
+    if note:
+        say(note)
+    if not go:
+        return []
+    progress = stderr_progress(Path(path).name)
+    summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
+    return report_ingest(db, path, summary)
+
+
+def check_again(db: Database, path: str, sha: str, *, force: bool) -> tuple[bool, str | None]:
+    """Whether to ingest ``path`` (bytes ``sha``) into ``db``, and what to say first: a
+    file already ingested (same path, same bytes) is skipped unless ``force``."""
     resolved = str(Path(path).resolve())
     same = db.query("sources_by_sha", sha)
     again = [r for r in same if r[1] == resolved]
     if again and not force:
-        say(f"{path}: already ingested as source {again[0][0]} ({again[0][2]:%Y-%m-%d %H:%M}); "
-              "skipped (use --force to add it again)")
-        return []
+        return False, (f"{path}: already ingested as source {again[0][0]} "
+                       f"({again[0][2]:%Y-%m-%d %H:%M}); skipped (use --force to add it again)")
     if same and not again:
-        say(f"{path}: same bytes as source {same[0][0]} ({same[0][1]}); "
-              "ingested as a source of its own")
-    progress = stderr_progress(Path(path).name)
-    summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
+        return True, (f"{path}: same bytes as source {same[0][0]} ({same[0][1]}); "
+                      "ingested as a source of its own")
+    return True, None
+
+
+def report_ingest(db: Database, path: str, summary: IngestSummary) -> list[int]:
+    """Print what an ingest of ``path`` wrote; its new timeline ids."""
     tids = list(summary.timeline_ids.values())
     if tids:
         print_summaries(db, min(tids), max(tids), out=say)

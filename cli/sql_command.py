@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 from tlview.store import Database, caches, open_database
+from tlview.store.shards import open_shards
 
 from .locking import lock_wait_s, say_waiting
 
@@ -53,8 +54,13 @@ def query_and_params(args: argparse.Namespace) -> tuple[str, list[str]]:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     query, params = query_and_params(args)
-    with open_database(args.db, read_only=not args.write, wait_s=lock_wait_s(),
-                       on_wait=say_waiting) as db:
+    parquet = getattr(args, "parquet", None)
+    if parquet and args.write:
+        raise UsageError("--parquet reads a shard set; --write changes only a database")
+    opened = (open_shards(parquet) if parquet else
+              open_database(args.db, read_only=not args.write, wait_s=lock_wait_s(),
+                            on_wait=say_waiting))
+    with opened as db:
         if args.write:
             cols, rows = _run_writing(db, query, params)
         else:

@@ -542,6 +542,9 @@ class FxGraphParser:
             self._release(name, last)
         out, self.pending = self.pending, []
         yield from out
+        self._make_note()
+
+    def _make_note(self) -> None:
         note: dict[str, Any] = {
             "n_steps": self.step, "device": self.device, "outputs": self.returned,
             "unknown_lines": self.n_unknown, "interleaved_lines": self.interleaved,
@@ -557,3 +560,52 @@ class FxGraphParser:
         if warnings:
             note["warnings"] = warnings
         self.note = TimelineNote(timeline=self.key, attrs=note)
+
+
+class CompiledFxGraphParser(FxGraphParser):
+    """An FxGraphParser whose graph is read by the compiled core (native/torch_fx.cpp) at
+    ``finish()``, from the lines kept meanwhile: the same records, note and summary (a
+    graph's records only ever follow its last line). A graph the core does not take (a
+    non-ASCII line, a graph that fails) is read by the Python parser after all, so errors
+    are the Python parser's own."""
+
+    def __init__(self, core: Any, path: str, key_and_name: tuple[str, str], title: str,
+                 header: Any) -> None:
+        super().__init__(path, key_and_name, title, header)
+        self._core = core
+        self._texts: list[str] = []
+        self._numbers: list[int] = []
+
+    def feed(self, line: Any) -> list[Record]:
+        self.last_line = line.number
+        self._texts.append(line.text)
+        self._numbers.append(line.number)
+        return []
+
+    def finish(self) -> Iterator[Record]:
+        texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
+        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES)
+        if got is None:
+            for number, text in zip(numbers, texts):
+                self.last_line = number
+                self._line(number, text)
+            yield from super().finish()
+            return
+        (records, self.step, self.device, self.returned, self.n_unknown, self.unknown,
+         self.never_released, self.nodes, self.input_meta) = got
+        yield from records
+        self._make_note()
+
+
+_RECORD_CLASSES = (NodeScheduled, BufferAllocated, BufferFreed, BufferAliased)
+
+
+def fx_graph_parser(path: str, key_and_name: tuple[str, str], title: str,
+                    header: Any) -> FxGraphParser:
+    """The compiled graph reader where the core is built (and TLVIEW_NATIVE is not 0)."""
+    from . import native
+
+    core = native.module()
+    if core is None or not hasattr(core, "fx_graph"):  # not built, or built before
+        return FxGraphParser(path, key_and_name, title, header)
+    return CompiledFxGraphParser(core, path, key_and_name, title, header)

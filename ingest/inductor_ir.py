@@ -27,6 +27,10 @@ straight into the concat buffer named in its ``.aliases``) owns 0 bytes; the con
 buffer, printed after the views written into it, is live from the earliest step of
 any of them (and is no graph input). Freed events are therefore emitted after the
 last node.
+
+This module is the specification: native/inductor_ir.cpp is its compiled twin (with
+last_use.py), used by ``parse_file`` where the core is built; tests/test_native_ir.py
+holds the two to the same records and errors. A change here is made there too.
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ _LAYOUT_LINE = re.compile(r"(?P<name>[A-Za-z_]\w*)_layout = (?P<value>.*)\Z")
 _LOOP_BODY = re.compile(r"class (?P<name>[A-Za-z_]\w*)_loop_body:\s*\Z")
 _CODE_BLOCK = re.compile(r"(?P<name>[A-Za-z_]\w*) (?P<lang>\w+) code:\s*\Z")
 _BUF_HEADER = re.compile(r"\s+(?P<name>[A-Za-z_]\w*): (?P<cls>[A-Za-z_]\w*)\s*\Z")
-_DEP = re.compile(r"(?P<kind>\w+Dep)\((?:name=)?'(?P<name>[^']+)'")
+# (?<!\w): a match can only start where a word does (the same matches; without it a long
+# word is retried from each of its characters, quadratic in its length)
+_DEP = re.compile(r"(?<!\w)(?P<kind>\w+Dep)\((?:name=)?'(?P<name>[^']+)'")
 _USER = re.compile(
     r"NodeUser\(node=(?:(?P<output>OUTPUT)|\w+\(name='(?P<node>[^']+)'\))"
     r"(?P<rest>[^)]*)\)"
@@ -491,6 +497,8 @@ class _Parser:
             size, stride = lay.get("size"), lay.get("stride")
             st = (storage_bytes(size, stride, lay.get("dtype"))
                   if size is not None and stride is not None else None)
+            if st:
+                self._check_range(node.line, name, st.bytes)
             self.inputs[name] = st.bytes if st else None
             yield BufferAllocated(
                 timeline=self.key, step=None, buffer=name, bytes=st.bytes if st else None,
@@ -535,6 +543,7 @@ class _Parser:
             nbytes: int | None = 0
         elif size is not None and stride is not None:
             st = storage_bytes(size, stride, dtype)
+            self._check_range(buf.line, buf.name, st.bytes)
             nbytes, size_expr = st.bytes, st.expr
             if st.reason:
                 attrs_["bytes_unknown"] = st.reason
@@ -553,6 +562,12 @@ class _Parser:
             stride=f"[{', '.join(stride)}]" if stride is not None else None,
             device=lay.get("device"), size_expr=size_expr, line=buf.line, attrs=attrs_,
         )
+
+    def _check_range(self, line: int, name: str, nbytes: int | None) -> None:
+        """A byte count the events table cannot hold (int64) is bad input, said so."""
+        if nbytes is not None and not -(1 << 63) <= nbytes < (1 << 63):
+            raise self.error(line, f"buffer {name}: {nbytes} bytes is out of range "
+                             "(more than 64 bits)")
 
     def _collective(
         self, node: _Node, step: int, kernel: str | None, reads: list[str]
@@ -626,9 +641,58 @@ def sniff(head: str, path: str) -> bool:
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
+    """The compiled core reads where it is built (the same rows; see native.py)."""
+    from . import native
     from .lines import read_lines
 
+    core = native.module()
+    if core is not None and hasattr(core, "InductorIrParser"):
+        return _parse_native(core.InductorIrParser(path), path, progress)
     return parse_scheduler_ir(read_lines(path, progress), path)
+
+
+def _parse_native(parser: Any, path: str, progress: Any) -> Iterator[Record]:
+    """The compiled twin's outputs: event columns a batch at a time, then the note.
+
+    The file is read as ``lines.read_text`` reads it (1 MiB chunks, un-gzipped), so
+    that a bad byte and a bad line are reported in the same order as there."""
+    import gzip
+    import os
+    import zlib
+
+    from tlview.store.records import EventColumns
+
+    from .lines import CHUNK
+    from .native import arrow_columns
+
+    key = "ir"
+    yield Timeline(key=key, name=_default_timeline_name(path), format=FORMAT)
+    total = os.path.getsize(path)
+    with open(path, "rb") as raw:
+        gz = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        f: Any = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+        try:
+            while True:
+                try:
+                    data = f.read(CHUNK)
+                except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+                    raise IngestError(path, parser.line(), f"corrupt gzip data ({e})") from None
+                outputs = parser.feed(data) if data else parser.finish()
+                for item in outputs:
+                    if item[0] == "batch":
+                        n, columns = arrow_columns(item[1])
+                        yield EventColumns(timelines=(key,), n=n, columns=columns)
+                    else:  # ("end", n_steps, device, symbolic buffers)
+                        yield TimelineNote(timeline=key, attrs={
+                            "n_steps": item[1], "device": item[2], "symbolic_buffers": item[3]})
+                if progress is not None:
+                    progress(raw.tell(), total)
+                if not data:
+                    break
+        finally:
+            if f is not raw:
+                f.close()
 
 
 def _spec() -> Any:

@@ -44,6 +44,14 @@ def read_text(
     A byte that is not UTF-8, or a NUL byte, is an IngestError naming its line.
     ``progress(bytes_read, total_bytes)`` is called once per chunk (on-disk bytes).
     """
+    for parts in read_chunks(path, progress):
+        yield from parts
+
+
+def read_chunks(
+    path: str | os.PathLike[str], progress: ProgressFn | None = None
+) -> Iterator[list[str]]:
+    """The lines of ``read_text``, a list per chunk read (for compiled parsers of lines)."""
     total = os.path.getsize(path)
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     lines_before = 0
@@ -71,9 +79,11 @@ def read_text(
             try:
                 text = decoder.decode(data, final)
             except UnicodeDecodeError as e:
-                line = lines_before + tail.count("\n") + data[: e.start].count(b"\n") + 1
+                # e.object: the decoder's input, a character cut by the last chunk + data
+                line = lines_before + tail.count("\n") + e.object[: e.start].count(b"\n") + 1
                 raise IngestError(
-                    str(path), line, f"not UTF-8 text (byte 0x{data[e.start]:02x}): expected a text dump"
+                    str(path), line,
+                    f"not UTF-8 text (byte 0x{e.object[e.start]:02x}): expected a text dump"
                 ) from None
             if "\x00" in text:
                 line = lines_before + (tail + text)[: (tail + text).index("\x00")].count("\n") + 1
@@ -84,13 +94,14 @@ def read_text(
             parts = text.split("\n")
             tail = parts.pop()
             lines_before += len(parts)
-            yield from parts
+            if parts:
+                yield parts
             if progress is not None:
                 progress(raw.tell(), total)
             if final:
                 break
     if tail:
-        yield tail
+        yield [tail]
 
 
 def read_lines(

@@ -31,6 +31,7 @@ and skipped wherever they appear, and counted; they never end an ingest.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -87,6 +88,49 @@ def _glog_meta(m: re.Match[str]) -> dict[str, Any]:
     return meta
 
 
+def _short_meta(m: re.Match[str]) -> dict[str, Any]:
+    meta = {"dress": "short", "level": m["level"], "logger": m["logger"]}
+    if m["logger"].rsplit(".", 1)[-1].startswith("__"):
+        meta["log"] = m["logger"].rsplit(".", 1)[-1][2:]
+    return meta
+
+
+def _undress_slow(raw: str) -> tuple[Any, ...]:
+    """What undress's patterns say of one line: the compiled undress asks this of lines
+    with a non-ASCII character (the patterns' \\d, \\s and \\w are Unicode classes).
+
+    (glog: None or (text start, record key pieces, meta), short: None or (text start,
+    meta), a Python warning line?, blank?, a traceback's first line?)
+    """
+    glog = short = None
+    if raw[:1] in "[VIWEC" and raw[:1]:
+        m = _GLOG.match(raw)
+        if m:
+            end = m.end() + (raw[m.end():m.end() + 1] == " ")
+            glog = (end, (m["rank"], m["level"], m["time"], m["pid"], m["src"], m["lineno"],
+                          m["cid"], m["artifact"]), _glog_meta(m))
+    if glog is None and raw[:1] in "DIWEC" and raw[:1]:
+        m = _SHORT.match(raw)
+        if m:
+            short = (m.end(), _short_meta(m))
+    return (glog, short, _PY_WARNING.match(raw) is not None, not raw.strip(),
+            raw.startswith(_TRACEBACK))
+
+
+def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
+    """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
+    tests/test_native_torch_log.py)."""
+    u = core.TorchLogUndress(LogLine, _undress_slow)
+
+    def batches() -> Iterator[list[LogLine]]:
+        number = 1
+        for parts in chunks:
+            yield u.feed(parts, number)
+            number += len(parts)
+
+    return itertools.chain.from_iterable(batches())
+
+
 def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
     """Strip glog/short prefixes; mark record starts and interleaved lines."""
     record = 0
@@ -116,9 +160,7 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
             if m:
                 record += 1
                 key, dress = None, "short"
-                meta = {"dress": "short", "level": m["level"], "logger": m["logger"]}
-                if m["logger"].rsplit(".", 1)[-1].startswith("__"):
-                    meta["log"] = m["logger"].rsplit(".", 1)[-1][2:]
+                meta = _short_meta(m)
                 in_traceback = after_warning = False
                 yield LogLine(number, raw[m.end():], record, meta, True)
                 continue
@@ -161,6 +203,10 @@ class _Open:
     record: int
     dress: str | None
     key: tuple[Any, ...] | None
+    # The last prefix facts seen and whether they continue the section: a record's lines
+    # share one meta dict, so most lines are decided without building their key.
+    seen: Any = None
+    seen_continues: bool = False
 
 
 def _section_key(line: LogLine) -> tuple[Any, ...] | None:
@@ -174,6 +220,15 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
                     graph: dict[str, Any] | None = None) -> Iterator[Record]:
     """Yield the records of every FX graph and wrapper module in a torch log, in log order.
 
+    ``lines``: (number, raw line); see :func:`parse_log_lines` for the rest.
+    """
+    return parse_log_lines(undress(lines), path, graph=graph)
+
+
+def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
+                    graph: dict[str, Any] | None = None) -> Iterator[Record]:
+    """The records of a torch log's undressed lines (:func:`undress`), in log order.
+
     ``graph``: the FX graph summary of the module(s) where the caller knows it (the
     ``fx_graph_*.py`` files beside a debug folder's ``output_code.py``), used for the
     dtypes of extern outputs when the log itself holds no graph of the same AOT id.
@@ -181,7 +236,7 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
     Each timeline gets exactly one TimelineNote (its summary), yielded once nothing
     more can be learned about it (an ``Output code written to:`` line follows its module).
     """
-    from .fx_graph import FxGraphParser
+    from .fx_graph import FxGraphParser, fx_graph_parser
     from .inductor_wrapper import WrapperParser
 
     names = _Names()
@@ -214,7 +269,7 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
         n_sections += 1
         current = _Open(parser, line.record, (line.meta or {}).get("dress"), _section_key(line))
 
-    for line in undress(lines):
+    for line in loglines:
         last = line.number
         if line.foreign:
             foreign += 1
@@ -226,7 +281,7 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
             title = graph_title(text)
             header, pending_title = pending_title, None
             if title is not None and line.record == header.record:
-                parser = FxGraphParser(path, names.take("fx", title), title, header)
+                parser = fx_graph_parser(path, names.take("fx", title), title, header)
                 yield from open_section(parser, line)
                 yield from parser.start()
                 continue
@@ -280,7 +335,9 @@ def _starts_section(text: str) -> bool:
 def _continues(sec: _Open, line: LogLine) -> bool:
     """Does ``line`` belong to the open section's record?"""
     if sec.dress == "glog":
-        return _section_key(line) == sec.key
+        if line.meta is not sec.seen or sec.seen is None:
+            sec.seen, sec.seen_continues = line.meta, _section_key(line) == sec.key
+        return sec.seen_continues
     return line.record == sec.record and not line.starts_record
 
 
@@ -342,9 +399,14 @@ def sibling_graph(path: str) -> dict[str, Any] | None:
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
-    from .lines import read_lines
+    from . import native
+    from .lines import read_chunks, read_lines
 
-    return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
+    core = native.module()
+    if core is None or not hasattr(core, "TorchLogUndress"):  # not built, or built before
+        return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
+    return parse_log_lines(undress_native(core, read_chunks(path, progress)), path,
+                           graph=sibling_graph(path))
 
 
 def _spec() -> Any:

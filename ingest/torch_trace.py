@@ -59,7 +59,7 @@ from tlview.store.records import (
 
 from .errors import IngestError
 from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
-from .fx_graph import FxGraphParser, graph_summary
+from .fx_graph import FxGraphParser, fx_graph_parser, graph_summary
 from .inductor_wrapper import _AOT_ID, WrapperParser
 from .torch_log import LogLine, _Names
 
@@ -237,6 +237,52 @@ class TraceParser:
             yield from self._end_payload()
         yield from self._finish()
 
+    def parse_groups(self, groups: Iterable[tuple[Any, ...]]) -> Iterator[Record]:
+        """:meth:`parse`, over the compiled core's grouping of the lines (native
+        ``trace_groups``): record lines, and runs of payload lines handled at once (their
+        md5 over the run's bytes, kept text by the run) instead of line by line."""
+        for item in groups:
+            if len(item) == 2:
+                number, line = item
+                if self.payload is not None:
+                    yield from self._end_payload()
+                self.last = number
+                yield from self._record(number, line)
+                continue
+            first, texts, data, numbers = item
+            p = self.payload
+            if p is None:
+                self.n_stray += len(texts)
+                continue
+            before = p.n
+            if p.n:
+                p.md5.update(b"\n")
+                p.nbytes += 1
+            p.md5.update(data)
+            p.n += len(texts)
+            if p.sink is not None:
+                p.nbytes += len(data)
+                for number, text in zip(numbers or range(first, first + len(texts)), texts):
+                    out = p.sink(number, text)
+                    if out:
+                        yield from out
+            elif p.keep is not None and p.cap is None:
+                p.nbytes += len(data)
+                p.keep.extend(texts)
+            elif p.keep is not None:
+                nbytes = p.nbytes - (1 if before else 0)
+                for i, text in enumerate(texts):  # kept while the payload is within its cap
+                    nbytes += (1 if before or i else 0) + len(text.encode())
+                    if nbytes > p.cap:
+                        break
+                    p.keep.append(text)
+                p.nbytes += len(data)
+            else:
+                p.nbytes += len(data)
+        if self.payload is not None:
+            yield from self._end_payload()
+        yield from self._finish()
+
     def _record(self, number: int, line: str) -> Iterator[Record]:
         j = line.find("] {")
         if j < 0 or line[0] not in "VIWEC":
@@ -392,7 +438,7 @@ class TraceParser:
         cid = compile_id(env) or "?"
         title = f"{graph.capitalize()} graph [{cid}]"
         header = self._header(env, number, prefix, {"graph": graph, "record": kind})
-        parser = FxGraphParser(self.path, self.names.take("fx", title), title, header)
+        parser = fx_graph_parser(self.path, self.names.take("fx", title), title, header)
         yield from parser.start()
 
         def sink(n: int, text: str) -> list[Record]:
@@ -729,9 +775,22 @@ def sniff(head: str, path: str) -> bool:
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
-    from .lines import read_lines
+    from . import native
+    from .lines import read_chunks, read_lines
 
-    return parse_torch_trace(read_lines(path, progress), path)
+    core = native.module()
+    if core is None or not hasattr(core, "trace_groups"):  # not built, or built before
+        return parse_torch_trace(read_lines(path, progress), path)
+    return TraceParser(path).parse_groups(trace_groups(core, read_chunks(path, progress)))
+
+
+def trace_groups(core: Any, chunks: Iterable[list[str]]) -> Iterator[tuple[Any, ...]]:
+    """The lines of ``lines.read_chunks`` grouped by the compiled core (record lines and
+    payload runs; see :meth:`TraceParser.parse_groups`)."""
+    number = 1
+    for parts in chunks:
+        yield from core.trace_groups(parts, number)
+        number += len(parts)
 
 
 def _spec() -> Any:

@@ -50,6 +50,7 @@ from tlview.store.records import (
     TimelineNote,
 )
 
+from . import native, xla_native
 from .errors import IngestError
 from .lines import ProgressFn, read_lines
 from .xla_live_range import LiveRanges, is_live_range_header, read_live_ranges
@@ -752,7 +753,21 @@ def parse_file(path: str, progress: ProgressFn | None = None) -> Iterator[Record
     info: dict[str, Any] = {"files": [Path(f).name for f in files]}
     if stage:
         info["stage"] = stage
-    return parse_buffer_assignment(files, name=module, attrs_=info, progress=progress)
+    return _parse_fastest(files, name=module, attrs_=info, progress=progress)
+
+
+def _parse_fastest(paths: list[str], *, name: str, attrs_: dict[str, Any],
+                   progress: ProgressFn | None) -> Iterator[Record]:
+    """``parse_buffer_assignment``'s records; where the compiled core is built (and
+    ``TLVIEW_NATIVE`` is not 0) its twin reads the dump (``xla_native``: the same records,
+    events in columns), unless the dump is one only the Python parser reads right."""
+    core = native.module()
+    live_first = sorted(range(len(paths)), key=lambda i: not _is_live_range_file(paths[i]))
+    compiled = xla_native.plain(core, paths, live_first) if core is not None else None
+    if compiled is None:
+        yield from parse_buffer_assignment(paths, name=name, attrs_=attrs_, progress=progress)
+        return
+    yield from xla_native.records(compiled, paths, name=name, attrs_=attrs_, progress=progress)
 
 
 def sniff(head: str, path: str) -> bool:

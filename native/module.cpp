@@ -7,6 +7,10 @@
 namespace tlv {
 int add_chrome_trace(PyObject* module);
 int add_cuda_snapshot(PyObject* module);
+int add_torch_log(PyObject* module);
+int add_torch_fx(PyObject* module);
+int add_xla_buffer_assignment(PyObject* module);
+int add_inductor_ir(PyObject* module);
 }
 
 static PyModuleDef native_module = {
@@ -17,7 +21,9 @@ static PyModuleDef native_module = {
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject* m = PyModule_Create(&native_module);
     if (!m) return nullptr;
-    if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0) {
+    if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0 ||
+        tlv::add_torch_log(m) < 0 || tlv::add_torch_fx(m) < 0 ||
+        tlv::add_xla_buffer_assignment(m) < 0 || tlv::add_inductor_ir(m) < 0) {
         Py_DECREF(m);
         return nullptr;
     }

@@ -80,6 +80,9 @@ WHERE timeline_id = ? AND step BETWEEN ? AND ? ORDER BY step;
 SELECT step, total_ns FROM node_times
 WHERE timeline_id = ? AND step BETWEEN ? AND ?;
 
+-- name: tui_timeline_durations
+SELECT step, total_ns FROM node_times WHERE timeline_id = ?;
+
 -- name: tui_node_at
 SELECT node, node_class, ir_type, kernel, device, reads, writes, line, attrs FROM nodes
 WHERE timeline_id = ? AND step = ?;
@@ -127,12 +130,18 @@ ORDER BY step <= $3, step, what, name LIMIT 1;
 
 -- name: tui_node_kernels
 -- The measured GPU events attached to a node (kernel_attachments), in time order; a
--- scheduler-IR node's are those of the output-code node it maps onto (ir_node_times).
-WITH target AS (
+-- scheduler-IR node's are those of the output-code node it maps onto (ir_node_times); a
+-- copy of a graph (the same output code ingested twice) has those of the one its times
+-- come from (graph_copies).
+WITH own AS (
     SELECT CAST($1 AS INTEGER) AS tid, CAST($2 AS BIGINT) AS step
     UNION ALL
     SELECT wrapper_timeline_id, wrapper_step FROM ir_node_times
     WHERE timeline_id = $1 AND step = $2 AND attach_method LIKE 'ir!_launch!_order+%' ESCAPE '!'
+), target AS (
+    SELECT tid, step FROM own
+    UNION
+    SELECT c.copy_of, o.step FROM own o JOIN graph_copies c ON c.timeline_id = o.tid
 )
 SELECT a.timeline_id, a.seq, a.kernel, e.ts_ns, a.dur_ns, a.method, a.confidence
 FROM kernel_attachments a

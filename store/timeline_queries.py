@@ -285,7 +285,9 @@ def step_window(db: Database, timeline_id: int, first: int, count: int, *,
                 durations: bool) -> StepWindow:
     """Rows ``first .. first+count-1`` of the execution order, without memory figures.
 
-    ``durations``: add measured time from the ``node_times`` view (profiles).
+    ``durations``: add measured time from the ``node_times`` view (profiles). That view
+    attaches kernels to nodes as it is read (seconds on a database with traces), so the
+    TUI asks for it once per timeline through ``step_durations`` instead.
     """
     last = first + count - 1
     dur: dict[int, int] = {}
@@ -296,6 +298,11 @@ def step_window(db: Database, timeline_id: int, first: int, count: int, *,
         for step, node, cls, ir, kernel in db.query("tui_step_rows", timeline_id, first, last)
     )
     return StepWindow(timeline_id, first, rows, False, durations)
+
+
+def step_durations(db: Database, timeline_id: int) -> dict[int, int]:
+    """Measured time per step of the whole timeline (``node_times``), in one read."""
+    return {s: d for s, d in db.query("tui_timeline_durations", timeline_id) if d is not None}
 
 
 def with_memory(db: Database, window: StepWindow) -> StepWindow:

@@ -88,26 +88,80 @@ def write_records(
 def _write(db: Database, records: Iterable[Record], batch_size: int,
            summary_attrs: dict[str, Any] | None) -> IngestSummary:
     con = db.con
-    it = _in_background(records)
-    source = next(it, None)
-    if not isinstance(source, Source):
-        raise TypeError("an ingest must begin with its Source record")
-    source_id = db.scalar("next_source_id")
-    next_tid = db.scalar("next_timeline_id")
-    tids: dict[str, int] = {}
-    counts: Counter[str] = Counter()
-    timelines: list[tuple[Any, ...]] = []
-    notes: list[tuple[Any, ...]] = []
-    frames: list[tuple[Any, ...]] = []  # interned frames and stacks (allocator snapshots)
-    stacks: list[tuple[Any, ...]] = []
-    failed: list[BaseException] = []
-    row_of = converter().get_unstructure_hook
-    stop = threading.Event()  # set on Ctrl-C: the batch generator stops
-    types = [f.type for f in EVENT_SCHEMA]
+    rows = SourceRows(_in_background(records), db.scalar("next_source_id"),
+                      db.scalar("next_timeline_id"), batch_size)
+    source = rows.source
+    source_id = rows.source_id
+    # ONE INSERT for the whole ingest, fed by DuckDB pulling batches from the parser:
+    # the process holds about one batch, whatever the input's size (separate INSERTs
+    # would keep every row of the open transaction in memory).
+    reader = pa.RecordBatchReader.from_batches(EVENT_SCHEMA, rows.batches())
+    con.register("_tlview_batch", reader)
+    threads = db.scalar("current_threads")
+    try:
+        # The INSERT appends from one stream in one thread whatever the setting; more
+        # threads only add CPU (and workers contending with the parse thread for this
+        # machine's two cores): a 1 GB Kineto trace 19.3 -> 16.3 s, 487 -> 442 MB RSS.
+        con.execute(f"SET threads = {INSERT_THREADS}")
+        _interruptible(con, db.queries["append_events"], rows.stop)
+    except BaseException:
+        try:
+            con.unregister("_tlview_batch")
+        except duckdb.Error:
+            pass  # an aborted transaction refuses it; the rollback clears it anyway
+        if rows.failed and not isinstance(rows.failed[0], KeyboardInterrupt):
+            raise rows.failed[0] from None
+        raise
+    con.execute(f"SET threads = {threads}")
+    con.unregister("_tlview_batch")
+    append_side_tables(db, rows)
+    caches.refresh(db, rows.tids.values())
+    # The source row goes in last, so that it can carry the ingest's own summary.
+    con.execute(
+        db.queries["insert_source"],
+        [source_id, source.path, source.size, source.sha256, source.format,
+         source.tool_version, _dt.datetime.now(),
+         dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(rows.counts)})],
+    )
+    return IngestSummary(source_id, rows.tids, dict(rows.counts))
 
-    def arrow_batches() -> Iterator[pa.RecordBatch]:
-        """Every event of the ingest as Arrow batches; timelines and notes set aside."""
-        nonlocal next_tid
+
+class SourceRows:
+    """One source's records as events-table Arrow batches (``batches()``), with what
+    they declare beside the events (timelines, notes, frames, stacks) set aside as rows.
+
+    ``source_id`` and the first timeline id are given: the database's next ones for a
+    direct ingest, 0 for a shard (store/shards.py), whose ids are placed at commit.
+    The lists are complete once ``batches()`` is exhausted.
+    """
+
+    def __init__(self, records: Iterator[Record], source_id: int, first_tid: int,
+                 batch_size: int = BATCH) -> None:
+        source = next(records, None)
+        if not isinstance(source, Source):
+            raise TypeError("an ingest must begin with its Source record")
+        self.source = source
+        self.source_id = source_id
+        self.next_tid = first_tid
+        self.batch_size = batch_size
+        self._it = records
+        self.tids: dict[str, int] = {}
+        self.counts: Counter[str] = Counter()
+        self.timelines: list[tuple[Any, ...]] = []
+        self.notes: list[tuple[Any, ...]] = []
+        self.frames: list[tuple[Any, ...]] = []  # interned frames and stacks (allocator)
+        self.stacks: list[tuple[Any, ...]] = []
+        self.failed: list[BaseException] = []
+        self.stop = threading.Event()  # set on Ctrl-C: the batch generator stops
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Every event of the source as Arrow batches; timelines and notes set aside."""
+        source_id = self.source_id
+        tids = self.tids
+        counts = self.counts
+        row_of = converter().get_unstructure_hook
+        types = [f.type for f in EVENT_SCHEMA]
+        batch_size = self.batch_size
         rows: list[tuple[Any, ...]] = []
         seq = 0
 
@@ -117,8 +171,8 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
                 schema=EVENT_SCHEMA)
 
         try:
-            for rec in it:
-                if stop.is_set():
+            for rec in self._it:
+                if self.stop.is_set():
                     raise KeyboardInterrupt
                 cls = type(rec)
                 if cls in EVENT_KINDS:
@@ -160,67 +214,46 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
                 elif cls is Timeline:
                     if rec.key in tids:  # type: ignore[union-attr]
                         raise ValueError(f"timeline {rec.key!r} declared twice")  # type: ignore[union-attr]
-                    tids[rec.key] = next_tid  # type: ignore[union-attr]
-                    timelines.append((next_tid, source_id, rec.key, rec.name, rec.format,  # type: ignore[union-attr]
-                                      rec.device, dumps(rec.attrs or None)))  # type: ignore[union-attr]
-                    next_tid += 1
+                    tids[rec.key] = self.next_tid  # type: ignore[union-attr]
+                    self.timelines.append((self.next_tid, source_id, rec.key, rec.name,  # type: ignore[union-attr]
+                                           rec.format, rec.device,  # type: ignore[union-attr]
+                                           dumps(rec.attrs or None)))  # type: ignore[union-attr]
+                    self.next_tid += 1
                 elif cls is TimelineNote:
-                    notes.append((tids[rec.timeline], source_id, dumps(rec.attrs)))  # type: ignore[union-attr]
+                    self.notes.append((tids[rec.timeline], source_id, dumps(rec.attrs)))  # type: ignore[union-attr]
                 elif cls is StackInterned:
-                    stacks.append((source_id, rec.stack_id, list(rec.frame_ids)))  # type: ignore[union-attr]
+                    self.stacks.append((source_id, rec.stack_id, list(rec.frame_ids)))  # type: ignore[union-attr]
                 elif cls is FrameInterned:
-                    frames.append((source_id, rec.frame_id, rec.filename, rec.line, rec.name,  # type: ignore[union-attr]
-                                   dumps(rec.attrs or None)))  # type: ignore[union-attr]
+                    self.frames.append((source_id, rec.frame_id, rec.filename, rec.line,  # type: ignore[union-attr]
+                                        rec.name, dumps(rec.attrs or None)))  # type: ignore[union-attr]
                 else:
                     raise TypeError(f"unexpected record {cls.__name__}")
             if rows:
                 yield batch()
         except BaseException as e:  # DuckDB would re-raise it as its own error type
-            failed.append(e)
+            self.failed.append(e)
             raise
 
-    # ONE INSERT for the whole ingest, fed by DuckDB pulling batches from the parser:
-    # the process holds about one batch, whatever the input's size (separate INSERTs
-    # would keep every row of the open transaction in memory).
-    reader = pa.RecordBatchReader.from_batches(EVENT_SCHEMA, arrow_batches())
-    con.register("_tlview_batch", reader)
-    threads = db.scalar("current_threads")
-    try:
-        # The INSERT appends from one stream in one thread whatever the setting; more
-        # threads only add CPU (and workers contending with the parse thread for this
-        # machine's two cores): a 1 GB Kineto trace 19.3 -> 16.3 s, 487 -> 442 MB RSS.
-        con.execute(f"SET threads = {INSERT_THREADS}")
-        _interruptible(con, db.queries["append_events"], stop)
-    except BaseException:
-        try:
-            con.unregister("_tlview_batch")
-        except duckdb.Error:
-            pass  # an aborted transaction refuses it; the rollback clears it anyway
-        if failed and not isinstance(failed[0], KeyboardInterrupt):
-            raise failed[0] from None
-        raise
-    con.execute(f"SET threads = {threads}")
-    con.unregister("_tlview_batch")
-    # Timelines and their notes in one batch each (an ingest may declare thousands).
-    _append(con, db.queries["append_timelines"], timelines,
-            ["timeline_id", "source_id", "key", "name", "format", "device", "attrs"],
-            [pa.int32(), pa.int32()] + [pa.string()] * 5)
-    _append(con, db.queries["append_timeline_notes"], notes,
-            ["timeline_id", "source_id", "attrs"], [pa.int32(), pa.int32(), pa.string()])
-    _append(con, db.queries["append_frames"], frames,
-            ["source_id", "frame_id", "filename", "line", "name", "attrs"],
-            [pa.int32(), pa.int32(), pa.string(), pa.int64(), pa.string(), pa.string()])
-    _append(con, db.queries["append_stacks"], stacks, ["source_id", "stack_id", "frame_ids"],
-            [pa.int32(), pa.int32(), pa.list_(pa.int32())])
-    caches.refresh(db, tids.values())
-    # The source row goes in last, so that it can carry the ingest's own summary.
-    con.execute(
-        db.queries["insert_source"],
-        [source_id, source.path, source.size, source.sha256, source.format,
-         source.tool_version, _dt.datetime.now(),
-         dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(counts)})],
-    )
-    return IngestSummary(source_id, tids, dict(counts))
+
+# The side tables' rows as SourceRows keeps them: (name, query, columns, Arrow types).
+SIDE_TABLES: tuple[tuple[str, str, list[str], list[Any]], ...] = (
+    ("timelines", "append_timelines",
+     ["timeline_id", "source_id", "key", "name", "format", "device", "attrs"],
+     [pa.int32(), pa.int32()] + [pa.string()] * 5),
+    ("notes", "append_timeline_notes", ["timeline_id", "source_id", "attrs"],
+     [pa.int32(), pa.int32(), pa.string()]),
+    ("frames", "append_frames", ["source_id", "frame_id", "filename", "line", "name", "attrs"],
+     [pa.int32(), pa.int32(), pa.string(), pa.int64(), pa.string(), pa.string()]),
+    ("stacks", "append_stacks", ["source_id", "stack_id", "frame_ids"],
+     [pa.int32(), pa.int32(), pa.list_(pa.int32())]),
+)
+
+
+def append_side_tables(db: Database, rows: SourceRows) -> None:
+    """Timelines, their notes, frames and stacks in one batch each (an ingest may
+    declare thousands of timelines)."""
+    for attr, query, names, types in SIDE_TABLES:
+        _append(db.con, db.queries[query], getattr(rows, attr), names, types)
 
 
 def _interruptible(con: Any, sql: str, stop: threading.Event) -> None:

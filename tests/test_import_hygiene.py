@@ -11,7 +11,7 @@ MODULES = [
     "tlview.ingest", "tlview.ingest.inductor_ir", "tlview.ingest.formats",
     "tlview.store", "tlview.store.timeline_queries", "tlview.store.writer",
     "tlview.store.profile_queries", "tlview.store.memory_holders", "tlview.store.align",
-    "tlview.store.diff", "tlview.store.diff_report",
+    "tlview.store.diff", "tlview.store.diff_report", "tlview.store.shards",
 ]
 
 

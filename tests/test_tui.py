@@ -276,7 +276,8 @@ class TestDurations:
             await settle(pilot)
             # the profile schema defines node_times; no trace, so no time on any step
             steps = app.screen.query_one(ExecutionList)
-            assert steps.has_durations and steps.rows[3].duration_ns is None
+            assert steps.has_durations and steps.durations.get(3) is None
+            assert not steps.timed
         con = duckdb.connect(str(path))
         con.execute("CREATE OR REPLACE VIEW node_times AS SELECT timeline_id, step, node, "
                     "1000 * (step + 1) AS total_ns FROM nodes")
@@ -285,7 +286,29 @@ class TestDurations:
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
             steps = app.screen.query_one(ExecutionList)
-            assert steps.has_durations and steps.rows[3].duration_ns == 4000
+            # read once for the whole timeline (node_times attaches kernels as it is read)
+            assert steps.has_durations and steps.durations == {s: 1000 * (s + 1)
+                                                               for s in range(len(steps.durations))}
+            assert len(steps.durations) == app.screen.timeline.n_steps
+            assert steps.timed and "4.0 us" in screen_text(app)
+
+
+    @asynctest
+    async def test_rows_do_not_wait_for_node_times(self, tmp_path):
+        """node_times attaches kernels as it is read (seconds with traces): the execution
+        order is drawn without it, and a failing read of it costs only the time column."""
+        path = tmp_path / "d.duckdb"
+        ingest_into(path, SEED_001)
+        con = duckdb.connect(str(path))
+        con.execute("CREATE OR REPLACE VIEW node_times AS SELECT timeline_id, step, node, "
+                    "CAST(error('attachment failed') AS BIGINT) AS total_ns FROM nodes")
+        con.close()
+        app = TlviewApp(str(path))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            steps = app.screen.query_one(ExecutionList)
+            await wait_for(pilot, lambda: len(steps.rows) > 5)
+            assert not steps.timed and steps.durations == {}
 
 
 def test_first_screen_is_quick(seed000):

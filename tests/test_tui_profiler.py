@@ -281,6 +281,30 @@ class TestProfilerScreen:
             assert app.screen is screen
 
     @asynctest
+    async def test_m_on_a_copy_of_the_graph(self, single):
+        """The folder holds the forward's output code twice (compile.log and the debug
+        tree): the copy's times come from the other (graph_copies); m finds its kernels."""
+        copy, source, step = view(
+            single, "SELECT timeline_id, copy_of, min(step) FROM node_times "
+                    "WHERE copy_of IS NOT NULL AND n_gpu_events > 0 GROUP BY ALL "
+                    "ORDER BY timeline_id LIMIT 1")[0]
+        want = [r[0] for r in view(
+            single, "SELECT a.seq FROM kernel_attachments a JOIN measured e "
+                    "ON e.timeline_id = a.timeline_id AND e.seq = a.seq "
+                    "WHERE a.graph_timeline_id = ? AND a.step = ? ORDER BY e.ts_ns, a.seq",
+            source, step)]
+        assert want
+        app = TlviewApp(str(single))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            app.open_timeline(copy, step=step)
+            await settle(pilot)
+            await press(pilot, "m")
+            screen = app.screen
+            assert isinstance(screen, ProfilerScreen)
+            assert [k.seq for k in screen.node_kernels] == want
+
+    @asynctest
     async def test_jax_trace(self, tmp_path):
         path = tmp_path / "jax.duckdb"
         ingest_into(path, JAX)

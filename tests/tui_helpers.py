@@ -6,6 +6,7 @@ import asyncio
 import functools
 
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 
 async def settle(pilot: Pilot, rounds: int = 4) -> None:
@@ -13,7 +14,10 @@ async def settle(pilot: Pilot, rounds: int = 4) -> None:
     app = pilot.app
     for _ in range(rounds):
         await pilot.pause()
-        await app.workers.wait_for_complete()
+        try:
+            await app.workers.wait_for_complete()
+        except WorkerCancelled:  # replaced by a newer read of its group, or its screen left
+            await pilot.pause()
     await pilot.pause()
 
 

@@ -57,6 +57,7 @@ class ExecutionList(Widget, can_focus=True):
         self.peak_step: int | None = None
         self.life: tuple[int, int] | None = None
         self.rows: dict[int, StepRow] = {}
+        self.durations: dict[int, int] = {}  # measured time per step, read once
         self.timed = False  # a row with a measured time was seen: show the time column
         self._asked: tuple[int, int] | None = None
 
@@ -70,6 +71,7 @@ class ExecutionList(Widget, can_focus=True):
         self.life = None
         self.timed = False
         self.rows = {}
+        self.durations = {}
         self._asked = None
         self.set_reactive(ExecutionList.cursor, 0)
         self.refresh()
@@ -78,6 +80,13 @@ class ExecutionList(Widget, can_focus=True):
         """Fetch again (memory figures became available)."""
         self.rows = {}
         self._asked = None
+        self.refresh()
+
+    def set_durations(self, timeline_id: int, durations: dict[int, int]) -> None:
+        if timeline_id != self.timeline_id:
+            return
+        self.durations = durations
+        self.timed = self.timed or bool(durations)
         self.refresh()
 
     def add_window(self, window: StepWindow) -> None:
@@ -147,7 +156,7 @@ class ExecutionList(Widget, can_focus=True):
             (g.alloc + short_bytes(row.alloc_bytes) if row.alloc_bytes else ""),
             "-freed": "" if row.freed_bytes is None else
             (g.freed + short_bytes(row.freed_bytes) if row.freed_bytes else ""),
-            "time": short_ns(row.duration_ns), "kernel": row.kernel or "",
+            "time": short_ns(self.durations.get(row.step, row.duration_ns)), "kernel": row.kernel or "",
         }
         return [values[name] for name, _, _ in cols]
 

@@ -46,6 +46,15 @@ class WindowLoaded(Message):
         self.window = window
 
 
+class DurationsLoaded(Message):
+    """Measured time per step of one timeline (read once: the attachment is slow)."""
+
+    def __init__(self, timeline_id: int, durations: dict[int, int]) -> None:
+        super().__init__()
+        self.timeline_id = timeline_id
+        self.durations = durations
+
+
 class LiveLoaded(Message):
     def __init__(self, live: LiveAt) -> None:
         super().__init__()

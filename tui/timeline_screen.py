@@ -138,6 +138,8 @@ class TimelineScreen(Screen[None]):
             curve.show(None, f"computing the memory curve of {info.n_steps:,} steps"
                              f"{self.glyphs.ellipsis}")
             self.load_peak(info.timeline_id)
+            if self.has_durations:
+                self.load_durations(info.timeline_id)
         self.query_one(ExecutionList).focus()
         self.go(self.step)
 
@@ -242,13 +244,22 @@ class TimelineScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="rows", exit_on_error=False)
     def load_rows(self, timeline_id: int, first: int, count: int) -> None:
         def rows(db):
-            window = q.step_window(db, timeline_id, first, count,
-                                   durations=self.has_durations)
+            window = q.step_window(db, timeline_id, first, count, durations=False)
             return q.with_memory(db, window) if self.memory_ready else window
 
         window = self.reader.run("schedule", rows)
         if window is not None:
             self.post_message(m.WindowLoaded(window))
+
+    @work(thread=True, exclusive=True, group="durations", exit_on_error=False)
+    def load_durations(self, timeline_id: int) -> None:
+        durations = self.reader.run("durations", q.step_durations, timeline_id)
+        if durations is not None:
+            self.post_message(m.DurationsLoaded(timeline_id, durations))
+
+    @on(m.DurationsLoaded)
+    def on_durations_loaded(self, event: m.DurationsLoaded) -> None:
+        self.query_one(ExecutionList).set_durations(event.timeline_id, event.durations)
 
     @on(m.WindowLoaded)
     def on_window_loaded(self, event: m.WindowLoaded) -> None:
@@ -418,6 +429,8 @@ class TimelineScreen(Screen[None]):
 
     def action_measured(self) -> None:
         if self.timeline.n_steps:
+            self.notify(f"finding the measured kernels of step {self.step}{self.glyphs.ellipsis}",
+                        timeout=3)
             self.find_kernels(self.timeline.timeline_id, self.step)
 
     @work(thread=True, exclusive=True, group="kernels", exit_on_error=False)

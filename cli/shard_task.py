@@ -1,0 +1,95 @@
+"""The per-file work of a parallel or distributed ingest: one input file to one shard.
+
+A task parses its file with the very ingest a serial ``tlview ingest`` runs, into a
+private scratch database (so rows, sequence numbers and caches are exactly a serial
+ingest's), and exports that source as shard ``key`` of a shard set (store/shards.py).
+It runs in a worker process (``tlview ingest -j``) or on a Dask worker (``--dask``):
+its arguments and result are plain values, and it never raises for bad input: the
+error comes back as data, for the writer to report as a serial ingest would.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tlview.ingest import IngestError, records_for
+from tlview.ingest.source import file_sha256
+from tlview.store import Database, open_database, write_records
+from tlview.store.shards import delete_source, export_source, write_rows
+
+
+def shard_file(path: str, fmt: str | None, folder: str, key: int,
+               known: dict[str, list[str]] | None = None, force: bool = False,
+               lean: bool = False) -> dict[str, Any]:
+    """Parse ``path`` into shard ``key`` of the set in ``folder``.
+
+    ``known``: resolved path -> sha256s already in the target database; a file found
+    there (same path, same bytes) is not parsed unless ``force``. ``lean``: rows only,
+    no caches and no scratch database (store.shards.write_rows), for shards that go
+    straight into a database. The result:
+    ``{"key", "path", "status": ok | skipped | failed, "sha256", "error": (path, line,
+    message) | None, "seconds", "cpu_s", "bytes"}``.
+    """
+    start = time.perf_counter()
+    cpu0 = _cpu_s()
+    out: dict[str, Any] = {"key": key, "path": path, "status": "ok", "sha256": None,
+                           "error": None, "bytes": 0}
+    try:
+        out["bytes"] = os.path.getsize(path)
+        sha = out["sha256"] = file_sha256(path)
+        if not force and known and sha in known.get(str(Path(path).resolve()), ()):
+            out["status"] = "skipped"
+        elif lean:
+            write_rows(records_for(path, fmt, sha256=sha), folder, key)
+        else:
+            db = _scratch()
+            summary = write_records(db, records_for(path, fmt, sha256=sha))
+            try:
+                export_source(db, summary.source_id, folder, key)
+            finally:
+                delete_source(db, summary.source_id)
+    except IngestError as e:
+        out.update(status="failed", error=(e.path, e.line, e.message))
+    except OSError as e:
+        out.update(status="failed", error=(path, None, f"cannot read it ({e.strerror or e})"))
+    out["seconds"] = time.perf_counter() - start
+    out["cpu_s"] = _cpu_s() - cpu0
+    return out
+
+
+_SCRATCH: list[Any] = []  # this process's scratch database and its folder
+
+
+def _scratch() -> Database:
+    """This process's scratch database, made once (opening a database costs more than
+    ingesting a small trace); each task's rows are deleted once exported."""
+    if not _SCRATCH:
+        tmp = tempfile.TemporaryDirectory(prefix="tlview-shard-")  # removed at exit
+        _SCRATCH.extend([open_database(os.path.join(tmp.name, "scratch.duckdb")), tmp])
+        atexit.register(_close_scratch)
+    return _SCRATCH[0]
+
+
+def _close_scratch() -> None:
+    if _SCRATCH:
+        db, tmp = _SCRATCH
+        _SCRATCH.clear()
+        db.close()
+        tmp.cleanup()
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def error_of(result: dict[str, Any]) -> IngestError:
+    """The IngestError a failed task reported."""
+    path, line, message = result["error"]
+    return IngestError(path, line, message)

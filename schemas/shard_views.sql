@@ -1,0 +1,61 @@
+-- The large tables of a shard set as views over its Parquet files (shard_set.sql says
+-- how ids are given). Views are bound when queried, so one copy of these (kept with
+-- the empty database template) serves every shard set: getvariable('tlview_shards')
+-- names the set.
+
+CREATE OR REPLACE VIEW events AS
+SELECT b.source_id, CAST(e.timeline_id + b.base AS INTEGER) AS timeline_id, e.seq, e.kind,
+       e.step, e.node, e.buffer, e.target, e.relation, e.reason, e.node_class, e.ir_type,
+       e.kernel, e.device, e.reads, e.writes, e.bytes, e.layout, e.dtype, e.shape, e.stride,
+       e.size_expr, e.is_input, e.allocation, e."offset", e.op, e.buffers, e.collective,
+       e.name, e.category, e.ts_ns, e.dur_ns, e.stream, e.correlation, e.line,
+       CAST(e.attrs AS JSON) AS attrs, e.address, e.stack_id, e.block_bytes
+FROM read_parquet(getvariable('tlview_shards') || '/events/*/*.parquet',
+                  hive_partitioning = true) e
+JOIN _shard_bases b ON b.source_id = e.source_id;
+
+CREATE OR REPLACE VIEW frames AS
+SELECT b.source_id, f.frame_id, f.filename, f.line, f.name, CAST(f.attrs AS JSON) AS attrs
+FROM read_parquet(getvariable('tlview_shards') || '/frames/*/*.parquet',
+                  hive_partitioning = true) f
+JOIN _shard_bases b ON b.source_id = f.source_id;
+
+CREATE OR REPLACE VIEW stacks AS
+SELECT b.source_id, s.stack_id, s.frame_ids
+FROM read_parquet(getvariable('tlview_shards') || '/stacks/*/*.parquet',
+                  hive_partitioning = true) s
+JOIN _shard_bases b ON b.source_id = s.source_id;
+
+-- The caches, as the worker that wrote each shard computed them (the same statements
+-- as an ingest's, store/caches.py).
+CREATE OR REPLACE VIEW _cache_buffers AS
+SELECT c.* EXCLUDE (source_id) REPLACE (CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id,
+                                       CAST(c.attrs AS JSON) AS attrs)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_buffers/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;
+
+CREATE OR REPLACE VIEW _cache_memory_curve AS
+SELECT c.* EXCLUDE (source_id) REPLACE (CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_memory_curve/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;
+
+CREATE OR REPLACE VIEW _cache_peak AS
+SELECT c.* EXCLUDE (source_id) REPLACE (CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_peak/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;
+
+CREATE OR REPLACE VIEW _cache_allocator_curve AS
+SELECT c.* EXCLUDE (source_id) REPLACE (CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_allocator_curve/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;
+
+CREATE OR REPLACE VIEW _cache_allocator_blocks AS
+SELECT CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id, b.source_id,
+       c.* EXCLUDE (timeline_id, source_id)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_allocator_blocks/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;
