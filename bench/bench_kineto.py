@@ -6,15 +6,22 @@ its correlation / External ids offset, so joins stay unique. Events are written
 in Kineto's own multi-line layout.
 
 Measured in the same run, each in its own process (wall time, peak RSS):
-- tlview ingest (streaming parse + DuckDB write),
-- ``json.load`` of the same file (what most scripts do),
+- tlview ingest (compiled parse + DuckDB write, caches, commit: end to end),
+- tlview's parse alone (no database), and the database's share alone: the same
+  write (INSERT, caches, COMMIT) over columns parsed beforehand (the floor the parse
+  thread overlaps with),
+- a bare line scan of the file (the floor of reading it in Python),
+- ``json.load`` and ``orjson.loads`` of the same file (what scripts do; orjson is in
+  the ``dev`` extra only, and said so where it is missing),
+- the previous release's ingest: the pure-Python parser (``TLVIEW_NATIVE=0``), up to
+  TLVIEW_BENCH_KINETO_PY_MAX_MB (default 100), with the events digest of both
+  databases compared (store/digest.py): the benchmark fails where they differ,
 - Holistic Trace Analysis: ``TraceAnalysis`` load + ``get_comm_comp_overlap``, run
   with the interpreter in ``TLVIEW_HTA_PYTHON`` (default /work/venv-hta/bin/python);
   skipped, and said so, where that interpreter is missing.
-Goals (issue 8): ingest no slower than json.load, >= 5x faster than HTA's load,
-peak RSS <= 25% of json.load's.
+Goal (issue 15): >= 100 MB/s end to end at 1 GB, peak RSS < 500 MB.
 
-Sizes: TLVIEW_BENCH_KINETO_MB (default "100,300,1000"); HTA runs up to
+Sizes: TLVIEW_BENCH_KINETO_MB (default "100,1000"); HTA runs up to
 TLVIEW_BENCH_HTA_MAX_MB (default 300), beyond that its RAM would exceed this machine's.
 """
 
@@ -32,7 +39,8 @@ from typing import Any
 from .harness import OUT, ROOT, Result, run_child
 
 SOURCE = ROOT / "tests" / "fixtures" / "profile" / "coll" / "rank0" / "rank0.pt.trace.json.gz"
-SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_KINETO_MB", "100,300,1000").split(",")]
+SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_KINETO_MB", "100,1000").split(",")]
+PY_MAX_MB = float(os.environ.get("TLVIEW_BENCH_KINETO_PY_MAX_MB", "100"))
 HTA_MAX_MB = float(os.environ.get("TLVIEW_BENCH_HTA_MAX_MB", "300"))
 HTA_PYTHON = os.environ.get("TLVIEW_HTA_PYTHON", "/work/venv-hta/bin/python")
 
@@ -102,6 +110,43 @@ def json_load(path: str) -> int:
         return len(json.load(f)["traceEvents"])
 
 
+def orjson_load(path: str) -> int:
+    """The fastest JSON library's baseline: the file's bytes, orjson.loads; the event count."""
+    import orjson
+
+    with open(path, "rb") as f:
+        return len(orjson.loads(f.read())["traceEvents"])
+
+
+def events_digest(db_path: str) -> str:
+    """The events digest (store/digest.py) of the one source in a bench database."""
+    from tlview.store import open_database
+    from tlview.store.digest import source_digest
+
+    with open_database(db_path, read_only=True) as db:
+        source_id = db.con.execute("SELECT max(source_id) FROM sources").fetchone()[0]
+        return str(source_digest(db, source_id)["events"])
+
+
+def db_floor(path: str, db_path: str) -> dict[str, float]:
+    """The database's share alone: the trace parsed into Arrow columns first (untimed),
+    then the same write_records (INSERT, caches, COMMIT) timed over them. Holds the
+    whole trace's columns in memory: a measurement, not a way to ingest."""
+    import time
+
+    from tlview.ingest import records_for
+    from tlview.store import open_database, write_records
+
+    if os.path.exists(db_path):
+        os.remove(db_path)
+    records = list(records_for(path, "kineto"))
+    with open_database(db_path) as db:
+        t0 = time.perf_counter()
+        summary = write_records(db, iter(records))
+        wall = time.perf_counter() - t0
+    return {"wall_s": wall, "events": sum(summary.counts.values())}
+
+
 def parse_only(path: str) -> int:
     """tlview's streaming reader and record building, without the database."""
     from tlview.ingest.kineto import parse_trace
@@ -121,13 +166,20 @@ def hta_overlap(trace_dir: str) -> float:
     return float(df["comp_comm_overlap_pctg"].iloc[0])
 
 
-def _run_with(python: str, target: str, *args: str) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _run_with(python: str, target: str, *args: str, env: dict[str, str] | None = None
+              ) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     proc = subprocess.run([python, "-m", "bench.child", target, *args], capture_output=True,
                           text=True, timeout=7200, cwd=ROOT, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{target} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _has_orjson() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("orjson") is not None
 
 
 def main() -> list[Result]:
@@ -138,12 +190,40 @@ def main() -> list[Result]:
         size = path.stat().st_size
         label = f"Kineto {mb:g} MB"
         print(f"{label}: {path}", file=sys.stderr, flush=True)
+        scan = run_child("bench.harness:line_scan", str(path))
         load = run_child("bench.bench_kineto:json_load", str(path))
+        oj = run_child("bench.bench_kineto:orjson_load", str(path)) if _has_orjson() else None
+        if oj is None:
+            print("orjson not installed (pip install -e '.[dev]'): its baseline skipped",
+                  file=sys.stderr)
         parse = run_child("bench.bench_kineto:parse_only", str(path))
-        ing = run_child("bench.harness:ingest_file", str(path), str(OUT / "kineto.duckdb"),
-                        "kineto")
+        db = OUT / f"kineto_{mb:g}MB.duckdb"
+        ing = run_child("bench.harness:ingest_file", str(path), str(db), "kineto")
+        floor = run_child("bench.bench_kineto:db_floor", str(path),
+                          str(OUT / f"kineto_{mb:g}MB_floor.duckdb"))
+        prev = None
+        if mb <= PY_MAX_MB:
+            py_db = OUT / f"kineto_{mb:g}MB_python.duckdb"
+            prev = _run_with(sys.executable, "bench.harness:ingest_file", str(path), str(py_db),
+                             "kineto", env={"TLVIEW_NATIVE": "0"})
+            ours = run_child("bench.bench_kineto:events_digest", str(db))["result"]
+            theirs = run_child("bench.bench_kineto:events_digest", str(py_db))["result"]
+            if ours != theirs or ing["result"] != prev["result"]:
+                raise RuntimeError(f"{label}: the compiled ingest wrote other rows than the "
+                                   f"pure-Python one: events digest {ours} ({ing['result']} "
+                                   f"events) vs {theirs} ({prev['result']} events)")
+            print(f"{label}: events digest {ours[:16]}... identical to the pure-Python "
+                  f"ingest's ({ing['result']:,} events)", file=sys.stderr, flush=True)
+        results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
+                              scan["peak_rss_mb"]))
         results.append(Result("json.load (baseline)", label, size, load["wall_s"],
                               load["peak_rss_mb"], events=load["result"]))
+        if oj is not None:
+            results.append(Result("orjson.loads (baseline)", label, size, oj["wall_s"],
+                                  oj["peak_rss_mb"], events=oj["result"]))
+        if prev is not None:
+            results.append(Result("previous release: pure-Python ingest", label, size,
+                                  prev["wall_s"], prev["peak_rss_mb"], events=prev["result"]))
         hta = None
         if mb <= HTA_MAX_MB and Path(HTA_PYTHON).exists():
             hta = _run_with(HTA_PYTHON, "bench.bench_kineto:hta_overlap", str(path.parent))
@@ -152,12 +232,22 @@ def main() -> list[Result]:
         results.append(Result("tlview parse only (no DB)", label, size, parse["wall_s"],
                               parse["peak_rss_mb"], events=parse["result"],
                               baseline={"time vs json.load": parse["wall_s"] / load["wall_s"]}))
-        ratios = {"time vs json.load": ing["wall_s"] / load["wall_s"],
-                  "RSS vs json.load": ing["peak_rss_mb"] / load["peak_rss_mb"]}
+        results.append(Result("DuckDB alone: write of pre-built columns", label, size,
+                              floor["result"]["wall_s"], floor["peak_rss_mb"],
+                              events=floor["result"]["events"],
+                              extra={"note": "INSERT + caches + COMMIT, columns in memory"}))
+        ratios = {"time vs line scan": ing["wall_s"] / scan["wall_s"],
+                  "time vs json.load": ing["wall_s"] / load["wall_s"]}
+        if oj is not None:
+            ratios["time vs orjson.loads"] = ing["wall_s"] / oj["wall_s"]
+        ratios["RSS vs json.load"] = ing["peak_rss_mb"] / load["peak_rss_mb"]
+        if prev is not None:
+            ratios["speedup vs previous release"] = prev["wall_s"] / ing["wall_s"]
         if hta is not None:
             ratios["speedup vs HTA"] = hta["wall_s"] / ing["wall_s"]
-        results.append(Result("tlview ingest kineto", label, size, ing["wall_s"],
-                              ing["peak_rss_mb"], events=ing["result"], baseline=ratios))
+        name = "tlview ingest kineto" + (" (digest = Python's)" if prev is not None else "")
+        results.append(Result(name, label, size, ing["wall_s"], ing["peak_rss_mb"],
+                              events=ing["result"], baseline=ratios))
     return results
 
 

@@ -22,8 +22,8 @@ namespace tlv {
 namespace {
 
 constexpr size_t kMaxValue = size_t(256) << 20;  // one entry larger than this is refused
-constexpr size_t kBatchRows = 65536;
-constexpr size_t kBatchText = size_t(48) << 20;
+constexpr size_t kBatchRows = 16384;
+constexpr size_t kBatchText = size_t(16) << 20;
 constexpr double kExactFloatUs = 8796093022208.0;  // 2**43
 
 // A counter that keeps first-seen order (Python's Counter/dict order).
@@ -364,7 +364,71 @@ struct Parser {
     }
 
     // -- one event (mirrors kineto._Trace.consume) ------------------------------------
-    const JNode* member(size_t obj, std::string_view key) const { return doc.get(obj, key); }
+    // The members an event is read by, found in ONE pass over each of its two objects
+    // (the event, its args) instead of a scan per lookup; a repeated key keeps its last
+    // value, as a dict does.
+    enum Key : int {
+        kPh, kCat, kArgs, kPid, kName, kTid, kTs, kDur,  // the event's
+        kDevice, kStream, kCorrelation, kCorrelationId, kBytes, kDtype, kInNelems,
+        kOutNelems, kDeviceType, kDeviceId, kBytesCap,  // its args' ("name" is kName)
+        kKeys
+    };
+    const JNode* top[kKeys];
+    const JNode* argk[kKeys];
+    size_t args_obj = 0;  // node index of the indexed args object (0: none)
+
+    static int key_id(std::string_view k) {
+        const char* d = k.data();
+        switch (k.size()) {
+            case 2:
+                if (!std::memcmp(d, "ph", 2)) return kPh;
+                if (!std::memcmp(d, "ts", 2)) return kTs;
+                return -1;
+            case 3:
+                if (!std::memcmp(d, "cat", 3)) return kCat;
+                if (!std::memcmp(d, "pid", 3)) return kPid;
+                if (!std::memcmp(d, "tid", 3)) return kTid;
+                if (!std::memcmp(d, "dur", 3)) return kDur;
+                return -1;
+            case 4:
+                if (!std::memcmp(d, "args", 4)) return kArgs;
+                if (!std::memcmp(d, "name", 4)) return kName;
+                return -1;
+            case 5:
+                if (!std::memcmp(d, "bytes", 5)) return kBytes;
+                if (!std::memcmp(d, "dtype", 5)) return kDtype;
+                if (!std::memcmp(d, "Bytes", 5)) return kBytesCap;
+                return -1;
+            case 6:
+                if (!std::memcmp(d, "device", 6)) return kDevice;
+                if (!std::memcmp(d, "stream", 6)) return kStream;
+                return -1;
+            case 9: return std::memcmp(d, "Device Id", 9) ? -1 : kDeviceId;
+            case 11:
+                if (!std::memcmp(d, "correlation", 11)) return kCorrelation;
+                if (!std::memcmp(d, "Device Type", 11)) return kDeviceType;
+                return -1;
+            case 13: return std::memcmp(d, "In msg nelems", 13) ? -1 : kInNelems;
+            case 14:
+                if (!std::memcmp(d, "correlation_id", 14)) return kCorrelationId;
+                if (!std::memcmp(d, "Out msg nelems", 14)) return kOutNelems;
+                return -1;
+            default: return -1;
+        }
+    }
+
+    void index(size_t obj, const JNode** out) {
+        for (int k = 0; k < kKeys; ++k) out[k] = nullptr;
+        const auto& nodes = doc.nodes;
+        size_t i = obj + 1;
+        for (size_t m = 0; m < nodes[obj].count; ++m) {
+            const JNode& kn = nodes[i];
+            size_t v = i + 1;
+            int id = key_id(kn.esc ? doc.str(kn, scratch) : doc.text(kn));
+            if (id >= 0) out[id] = &nodes[v];
+            i = nodes[v].end;
+        }
+    }
 
     std::string_view s(const JNode* n, std::string& buf) const { return doc.str(*n, buf); }
 
@@ -378,7 +442,7 @@ struct Parser {
         switch (n->t) {
             case JT::True: return "True";
             case JT::False: return "False";
-            case JT::Int: return Big::of_int_text(doc.text(*n)).str();
+            case JT::Int: return std::string(int_text(doc.text(*n)));
             case JT::Float: return float_str(n->d);
             case JT::Str: { std::string b; return std::string(doc.str(*n, b)); }
             default: break;
@@ -387,13 +451,17 @@ struct Parser {
                        ": expected a number or a string"};
     }
 
+    // A JSON integer's text as str(int) writes it: JSON has no leading zeros, so only
+    // "-0" differs.
+    static std::string_view int_text(std::string_view t) { return t == "-0" ? "0" : t; }
+
     // A scalar as a lookup key that keeps its type (kineto._key).
     std::pair<int, std::string> key_of(const JNode* n, const char* key) {
         if (!n || n->t == JT::Null) return {0, ""};
         switch (n->t) {
             case JT::True: return {1, "1"};
             case JT::False: return {1, "0"};
-            case JT::Int: return {2, Big::of_int_text(doc.text(*n)).str()};
+            case JT::Int: return {2, std::string(int_text(doc.text(*n)))};
             case JT::Float: {
                 if (std::isnan(n->d)) return {3, "nan" + std::to_string(++nan_keys)};  // never equal
                 std::string t;
@@ -414,10 +482,23 @@ struct Parser {
         return out;
     }
 
+    // A JSON integer's text as int64: up to 18 digits directly, longer ones through Big
+    // (with the out-of-range error naming `key`).
+    static int64_t int64_of(std::string_view t, const char* key) {
+        bool neg = !t.empty() && t[0] == '-';
+        size_t nd = t.size() - (neg ? 1 : 0);
+        if (nd > 0 && nd <= 18) {
+            int64_t v = 0;
+            for (size_t i = neg ? 1 : 0; i < t.size(); ++i) v = v * 10 + (t[i] - '0');
+            return neg ? -v : v;
+        }
+        return checked(Big::of_int_text(t), key);
+    }
+
     // kineto._int_or_none: an int, or a string of ASCII digits, as int64; else none.
     bool int_or_none(const JNode* n, const char* key, int64_t* out) {
         if (!n) return false;
-        if (n->t == JT::Int) { *out = checked(Big::of_int_text(doc.text(*n)), key); return true; }
+        if (n->t == JT::Int) { *out = int64_of(doc.text(*n), key); return true; }
         if (n->t == JT::Str) {
             std::string b;
             auto t = doc.str(*n, b);
@@ -432,24 +513,28 @@ struct Parser {
 
     // kineto._ns: microseconds to integer nanoseconds, exactly.
     int64_t ns(const JNode* n, const char* key) {
-        std::string k(key);
         if (n && n->t == JT::Int) {
-            Big v = Big::of_int_text(doc.text(*n));
+            std::string_view t = doc.text(*n);
+            size_t nd = t.size() - (t[0] == '-' ? 1 : 0);
+            if (nd <= 15) return int64_of(t, key) * 1000;
+            Big v = Big::of_int_text(t);
             if (v.digits != "0") v.digits += "000";
-            return checked(v, k + " in ns");
+            return checked(v, std::string(key) + " in ns");
         }
         if (n && n->t == JT::Float) {
             double v = n->d;
             if (std::isnan(v) || std::isinf(v))
-                throw BadEvent{"'" + k + "' is " + float_str(v) + ": expected a finite number"};
+                throw BadEvent{"'" + std::string(key) + "' is " + float_str(v) +
+                               ": expected a finite number"};
             if (-kExactFloatUs < v && v < kExactFloatUs) {
                 double whole = std::trunc(v);
                 double frac = std::nearbyint((v - whole) * 1000.0);
                 return (int64_t)whole * 1000 + (int64_t)frac;
             }
-            return checked(us_to_ns_text(doc.text(*n)), k + " in ns");
+            return checked(us_to_ns_text(doc.text(*n)), std::string(key) + " in ns");
         }
-        throw BadEvent{"'" + k + "' is " + py_type_name(n) + ": expected a number of microseconds"};
+        throw BadEvent{"'" + std::string(key) + "' is " + py_type_name(n) +
+                       ": expected a number of microseconds"};
     }
 
     static Big us_to_ns_text(std::string_view text) {
@@ -475,10 +560,14 @@ struct Parser {
         return decimal_us_to_ns(text);
     }
 
+    // distinct devices in first-seen order; the last one seen is checked first
+    size_t last_device = 0;
     void count_device(std::string_view d) {
-        for (auto& x : devices)
-            if (x == d) return;
+        if (last_device < devices.size() && devices[last_device] == d) return;
+        for (size_t i = 0; i < devices.size(); ++i)
+            if (devices[i] == d) { last_device = i; return; }
         devices.emplace_back(d);
+        last_device = devices.size() - 1;
     }
 
     // the size of one element of a dtype record_param_comms names
@@ -494,15 +583,15 @@ struct Parser {
 
     bool message_bytes(size_t args, int64_t* out) {
         if (args == 0) return false;
-        const JNode* dt = member(args, "dtype");
+        const JNode* dt = argk[kDtype];
         if (!dt || dt->t != JT::Str) return false;
         std::string b;
         unsigned size = dtype_bytes(doc.str(*dt, b));
         if (!size) return false;
         bool have = false;
         Big best;
-        for (const char* k : {"In msg nelems", "Out msg nelems"}) {
-            const JNode* c = member(args, k);
+        for (int k : {kInNelems, kOutNelems}) {
+            const JNode* c = argk[k];
             if (!c || c->t != JT::Int) continue;
             Big v = Big::of_int_text(doc.text(*c));
             if (!have || best.less(v)) best = v;
@@ -513,11 +602,17 @@ struct Parser {
         return true;
     }
 
+    static char lower(char c) { return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c; }
+
+    // "nccl" or "rccl" in the name, ASCII letters in any case
     static bool is_comm_kernel(std::string_view name) {
-        std::string low(name);
-        for (auto& c : low)
-            if (c >= 'A' && c <= 'Z') c = (char)(c + 32);
-        return low.find("nccl") != std::string::npos || low.find("rccl") != std::string::npos;
+        for (size_t i = 0; i + 4 <= name.size(); ++i) {
+            char c = lower(name[i]);
+            if ((c == 'n' || c == 'r') && lower(name[i + 1]) == 'c' &&
+                lower(name[i + 2]) == 'c' && lower(name[i + 3]) == 'l')
+                return true;
+        }
+        return false;
     }
 
     static const char* jax_gpu_category(std::string_view name) {
@@ -533,28 +628,55 @@ struct Parser {
         return "kernel";
     }
 
-    // kineto._args: the args object index (0 when absent or falsy)
+    // kineto._args: the args object index (0 when absent or falsy), its members indexed
     size_t args_of() {
-        const JNode* a = member(0, "args");
+        const JNode* a = top[kArgs];
         if (!a || !doc.truthy(*a)) return 0;
         if (a->t != JT::Obj)
             throw BadEvent{std::string("'args' is ") + py_type_name(a) + ": expected an object"};
-        return (size_t)(a - doc.nodes.data());
+        size_t i = (size_t)(a - doc.nodes.data());
+        if (args_obj != i) {
+            index(i, argk);
+            args_obj = i;
+        }
+        return i;
     }
 
-    const JNode* arg(size_t args, std::string_view k) const { return args ? member(args, k) : nullptr; }
+    const JNode* arg(size_t args, int k) const { return args ? argk[k] : nullptr; }
 
     void check_text(bool ok) {
         if (!ok) throw BadEvent{"a \\u escape of an unpaired UTF-16 surrogate: not valid text"};
     }
 
+    // The cuda:N name of a GPU event's device value: the last one's is kept, so that
+    // the common case (the same int as the event before) makes no key.
+    int last_dev_type = -1;
+    std::string last_dev_text;
+    const std::string* last_dev_name = nullptr;
+
+    const std::string& device_name(const JNode* dev) {
+        int type = !dev ? -1 : dev->t == JT::Int ? 2 : (dev->t == JT::Str && !dev->esc) ? 4 : -1;
+        if (type >= 0 && type == last_dev_type && doc.text(*dev) == last_dev_text)
+            return *last_dev_name;
+        auto k = key_of(dev, "device");
+        auto it = device_names.find(k);
+        if (it == device_names.end())
+            it = device_names.emplace(k, "cuda:" + pystr(dev, "device")).first;
+        last_dev_type = type;
+        if (type >= 0) last_dev_text.assign(doc.text(*dev));
+        last_dev_name = &it->second;
+        return it->second;
+    }
+
     void event() {
-        const JNode* ph = member(0, "ph");
+        index(0, top);
+        args_obj = 0;
+        const JNode* ph = top[kPh];
         if (!is_str(ph, "X")) {
             other_event(ph);
             return;
         }
-        const JNode* cat = member(0, "cat");
+        const JNode* cat = top[kCat];
         if (cat && cat->t != JT::Null && cat->t != JT::Str)
             throw BadEvent{std::string("'cat' is ") + py_type_name(cat) + ": expected a string"};
         bool cat_none = !cat || cat->t == JT::Null;
@@ -571,7 +693,7 @@ struct Parser {
         const std::string* jax_device = nullptr;
         if (!category) {
             if (cat_none) {
-                auto k = key_of(member(0, "pid"), "pid");
+                auto k = key_of(top[kPid], "pid");
                 if (!gpu_pids.empty()) {
                     auto it = gpu_pids.find(k);
                     if (it != gpu_pids.end()) jax_device = &it->second;
@@ -581,7 +703,7 @@ struct Parser {
                 return;
             }
         }
-        const JNode* name = member(0, "name");
+        const JNode* name = top[kName];
         if (!name || name->t != JT::Str)
             throw BadEvent{std::string("an 'X' event whose 'name' is ") +
                            (name ? py_type_name(name) : "NoneType") + ": expected a string"};
@@ -589,20 +711,16 @@ struct Parser {
         std::string_view namev = name->esc ? doc.str(*name, scratch2, &name_lone) : doc.text(*name);
         bool have_bytes = false;
         int64_t nbytes = 0;
-        std::string device;
+        std::string_view device;
         const JNode* stream;
         if (category || jax_device) {
             if (!category) {
                 category = jax_gpu_category(namev);
                 device = *jax_device;
             } else {
-                const JNode* dev = args ? member(args, "device") : nullptr;
-                if (!dev) dev = member(0, "pid");
-                auto k = key_of(dev, "device");
-                auto it = device_names.find(k);
-                if (it == device_names.end())
-                    it = device_names.emplace(k, "cuda:" + pystr(dev, "device")).first;
-                device = it->second;
+                const JNode* dev = args ? argk[kDevice] : nullptr;
+                if (!dev) dev = top[kPid];
+                device = device_name(dev);
             }
             if (std::string_view(category) == "kernel") {
                 if (is_comm_kernel(namev)) {
@@ -610,10 +728,10 @@ struct Parser {
                     have_bytes = message_bytes(args, &nbytes);
                 }
             } else if (std::string_view(category) != "gpu_annotation") {
-                have_bytes = int_or_none(arg(args, "bytes"), "bytes", &nbytes);
+                have_bytes = int_or_none(arg(args, kBytes), "bytes", &nbytes);
             }
-            stream = args ? member(args, "stream") : nullptr;
-            if (!stream) stream = member(0, "tid");
+            stream = args ? argk[kStream] : nullptr;
+            if (!stream) stream = top[kTid];
         } else {
             if (cat_none) category = "cpu_op";
             else if (catv == "cpu_op") category = "cpu_op";
@@ -627,25 +745,31 @@ struct Parser {
                 have_bytes = message_bytes(args, &nbytes);
             }
             device = "cpu";
-            stream = member(0, "tid");
+            stream = top[kTid];
         }
-        const JNode* corr = arg(args, "correlation");
-        int64_t ts_ns = ns(member(0, "ts"), "ts");
-        const JNode* dur = member(0, "dur");
+        const JNode* corr = arg(args, kCorrelation);
+        int64_t ts_ns = ns(top[kTs], "ts");
+        const JNode* dur = top[kDur];
         int64_t dur_ns = (!dur || dur->t == JT::Null) ? 0 : ns(dur, "dur");
         static const std::string_view drop[] = {"name", "ph", "ts", "dur"};
-        attrs_buf.clear();
-        check_text(doc.dump(0, attrs_buf, false, drop, 4) && !name_lone);
+        // attrs written straight into its column (no copy); a failure ends the parse
+        std::string& attrs = batch->attrs.begin();
+        size_t mark = attrs.size();
+        if (!(doc.dump(0, attrs, false, drop, 4) && !name_lone)) {
+            attrs.resize(mark);
+            check_text(false);
+        }
+        batch->attrs.commit();
         int64_t stream_v = 0;
         bool have_stream = stream && stream->t == JT::Int;
-        if (have_stream) stream_v = checked(Big::of_int_text(doc.text(*stream)), "stream");
+        if (have_stream) stream_v = int64_of(doc.text(*stream), "stream");
         int64_t corr_v = 0;
         bool have_corr;
         if (corr && corr->t == JT::Int) {
-            corr_v = checked(Big::of_int_text(doc.text(*corr)), "correlation");
+            corr_v = int64_of(doc.text(*corr), "correlation");
             have_corr = true;
         } else {
-            const JNode* c = (!corr || corr->t == JT::Null) ? arg(args, "correlation_id") : corr;
+            const JNode* c = (!corr || corr->t == JT::Null) ? arg(args, kCorrelationId) : corr;
             have_corr = int_or_none(c, "correlation", &corr_v);
         }
         EventBatch& bt = *batch;
@@ -658,7 +782,6 @@ struct Parser {
         bt.dur_ns.set(dur_ns);
         if (have_corr) bt.correlation.set(corr_v); else bt.correlation.set_null();
         if (have_bytes) bt.bytes.set(nbytes); else bt.bytes.set_null();
-        bt.attrs.set(attrs_buf);
         end_row(category, device);
     }
 
@@ -671,13 +794,17 @@ struct Parser {
 
     void flush() {
         if (batch->rows == 0) return;
+        size_t attrs_size = batch->attrs.data.size(), rows = batch->rows;
         done.push_back(std::move(batch));
         outs.push_back({2, {}, {}, done.size() - 1});
         batch = std::make_unique<EventBatch>();
+        // the next batch will be about as large: one allocation per column, no regrowth
+        batch->attrs.data.reserve(attrs_size + attrs_size / 8);
+        batch->attrs.off.reserve(rows + 1);
     }
 
     void other_event(const JNode* ph) {
-        const JNode* name = member(0, "name");
+        const JNode* name = top[kName];
         if ((is_str(ph, "i") || is_str(ph, "I")) && is_str(name, "[memory]")) {
             memory_event();
             return;
@@ -689,7 +816,7 @@ struct Parser {
     void metadata_event(const JNode* name) {
         if (!is_str(name, "process_name")) return;
         size_t args = args_of();
-        const JNode* label = arg(args, "name");
+        const JNode* label = arg(args, kName);
         if (!label || label->t != JT::Str) return;
         bool lone = false;
         std::string b;
@@ -697,7 +824,7 @@ struct Parser {
         if (lv.rfind("/device:GPU:", 0) != 0) return;
         std::string device = "cuda:" + std::string(lv.substr(lv.rfind(':') + 1));
         if (lone) check_text(!has_surrogate(device));  // only the stored part must be text
-        gpu_pids[key_of(member(0, "pid"), "pid")] = device;
+        gpu_pids[key_of(top[kPid], "pid")] = device;
     }
 
     static bool has_surrogate(std::string_view s) {  // WTF-8 surrogate bytes ED A0..BF xx
@@ -709,19 +836,19 @@ struct Parser {
     void memory_event() {
         size_t args = args_of();
         std::string device = "cpu";
-        const JNode* dt = arg(args, "Device Type");
-        if (dt && ((dt->t == JT::Int && Big::of_int_text(doc.text(*dt)).str() == "1") ||
+        const JNode* dt = arg(args, kDeviceType);
+        if (dt && ((dt->t == JT::Int && int_text(doc.text(*dt)) == "1") ||
                    (dt->t == JT::Float && dt->d == 1.0) || dt->t == JT::True))
-            device = "cuda:" + pystr(arg(args, "Device Id"), "Device Id");
-        const JNode* tid = member(0, "tid");
-        int64_t ts_ns = ns(member(0, "ts"), "ts");
+            device = "cuda:" + pystr(arg(args, kDeviceId), "Device Id");
+        const JNode* tid = top[kTid];
+        int64_t ts_ns = ns(top[kTs], "ts");
         int64_t nbytes = 0;
-        bool have_bytes = int_or_none(arg(args, "Bytes"), "Bytes", &nbytes);
+        bool have_bytes = int_or_none(arg(args, kBytesCap), "Bytes", &nbytes);
         static const std::string_view drop[] = {"name", "ph", "ts"};
         attrs_buf.clear();
         check_text(doc.dump(0, attrs_buf, false, drop, 3));
         bool have_stream = tid && tid->t == JT::Int;
-        int64_t stream_v = have_stream ? checked(Big::of_int_text(doc.text(*tid)), "tid") : 0;
+        int64_t stream_v = have_stream ? int64_of(doc.text(*tid), "tid") : 0;
         EventBatch& bt = *batch;
         bt.kind.set("kernel_measured");
         bt.name.set("[memory]");

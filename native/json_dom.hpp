@@ -335,6 +335,14 @@ private:
 
     void dump_string(const JNode& n, std::string& out, bool ensure_ascii, bool& ok) const {
         if (!n.esc) {
+            if (!ensure_ascii) {
+                // the input's own text: with no escape in it, it holds no quote, backslash
+                // or control character, so json.dumps writes it unchanged
+                out.push_back('"');
+                out.append(data.data() + n.begin, n.len);
+                out.push_back('"');
+                return;
+            }
             put_json_string(out, text(n), ensure_ascii);
             return;
         }
@@ -430,16 +438,30 @@ inline void JsonDoc::dump_object(size_t i, std::string& out, bool ensure_ascii,
     const JNode& n = nodes[i];
     // members: (key node, value node); a repeated key keeps its first place, last value
     struct M { size_t key, val; std::string_view k; bool skip; };
-    std::vector<M> ms;
-    ms.reserve(n.count);
+    // small objects (every event) on the stack, no allocation
+    constexpr size_t kSmall = 24;
+    M small[kSmall];
+    std::vector<M> big;
+    M* ms_begin = small;
+    if (n.count > kSmall) {
+        big.resize(n.count);
+        ms_begin = big.data();
+    }
+    struct Span {
+        M* b; size_t n;
+        M* begin() const { return b; }
+        M* end() const { return b + n; }
+        size_t size() const { return n; }
+        M& operator[](size_t k) const { return b[k]; }
+    } ms{ms_begin, 0};
     std::vector<std::string> decoded;  // keys with escapes
-    decoded.reserve(4);
     size_t c = i + 1;
     bool escaped_keys = false;
     for (size_t m = 0; m < n.count; ++m) {
         const JNode& kn = nodes[c];
         std::string_view k;
         if (kn.esc) {
+            if (decoded.empty()) decoded.reserve(n.count);  // views into it stay valid
             decoded.emplace_back();
             bool lone = false;
             decode(text(kn), decoded.back(), &lone);
@@ -448,7 +470,7 @@ inline void JsonDoc::dump_object(size_t i, std::string& out, bool ensure_ascii,
         } else {
             k = text(kn);
         }
-        ms.push_back({c, c + 1, k, false});
+        ms[ms.n++] = M{c, c + 1, k, false};
         c = nodes[c + 1].end;
     }
     if (escaped_keys) {  // point the views at the decoded keys (vector now stable)
@@ -456,16 +478,21 @@ inline void JsonDoc::dump_object(size_t i, std::string& out, bool ensure_ascii,
         for (auto& m : ms)
             if (nodes[m.key].esc) m.k = decoded[d++];
     }
-    for (auto& m : ms)
-        for (size_t d = 0; d < ndrop; ++d)
-            if (m.k == drop[d]) m.skip = true;
+    // equal keys: the size and first byte tell most apart without a memcmp call
+    auto same = [](std::string_view x, std::string_view y) {
+        return x.size() == y.size() && (x.empty() || (x[0] == y[0] && x == y));
+    };
+    if (ndrop)
+        for (auto& m : ms)
+            for (size_t d = 0; d < ndrop; ++d)
+                if (same(m.k, drop[d])) m.skip = true;
     if (ms.size() > 1) {
         // first place, last value: O(n^2) on small objects, sorted indexes on large ones
-        if (ms.size() <= 24) {
+        if (ms.size() <= kSmall) {
             for (size_t a = 0; a < ms.size(); ++a) {
                 if (ms[a].skip) continue;
                 for (size_t b = a + 1; b < ms.size(); ++b) {
-                    if (!ms[b].skip && ms[b].k == ms[a].k) {
+                    if (!ms[b].skip && same(ms[b].k, ms[a].k)) {
                         ms[a].val = ms[b].val;
                         ms[b].skip = true;
                     }

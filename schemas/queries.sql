@@ -127,6 +127,9 @@ SELECT timeline_id FROM timeline_records ORDER BY timeline_id;
 -- name: current_memory_limit
 SELECT current_setting('memory_limit');
 
+-- name: current_threads
+SELECT current_setting('threads');
+
 -- Content digests of one source: what an ingest wrote, independent of ids and of when
 -- (tests and benchmarks compare them before and after a change to an ingester). NULL
 -- columns are left out of each row's JSON, so a column added to the table later leaves
