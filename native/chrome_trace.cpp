@@ -1006,17 +1006,9 @@ PyTypeObject ParserType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 int add_chrome_trace(PyObject* module) {
-    ParserType.tp_name = "tlview.ingest._native.ChromeTraceParser";
-    ParserType.tp_basicsize = sizeof(PyParser);
-    ParserType.tp_flags = Py_TPFLAGS_DEFAULT;
-    ParserType.tp_doc = "ChromeTraceParser(path): Kineto/JAX trace bytes to event columns";
-    ParserType.tp_new = PyType_GenericNew;
-    ParserType.tp_init = (initproc)init;
-    ParserType.tp_dealloc = (destructor)dealloc;
-    ParserType.tp_methods = methods;
-    if (PyType_Ready(&ParserType) < 0) return -1;
-    Py_INCREF(&ParserType);
-    return PyModule_AddObject(module, "ChromeTraceParser", (PyObject*)&ParserType);
+    return add_type(module, ParserType, "ChromeTraceParser",
+                    "ChromeTraceParser(path): Kineto/JAX trace bytes to event columns",
+                    sizeof(PyParser), (initproc)init, (destructor)dealloc, methods);
 }
 
 }  // namespace tlv

@@ -152,4 +152,23 @@ inline PyObject* py_str(std::string_view s) {
     return PyUnicode_DecodeUTF8(s.data(), (Py_ssize_t)s.size(), "surrogatepass");
 }
 
+// Registers a parser type as module.<name>: the fields every parser type sets alike.
+inline int add_type(PyObject* module, PyTypeObject& type, const char* name, const char* doc,
+                    Py_ssize_t size, initproc init, destructor dealloc, PyMethodDef* methods,
+                    newfunc make = PyType_GenericNew) {
+    static const std::string prefix = "tlview.ingest._native.";
+    // tp_name must outlive the type: one string per registered name, never freed
+    type.tp_name = (new std::string(prefix + name))->c_str();
+    type.tp_basicsize = size;
+    type.tp_flags = Py_TPFLAGS_DEFAULT;
+    type.tp_doc = doc;
+    type.tp_new = make;
+    type.tp_init = init;
+    type.tp_dealloc = dealloc;
+    type.tp_methods = methods;
+    if (PyType_Ready(&type) < 0) return -1;
+    Py_INCREF(&type);
+    return PyModule_AddObject(module, name, (PyObject*)&type);
+}
+
 }  // namespace tlv

@@ -2083,18 +2083,10 @@ PyTypeObject ParserType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 int add_cuda_snapshot(PyObject* module) {
-    ParserType.tp_name = "tlview.ingest._native.SnapshotParser";
-    ParserType.tp_basicsize = sizeof(PyParser);
-    ParserType.tp_flags = Py_TPFLAGS_DEFAULT;
-    ParserType.tp_doc = "SnapshotParser(path, Frame, InternedStack): allocator snapshot "
-                        "pickle bytes to trace rows and plain values";
-    ParserType.tp_new = PyType_GenericNew;
-    ParserType.tp_init = (initproc)init;
-    ParserType.tp_dealloc = (destructor)dealloc;
-    ParserType.tp_methods = methods;
-    if (PyType_Ready(&ParserType) < 0) return -1;
-    Py_INCREF(&ParserType);
-    return PyModule_AddObject(module, "SnapshotParser", (PyObject*)&ParserType);
+    return add_type(module, ParserType, "SnapshotParser",
+                    "SnapshotParser(path, Frame, InternedStack): allocator snapshot "
+                        "pickle bytes to trace rows and plain values",
+                    sizeof(PyParser), (initproc)init, (destructor)dealloc, methods);
 }
 
 }  // namespace tlv

@@ -1702,17 +1702,9 @@ PyTypeObject ParserType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 int add_inductor_ir(PyObject* module) {
-    ParserType.tp_name = "tlview.ingest._native.InductorIrParser";
-    ParserType.tp_basicsize = sizeof(PyParser);
-    ParserType.tp_flags = Py_TPFLAGS_DEFAULT;
-    ParserType.tp_doc = "InductorIrParser(path): scheduler-IR dump bytes to event columns";
-    ParserType.tp_new = PyType_GenericNew;
-    ParserType.tp_init = (initproc)init;
-    ParserType.tp_dealloc = (destructor)dealloc;
-    ParserType.tp_methods = methods;
-    if (PyType_Ready(&ParserType) < 0) return -1;
-    Py_INCREF(&ParserType);
-    return PyModule_AddObject(module, "InductorIrParser", (PyObject*)&ParserType);
+    return add_type(module, ParserType, "InductorIrParser",
+                    "InductorIrParser(path): scheduler-IR dump bytes to event columns",
+                    sizeof(PyParser), (initproc)init, (destructor)dealloc, methods);
 }
 
 }  // namespace tlv

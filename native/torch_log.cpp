@@ -622,18 +622,10 @@ PyMethodDef functions[] = {
 }  // namespace
 
 int add_torch_log(PyObject* module) {
-    UndressType.tp_name = "tlview.ingest._native.TorchLogUndress";
-    UndressType.tp_basicsize = sizeof(PyUndress);
-    UndressType.tp_flags = Py_TPFLAGS_DEFAULT;
-    UndressType.tp_doc = "TorchLogUndress(LogLine, slow): torch_log.undress, compiled";
-    UndressType.tp_new = PyType_GenericNew;
-    UndressType.tp_init = (initproc)init;
-    UndressType.tp_dealloc = (destructor)dealloc;
-    UndressType.tp_methods = methods;
-    if (PyType_Ready(&UndressType) < 0) return -1;
-    Py_INCREF(&UndressType);
     if (PyModule_AddFunctions(module, functions) < 0) return -1;
-    return PyModule_AddObject(module, "TorchLogUndress", (PyObject*)&UndressType);
+    return add_type(module, UndressType, "TorchLogUndress",
+                    "TorchLogUndress(LogLine, slow): torch_log.undress, compiled",
+                    sizeof(PyUndress), (initproc)init, (destructor)dealloc, methods);
 }
 
 }  // namespace tlv

@@ -2054,17 +2054,10 @@ PyTypeObject XlaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 }  // namespace
 
 int add_xla_buffer_assignment(PyObject* module) {
-    XlaType.tp_name = "tlview.ingest._native.XlaBufferAssignment";
-    XlaType.tp_basicsize = sizeof(PyXla);
-    XlaType.tp_flags = Py_TPFLAGS_DEFAULT;
-    XlaType.tp_doc = "XlaBufferAssignment(paths, names): an XLA dump's files to event columns";
-    XlaType.tp_new = new_xla;
-    XlaType.tp_init = (initproc)init;
-    XlaType.tp_dealloc = (destructor)dealloc;
-    XlaType.tp_methods = methods;
-    if (PyType_Ready(&XlaType) < 0) return -1;
-    Py_INCREF(&XlaType);
-    return PyModule_AddObject(module, "XlaBufferAssignment", (PyObject*)&XlaType);
+    return add_type(module, XlaType, "XlaBufferAssignment",
+                    "XlaBufferAssignment(paths, names): an XLA dump's files to event columns",
+                    sizeof(PyXla), (initproc)init, (destructor)dealloc, methods,
+                    new_xla);
 }
 
 }  // namespace tlv
