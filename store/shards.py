@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from . import caches, diff
 from .convert import EVENT_SCHEMA, dumps
 from .db import SCHEMA_VERSION, Database, _schema_files, _template_path
-from .writer import INGEST_MEMORY_LIMIT, IngestSummary
+from .writer import IngestSummary, ingest_transaction
 
 LAYOUT = 1
 MANIFEST = "tlview_shards.json"
@@ -367,22 +367,10 @@ def commit_shards(db: Database, folder: str | Path, keys: Sequence[int]) -> list
     next source and timeline ids: a shard is already a whole, parsed source, so several
     go in at once with the rows and ids of as many single commits, one INSERT per table
     for them all (the files read in order: the rows keep the order of a serial ingest)."""
-    con = db.con
-    limit = db.scalar("current_memory_limit")
-    con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
-    con.execute("BEGIN TRANSACTION")
-    try:
-        out = _commit(db, Path(folder), list(keys)) if keys else []
-        con.execute("COMMIT")
-    except BaseException:
-        try:
-            con.execute("ROLLBACK")
-        except Exception:
-            pass
-        raise
-    finally:
-        con.execute(f"SET memory_limit = '{limit}'")
-    return out
+    if not keys:
+        return []
+    with ingest_transaction(db):
+        return _commit(db, Path(folder), list(keys))
 
 
 def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:

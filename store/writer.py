@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -65,13 +66,22 @@ def write_records(
     summary_attrs: dict[str, Any] | None = None,
 ) -> IngestSummary:
     """Append one source's records atomically. The first record must be its Source."""
+    with ingest_transaction(db):
+        return _write(db, records, batch_size, summary_attrs)
+
+
+@contextmanager
+def ingest_transaction(db: Database) -> Iterator[None]:
+    """One transaction under the ingest's memory limit: committed when the block ends,
+    rolled back if it raises; the memory limit and thread count (lowered for the events
+    INSERT) restored either way."""
     con = db.con
     limit = db.scalar("current_memory_limit")
-    threads = db.scalar("current_threads")  # _write lowers it for the events INSERT
+    threads = db.scalar("current_threads")
     con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
     con.execute("BEGIN TRANSACTION")
     try:
-        result = _write(db, records, batch_size, summary_attrs)
+        yield
         con.execute("COMMIT")
     except BaseException:
         try:
@@ -82,7 +92,6 @@ def write_records(
     finally:
         con.execute(f"SET memory_limit = '{limit}'")
         con.execute(f"SET threads = {threads}")
-    return result
 
 
 def _write(db: Database, records: Iterable[Record], batch_size: int,
