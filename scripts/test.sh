@@ -8,4 +8,5 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
-exec .venv/bin/python -m pytest -q "$@"
+# Two workers (TLVIEW_TEST_WORKERS=0: one process, e.g. to debug a test).
+exec .venv/bin/python -m pytest -q -n "${TLVIEW_TEST_WORKERS:-2}" "$@"
