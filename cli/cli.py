@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         "environment:\n"
         f"  TLVIEW_LOCK_WAIT             seconds to wait while another process holds the "
         f"database (default {DEFAULT_WAIT_S:g})\n"
-        "  TLVIEW_INGEST_MEMORY_LIMIT   DuckDB's memory during an ingest (default 512MB)\n"
+        "  TLVIEW_INGEST_MEMORY_LIMIT   DuckDB's memory during an ingest (default 256MB)\n"
         "  TLVIEW_ASCII=1, NO_COLOR     7-bit glyphs / no colour in the terminal UI\n\n"
         f"Databases are written in DuckDB storage {STORAGE_VERSION}: the duckdb CLI "
         "1.4.0 and later opens them.",

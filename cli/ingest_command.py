@@ -22,6 +22,7 @@ from tlview.ingest.lines import stderr_progress
 from tlview.ingest.source import file_sha256, records_for
 from tlview.store import Database, IngestSummary, open_database, write_records
 from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
+from tlview.store.writer import limit_ingest_memory
 
 from . import cluster
 from .locking import lock_wait_s, say_waiting
@@ -63,6 +64,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if plan.files:
         created = not Path(args.db).exists()
         db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+        limit_ingest_memory(db)
         new_ids: list[int] = []
         try:
             if dask or (jobs > 1 and _worth_workers(plan.files, explicit=bool(args.jobs))):
@@ -133,6 +135,7 @@ def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
     keys = shard_keys(folder)
     created = not Path(args.db).exists()
     db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+    limit_ingest_memory(db)
     new_ids: list[int] = []
     try:
         summaries = commit_shards(db, folder, keys)

@@ -5,7 +5,7 @@ functions; profiler traces hand whole columnar ``MeasuredBatch``es) and go in as
 INSERT that DuckDB feeds by pulling batches from the parser, so the memory of an
 ingest stays flat whatever the input's size. The parser runs in a thread while
 DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
-ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 512MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
+ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 256MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
 database is exactly as it was before.
 """
 
@@ -45,7 +45,7 @@ from .records import (
 BATCH = 20_000
 # DuckDB's memory while one ingest's transaction is open (it writes the rest to the
 # file as it goes), so a 1 GB trace never makes a 1 GB process.
-INGEST_MEMORY_LIMIT = os.environ.get("TLVIEW_INGEST_MEMORY_LIMIT", "512MB")
+INGEST_MEMORY_LIMIT = os.environ.get("TLVIEW_INGEST_MEMORY_LIMIT", "256MB")
 if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", INGEST_MEMORY_LIMIT):
     raise ValueError(f"TLVIEW_INGEST_MEMORY_LIMIT={INGEST_MEMORY_LIMIT!r}: expected e.g. 512MB")
 # DuckDB threads while the events INSERT runs (the parse thread has the other core).
@@ -68,6 +68,13 @@ def write_records(
     """Append one source's records atomically. The first record must be its Source."""
     with ingest_transaction(db):
         return _write(db, records, batch_size, summary_attrs)
+
+
+def limit_ingest_memory(db: Database) -> None:
+    """Hold this connection to the ingest's memory limit from now on (an ingest command's
+    reports after the commit, e.g. the ranks of a new trace, are part of the ingest: at
+    DuckDB's default, 80% of RAM, a 1 GB trace's rank report alone took 1 GB)."""
+    db.con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
 
 
 @contextmanager
