@@ -270,10 +270,12 @@ class TraceParser:
                 p.nbytes += len(data)
                 p.keep.extend(texts)
             elif p.keep is not None:
+                cap = p.cap
+                assert cap is not None  # the branch above took the uncapped payloads
                 nbytes = p.nbytes - (1 if before else 0)
                 for i, text in enumerate(texts):  # kept while the payload is within its cap
                     nbytes += (1 if before or i else 0) + len(text.encode())
-                    if nbytes > p.cap:
+                    if nbytes > cap:
                         break
                     p.keep.append(text)
                 p.nbytes += len(data)
