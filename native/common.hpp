@@ -152,6 +152,43 @@ inline PyObject* py_str(std::string_view s) {
     return PyUnicode_DecodeUTF8(s.data(), (Py_ssize_t)s.size(), "surrogatepass");
 }
 
+// Runs a parser's ``body`` without the GIL. A ParseError becomes the ingest error naming
+// ``path`` and its line, anything else a RuntimeError; either way ``failed`` is set (a
+// parser never goes on after an error). False when a Python error is set.
+template <class F>
+bool run_released(PyObject* path, bool& failed, F&& body) {
+    if (failed) {
+        PyErr_SetString(PyExc_RuntimeError, "the parser failed earlier");
+        return false;
+    }
+    ParseError err{0, {}};
+    bool bad = false;
+    std::string other;
+    Py_BEGIN_ALLOW_THREADS
+    try {
+        body();
+    } catch (const ParseError& e) {
+        err = e;
+        bad = true;
+    } catch (const std::bad_alloc&) {
+        other = "out of memory";
+    } catch (const std::exception& e) {
+        other = e.what();
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) {
+        failed = true;
+        raise_parse_error(path, err);
+        return false;
+    }
+    if (!other.empty()) {
+        failed = true;
+        PyErr_SetString(PyExc_RuntimeError, other.c_str());
+        return false;
+    }
+    return true;
+}
+
 // Registers a parser type as module.<name>: the fields every parser type sets alike.
 inline int add_type(PyObject* module, PyTypeObject& type, const char* name, const char* doc,
                     Py_ssize_t size, initproc init, destructor dealloc, PyMethodDef* methods,

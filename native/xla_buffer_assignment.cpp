@@ -1830,35 +1830,7 @@ struct PyXla {
 
 template <class F>
 PyObject* guarded(PyXla* self, F&& body) {
-    if (self->failed) {
-        PyErr_SetString(PyExc_RuntimeError, "the parser failed earlier");
-        return nullptr;
-    }
-    ParseError err{0, {}};
-    bool bad = false;
-    std::string other;
-    Py_BEGIN_ALLOW_THREADS
-    try {
-        body();
-    } catch (const ParseError& e) {
-        err = e;
-        bad = true;
-    } catch (const std::bad_alloc&) {
-        other = "out of memory";
-    } catch (const std::exception& e) {
-        other = e.what();
-    }
-    Py_END_ALLOW_THREADS
-    if (bad) {
-        self->failed = true;
-        raise_parse_error(self->path, err);
-        return nullptr;
-    }
-    if (!other.empty()) {
-        self->failed = true;
-        PyErr_SetString(PyExc_RuntimeError, other.c_str());
-        return nullptr;
-    }
+    if (!run_released(self->path, self->failed, body)) return nullptr;
     // hand over the exported batches
     Parser& P = *self->p;
     PyObject* list = PyList_New(0);
