@@ -186,7 +186,10 @@ def main() -> list[Result]:
                       "speed-up vs Python": slow["wall_s"] / fast["wall_s"],
                       "CPU-time speed-up vs Python": slow["result"]["cpu_s"]
                       / fast["result"]["cpu_s"]},
-            extra={"events digest equal": True}))
+            extra={"events digest equal": True},
+            # issue 15: 500 MB at >= 50 MB/s with peak RSS < 500 MB
+            target_mb_s=50 if size >= 500e6 else None,
+            target_rss_mb=500 if size >= 500e6 else None))
         print(f"{label}: events digest compiled == Python: {same}", flush=True)
         if mb in FLOOR_MB:
             parse = run_child("bench.bench_ir:parse_only", str(path))
