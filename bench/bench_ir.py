@@ -188,8 +188,8 @@ def main() -> list[Result]:
                       / fast["result"]["cpu_s"]},
             extra={"events digest equal": True},
             # issue 15: 500 MB at >= 50 MB/s with peak RSS < 500 MB
-            target_mb_s=50 if size >= 500e6 else None,
-            target_rss_mb=500 if size >= 500e6 else None))
+            target_mb_s=50 if mb >= 500 else None,
+            target_rss_mb=500 if mb >= 500 else None))
         print(f"{label}: events digest compiled == Python: {same}", flush=True)
         if mb in FLOOR_MB:
             parse = run_child("bench.bench_ir:parse_only", str(path))
