@@ -38,10 +38,12 @@ from tlview.store.records import (
     BufferAliased,
     BufferAllocated,
     BufferFreed,
+    EventColumns,
     NodeScheduled,
     Record,
     Timeline,
     TimelineNote,
+    columns_wanted,
 )
 
 from .errors import IngestError
@@ -584,7 +586,10 @@ class CompiledFxGraphParser(FxGraphParser):
 
     def finish(self) -> Iterator[Record]:
         texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
-        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES)
+        # Where the reader takes columns (the writer), the events come as one EventColumns:
+        # no record object, no row conversion (the same rows: tests/test_native_torch_log.py).
+        columns = columns_wanted()
+        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES, columns)
         if got is None:
             for number, text in zip(numbers, texts):
                 self.last_line = number
@@ -593,7 +598,14 @@ class CompiledFxGraphParser(FxGraphParser):
             return
         (records, self.step, self.device, self.returned, self.n_unknown, self.unknown,
          self.never_released, self.nodes, self.input_meta) = got
-        yield from records
+        if columns:
+            if records["n"]:
+                from .native import arrow_columns
+
+                n, cols = arrow_columns(records)
+                yield EventColumns((self.key,), n, cols)
+        else:
+            yield from records
         self._make_note()
 
 

@@ -18,6 +18,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "columns.hpp"
+#include "pyjson.hpp"
+
 namespace tlv {
 namespace {
 
@@ -473,10 +476,98 @@ struct Classes {
     PyObject *node, *alloc, *freed, *aliased;
 };
 
+// json.dumps(value, default=str, separators=(",", ":")) of an attrs value made here
+// (dicts of str keys, lists, str, int, float, bool, None); anything else: Fallback.
+void dump_py(std::string& out, PyObject* v) {
+    if (v == Py_None) { out.append("null"); return; }
+    if (v == Py_True) { out.append("true"); return; }
+    if (v == Py_False) { out.append("false"); return; }
+    if (PyUnicode_CheckExact(v)) {
+        Py_ssize_t n = 0;
+        const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (!s) { PyErr_Clear(); throw Fallback{}; }  // a lone surrogate: Python decides
+        put_json_string(out, sv(s, (size_t)n), true);
+        return;
+    }
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); throw Fallback{}; }
+        out.append(std::to_string(x));
+        return;
+    }
+    if (PyFloat_CheckExact(v)) { put_py_float(out, PyFloat_AS_DOUBLE(v)); return; }
+    if (PyDict_CheckExact(v)) {
+        out.push_back('{');
+        Py_ssize_t pos = 0;
+        PyObject *k, *x;
+        bool first = true;
+        while (PyDict_Next(v, &pos, &k, &x)) {
+            if (!PyUnicode_CheckExact(k)) throw Fallback{};
+            if (!first) out.push_back(',');
+            first = false;
+            dump_py(out, k);
+            out.push_back(':');
+            dump_py(out, x);
+        }
+        out.push_back('}');
+        return;
+    }
+    if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
+        out.push_back('[');
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        for (Py_ssize_t i = 0; i < n; ++i) {
+            if (i) out.push_back(',');
+            dump_py(out, PySequence_Fast_GET_ITEM(v, i));
+        }
+        out.push_back(']');
+        return;
+    }
+    throw Fallback{};
+}
+
+void put_str(StrCol& c, PyObject* v) {
+    if (v == Py_None) { c.set_null(); return; }
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(v, &n);
+    if (!s) { PyErr_Clear(); throw Fallback{}; }
+    c.set(sv(s, (size_t)n));
+}
+
+void put_i64(I64Col& c, PyObject* v) {
+    if (v == Py_None) { c.set_null(); return; }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); throw Fallback{}; }
+    c.set(x);
+}
+
+void put_list(StrListCol& c, PyObject* v) {  // a tuple of str
+    if (!PyTuple_CheckExact(v)) throw Fallback{};
+    c.begin_list();
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); ++i) {
+        Py_ssize_t n = 0;
+        const char* s = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(v, i), &n);
+        if (!s) { PyErr_Clear(); throw Fallback{}; }
+        c.item(sv(s, (size_t)n));
+    }
+    c.end_list();
+}
+
+void put_attrs(StrCol& c, PyObject* v) {  // the row function's `_dumps(a) if a else None`
+    if (!PyDict_CheckExact(v)) throw Fallback{};
+    if (PyDict_GET_SIZE(v) == 0) { c.set_null(); return; }
+    dump_py(c.begin(), v);
+    c.commit();
+}
+
 struct Fx {
     Classes cls;
     PyObject* key;  // str
     PyObject* out;  // list of records
+    // Columns mode: each record becomes a row here instead (its arguments, in the record
+    // class's field order, go to the events-table columns store/convert.py maps them to).
+    EventBatch* batch = nullptr;
     int64_t step = 0;
     bool has_location = false;
     std::string location;
@@ -499,6 +590,16 @@ struct Fx {
         PyObject* a[16] = {};
         size_t n = 0;
         for (PyObject* x : args) a[n++] = x;
+        if (batch) {
+            try {
+                row(cls_, a, n);
+            } catch (...) {
+                for (size_t k = 0; k < n; ++k) Py_DECREF(a[k]);
+                throw;
+            }
+            for (size_t k = 0; k < n; ++k) Py_DECREF(a[k]);
+            return;
+        }
         PyObject* r = PyObject_Vectorcall(cls_, a, n, nullptr);
         for (size_t k = 0; k < n; ++k) Py_DECREF(a[k]);
         if (!r) throw PyFail{};
@@ -507,6 +608,60 @@ struct Fx {
         if (e < 0) throw PyFail{};
     }
     PyObject* K() { Py_INCREF(key); return key; }
+
+    // One record's arguments (a[0] the timeline) as a row; fields left out take the
+    // record class's defaults (attrs {} -> NULL, reads/writes () -> [], is_input False).
+    void row(PyObject* cls_, PyObject** a, size_t n) {
+        EventBatch& b = *batch;
+        auto at = [&](size_t i) { return i < n ? a[i] : Py_None; };
+        if (cls_ == cls.node) {  // timeline step node node_class ir_type kernel device
+            b.kind.set("node_scheduled");  // reads writes line attrs
+            put_i64(b.step, at(1));
+            put_str(b.node, at(2));
+            put_str(b.node_class, at(3));
+            put_str(b.ir_type, at(4));
+            put_str(b.kernel, at(5));
+            put_str(b.device, at(6));
+            if (n > 7) put_list(b.reads, a[7]); else { b.reads.begin_list(); b.reads.end_list(); }
+            if (n > 8) put_list(b.writes, a[8]); else { b.writes.begin_list(); b.writes.end_list(); }
+            put_i64(b.line, at(9));
+            if (n > 10) put_attrs(b.attrs, a[10]);
+        } else if (cls_ == cls.alloc) {  // timeline step buffer bytes node layout dtype shape
+            b.kind.set("buffer_allocated");  // stride device size_expr is_input allocation
+            put_i64(b.step, at(1));          // offset line attrs
+            put_str(b.buffer, at(2));
+            put_i64(b.bytes, at(3));
+            put_str(b.node, at(4));
+            put_str(b.layout, at(5));
+            put_str(b.dtype, at(6));
+            put_str(b.shape, at(7));
+            put_str(b.stride, at(8));
+            put_str(b.device, at(9));
+            put_str(b.size_expr, at(10));
+            b.is_input.set(n > 11 && a[11] == Py_True);
+            put_i64(b.allocation, at(12));
+            put_i64(b.offset, at(13));
+            put_i64(b.line, at(14));
+            if (n > 15) put_attrs(b.attrs, a[15]);
+        } else if (cls_ == cls.freed) {  // timeline step buffer reason attrs
+            b.kind.set("buffer_freed");
+            put_i64(b.step, at(1));
+            put_str(b.buffer, at(2));
+            put_str(b.reason, at(3));
+            if (n > 4) put_attrs(b.attrs, a[4]);
+        } else if (cls_ == cls.aliased) {  // timeline step buffer target relation node attrs
+            b.kind.set("buffer_aliased");
+            put_i64(b.step, at(1));
+            put_str(b.buffer, at(2));
+            put_str(b.target, at(3));
+            put_str(b.relation, at(4));
+            put_str(b.node, at(5));
+            if (n > 6) put_attrs(b.attrs, a[6]);
+        } else {
+            throw Fallback{};
+        }
+        b.end_row();
+    }
 
     void keep_unknown(int64_t number, PyObject* text) {
         ++n_unknown;
@@ -998,13 +1153,15 @@ struct Fx {
     }
 };
 
-// fx_graph(texts, numbers, key, classes) -> None | (records, n_steps, device, outputs,
-//   n_unknown, unknown, never_released, nodes, input_meta)
+// fx_graph(texts, numbers, key, classes, columns=False) -> None | (records, n_steps, device,
+//   outputs, n_unknown, unknown, never_released, nodes, input_meta); with columns, records
+//   is the graph's events as an exported EventBatch ({"n", "cols"}, ingest/native.py).
 PyObject* fx_graph(PyObject*, PyObject* args) {
     PyObject *texts, *numbers, *key;
     Classes cls;
-    if (!PyArg_ParseTuple(args, "O!O!U(OOOO)", &PyList_Type, &texts, &PyList_Type, &numbers,
-                          &key, &cls.node, &cls.alloc, &cls.freed, &cls.aliased))
+    int columns = 0;
+    if (!PyArg_ParseTuple(args, "O!O!U(OOOO)|p", &PyList_Type, &texts, &PyList_Type, &numbers,
+                          &key, &cls.node, &cls.alloc, &cls.freed, &cls.aliased, &columns))
         return nullptr;
     Py_ssize_t n = PyList_GET_SIZE(texts);
     if (PyList_GET_SIZE(numbers) != n) {
@@ -1014,6 +1171,8 @@ PyObject* fx_graph(PyObject*, PyObject* args) {
     Fx fx;
     fx.cls = cls;
     fx.key = key;
+    EventBatch batch;
+    if (columns) fx.batch = &batch;
     PyObject *out = PyList_New(0), *unknown = PyList_New(0), *nodes = PyList_New(0),
              *meta = PyDict_New();
     fx.out = out;
@@ -1042,7 +1201,14 @@ PyObject* fx_graph(PyObject*, PyObject* args) {
         if (!outputs) throw PyFail{};
         for (size_t k = 0; k < fx.returned.size(); ++k)
             PyList_SET_ITEM(outputs, (Py_ssize_t)k, S(fx.returned[k]));
-        PyObject* r = Py_BuildValue("(OLNNLOLOO)", out, (long long)fx.step,
+        PyObject* rows = out;
+        if (columns) {
+            rows = batch.export_py();
+            if (!rows) { Py_DECREF(outputs); throw PyFail{}; }
+        } else {
+            Py_INCREF(rows);
+        }
+        PyObject* r = Py_BuildValue("(NLNNLOLOO)", rows, (long long)fx.step,
                                     fx.has_device ? S(fx.device) : None(), outputs,
                                     (long long)fx.n_unknown, unknown,
                                     (long long)fx.never_released, nodes, meta);
@@ -1063,8 +1229,9 @@ PyObject* fx_graph(PyObject*, PyObject* args) {
 
 PyMethodDef methods[] = {
     {"fx_graph", (PyCFunction)fx_graph, METH_VARARGS,
-     "fx_graph(texts, numbers, key, classes): one FX graph's records (fx_graph.py's twin), "
-     "or None where the Python parser must read it"},
+     "fx_graph(texts, numbers, key, classes, columns=False): one FX graph's records "
+     "(fx_graph.py's twin; with columns, its events as one exported EventBatch), or None "
+     "where the Python parser must read it"},
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace

@@ -349,36 +349,133 @@ class TestFxGraphs:
 
     @pytest.mark.parametrize("seed", range(300))
     def test_mutated_graph(self, seed):
-        rnd = random.Random(seed)
-        title, texts, numbers = rnd.choice(GRAPHS)
-        texts = list(texts)
-        for _ in range(rnd.randint(1, 4)):
-            i = rnd.randrange(len(texts))
-            kind = rnd.choice(["drop", "dup", "swap", "cut", "garbage", "edit", "annot"])
-            if kind == "drop" and len(texts) > 1:
-                del texts[i]
-            elif kind == "dup":
-                texts.insert(i, texts[i])
-            elif kind == "swap":
-                j = rnd.randrange(len(texts))
-                texts[i], texts[j] = texts[j], texts[i]
-            elif kind == "cut":
-                texts = texts[:i + 1]
-            elif kind == "garbage":
-                texts.insert(i, rnd.choice(["x", "a = b = None", "return (", "    )",
-                                            "y: \"f32[2][1]cpu\" = torch.ops.aten.t.default(x)",
-                                            "z = operator.getitem(y, --1)", "# File: a.py:1",
-                                            "q = w[99999999999999999999]", "def forward(",
-                                            "p: \"f32[s0][1]cpu\"; r: \"zz[1][1]\";"]))
-            elif kind == "edit":
-                t = texts[i]
-                k = rnd.randrange(len(t) + 1)
-                texts[i] = t[:k] + rnd.choice([" ", "]", "[", "\"", "=", ";", "#", "_", "1",
-                                               ",", "(", ")", "\u00e9"]) + t[k:]
-            elif kind == "annot":
-                texts[i] = texts[i].replace("f32[", "bf16[", 1).replace("[1]", "[s0]", 1)
-        nums = list(range(numbers[0], numbers[0] + len(texts)))
+        title, texts, nums = mutated_graph(seed)
         same_graph(python_graph(title, texts, nums), compiled_graph(title, texts, nums))
+
+
+def mutated_graph(seed: int) -> tuple[str, list[str], list[int]]:
+    """One fixture graph with 1-4 random edits (dropped, doubled, swapped, cut, garbage,
+    edited or re-annotated lines), renumbered from its first line."""
+    rnd = random.Random(seed)
+    title, texts, numbers = rnd.choice(GRAPHS)
+    texts = list(texts)
+    for _ in range(rnd.randint(1, 4)):
+        i = rnd.randrange(len(texts))
+        kind = rnd.choice(["drop", "dup", "swap", "cut", "garbage", "edit", "annot"])
+        if kind == "drop" and len(texts) > 1:
+            del texts[i]
+        elif kind == "dup":
+            texts.insert(i, texts[i])
+        elif kind == "swap":
+            j = rnd.randrange(len(texts))
+            texts[i], texts[j] = texts[j], texts[i]
+        elif kind == "cut":
+            texts = texts[:i + 1]
+        elif kind == "garbage":
+            texts.insert(i, rnd.choice(["x", "a = b = None", "return (", "    )",
+                                        "y: \"f32[2][1]cpu\" = torch.ops.aten.t.default(x)",
+                                        "z = operator.getitem(y, --1)", "# File: a.py:1",
+                                        "q = w[99999999999999999999]", "def forward(",
+                                        "p: \"f32[s0][1]cpu\"; r: \"zz[1][1]\";"]))
+        elif kind == "edit":
+            t = texts[i]
+            k = rnd.randrange(len(t) + 1)
+            texts[i] = t[:k] + rnd.choice([" ", "]", "[", "\"", "=", ";", "#", "_", "1",
+                                           ",", "(", ")", "\u00e9"]) + t[k:]
+        elif kind == "annot":
+            texts[i] = texts[i].replace("f32[", "bf16[", 1).replace("[1]", "[s0]", 1)
+    nums = list(range(numbers[0], numbers[0] + len(texts)))
+    return title, texts, nums
+
+
+def columns_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
+    """compiled_graph where the reader takes columns (as the writer does)."""
+    from tlview.store.records import columns_accepted
+
+    with columns_accepted():
+        return compiled_graph(title, texts, numbers)
+
+
+def event_rows(out: list[Any]) -> list[tuple[Any, ...]]:
+    """The events-table rows (less source, timeline and seq) of records and EventColumns,
+    as the writer makes them: attrs JSON text, lists for reads/writes."""
+    from tlview.store.convert import EVENT_COLUMNS, event_tuple
+    from tlview.store.records import EVENT_KINDS, EventColumns
+
+    names = EVENT_COLUMNS[3:]
+    rows: list[tuple[Any, ...]] = []
+    for r in out:
+        if isinstance(r, EventColumns):
+            assert r.timelines == ("fx:g",)
+            cols = {k: v.to_pylist() for k, v in r.columns.items()}
+            assert set(cols) <= set(names)
+            rows += [tuple(cols[c][i] if c in cols else None for c in names)
+                     for i in range(r.n)]
+        else:
+            assert type(r) in EVENT_KINDS
+            rows.append(tuple(list(v) if isinstance(v, tuple) else v for v in event_tuple(r)))
+    return rows
+
+
+def same_columns(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
+    """The same rows (attrs text included), note and summary, or the same error."""
+    from tlview.store.convert import dumps
+    from tlview.store.records import EventColumns
+
+    assert got[0] == want[0]
+    if want[0] == "error":
+        assert got == want
+        return
+    assert event_rows(got[1]) == event_rows(want[1])
+    assert sum(isinstance(r, EventColumns) for r in got[1]) <= 1
+    assert got[2] == want[2] and dumps(got[2].attrs) == dumps(want[2].attrs)
+    assert got[3] == want[3]
+
+
+class TestFxColumns:
+    """Where the reader takes columns (the writer: store.records.columns_accepted), the
+    compiled reader hands each graph's events as one EventColumns: exactly the rows the
+    writer makes of the Python parser's records, attrs JSON text included."""
+
+    @pytest.mark.parametrize("i", range(len(GRAPHS)))
+    def test_graph(self, i):
+        from tlview.store.records import EventColumns
+
+        title, texts, numbers = GRAPHS[i]
+        got = columns_graph(title, texts, numbers)
+        assert got[0] == "ok" and any(isinstance(r, EventColumns) for r in got[1])
+        same_columns(python_graph(title, texts, numbers), got)
+
+    @pytest.mark.parametrize("seed", range(300))
+    def test_mutated_graph(self, seed):
+        title, texts, nums = mutated_graph(seed)
+        same_columns(python_graph(title, texts, nums), columns_graph(title, texts, nums))
+
+    def test_records_unless_accepted(self, monkeypatch):
+        """A reader of records_for gets records; the writer's thread gets columns."""
+        from tlview.store.records import EventColumns, columns_accepted
+
+        monkeypatch.setenv("TLVIEW_NATIVE", "1")
+        src = TORCH / "mlp_train.log"
+        plain = list(records_for(src, "torch_log"))
+        assert not any(isinstance(r, EventColumns) for r in plain)
+        with columns_accepted():
+            cols = list(records_for(src, "torch_log"))
+        assert any(isinstance(r, EventColumns) for r in cols)
+        assert event_rows_of(cols) == event_rows_of(plain)
+
+
+def event_rows_of(records: list[Any]) -> list[Any]:
+    """Every event of a parse as records (EventColumns expanded), attrs as JSON text."""
+    from tlview.store.convert import dumps
+    from tlview.store.records import EVENT_KINDS, EventColumns
+
+    out: list[Any] = []
+    for r in records:
+        for e in (r.records() if isinstance(r, EventColumns) else [r]):
+            if type(e) in EVENT_KINDS:
+                out.append((e, dumps(e.attrs)))
+    return out
 
 
 # -- TORCH_TRACE logs (native trace_groups) ----------------------------------------------
