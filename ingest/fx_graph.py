@@ -585,7 +585,8 @@ class CompiledFxGraphParser(FxGraphParser):
 
     def finish(self) -> Iterator[Record]:
         texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
-        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES, self._sink)
+        sink = () if self._sink is None else (self._sink,)  # a core built before: no sink
+        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES, *sink)
         if got is None:
             for number, text in zip(numbers, texts):
                 self.last_line = number
