@@ -49,15 +49,27 @@ def cores() -> int:
 
 
 def eight_traces() -> Path:
-    """rank0..7, each a copy of the scaled Kineto trace (cached)."""
+    """rank0..7, each a copy of the scaled Kineto trace with its own traceName (cached).
+
+    The copies differ in their last bytes: files of identical bytes are committed one
+    transaction each (the serial ingest's re-ingest check must see the first before the
+    next), which no real set of rank traces asks for."""
     from .bench_kineto import scaled_trace
 
-    folder = OUT / f"ranks8_{MB:g}MB"
+    folder = OUT / f"ranks8_{MB:g}MB_distinct"
     src = scaled_trace(MB)
+    tail = b'"traceName": "scaled"\n}\n'
     if not (folder / "rank7" / src.name).exists():
         for r in range(8):
             (folder / f"rank{r}").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, folder / f"rank{r}" / src.name)
+            dst = folder / f"rank{r}" / src.name
+            shutil.copyfile(src, dst)
+            with open(dst, "r+b") as f:
+                f.seek(-len(tail), os.SEEK_END)
+                if f.read() != tail:
+                    raise RuntimeError(f"{src}: not the scaled trace's ending")
+                f.seek(-len(tail), os.SEEK_END)
+                f.write(f'"traceName": "scaled rank{r}"\n}}\n'.encode())
     return folder
 
 
