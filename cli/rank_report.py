@@ -37,11 +37,7 @@ def _us(ns: int) -> str:
 
 def run_lines(r: dict[str, Any]) -> list[str]:
     """The lines about one run (a ``rank_report`` row)."""
-    head = (f"ranks: run {r['run']}: {len(r['ranks'])} of {r['world_size']} ranks "
-            f"({_ranks(r['ranks'])})")
-    if r["missing"]:
-        head += f", missing {_ranks(r['missing'])}"
-    parts = [head]
+    parts = [_head(r)]
     n, done, matched = r["n_collectives"], r["n_complete"], r["n_matched"]
     if not n:
         parts.append("no collective kernels")
@@ -58,14 +54,7 @@ def run_lines(r: dict[str, Any]) -> list[str]:
         parts.append(f"straggler rank {r['straggler']}: its late arrivals cost the others "
                      f"{_us(r['caused_wait_ns'])} ({100 * float(r['wait_share']):.2f}% of "
                      "their step time)")
-    lines = ["; ".join(parts)]
-    if r["dup_ranks"]:
-        lines.append(f"  note: rank {_ranks(r['dup_ranks'])} also has a trace in another run "
-                     f"overlapping this one in time ({', '.join(r['dup_names'])}): taken as "
-                     "a run of its own (ingested twice, or two jobs recorded together?)")
-    if r["out_of_range"]:
-        lines.append(f"  note: rank {_ranks(r['out_of_range'])} is not below the world size "
-                     f"{r['world_size']}")
+    lines = ["; ".join(parts), *_trace_notes(r)]
     if r["n_unmatched"]:
         lines.append(f"  note: {_count(r['n_unmatched'], 'collective')} not matched on every "
                      f"rank of {'its' if r['n_unmatched'] == 1 else 'their'} group: {r['reason']} (the collective_unmatched view lists "
@@ -79,15 +68,23 @@ def run_lines(r: dict[str, Any]) -> list[str]:
 def one_trace_lines(r: dict[str, Any]) -> list[str]:
     """The lines about a run of one trace (a ``rank_runs_among`` row): nothing to match
     yet, so none of rank_report's matching is run (seconds per GB of trace)."""
-    head = (f"ranks: run {r['run']}: {len(r['ranks'])} of {r['world_size']} ranks "
-            f"({_ranks(r['ranks'])})")
-    if r["missing"]:
-        head += f", missing {_ranks(r['missing'])}"
     n = r["n_collectives"] or 0
     tail = ("no collective kernels" if not n else
             f"{_count(n, 'collective')}, none matched across ranks"
             + (" (the other ranks' traces are not ingested)" if r["missing"] else ""))
-    lines = [f"{head}; {tail}"]
+    return [f"{_head(r)}; {tail}", *_trace_notes(r)]
+
+
+def _head(r: dict[str, Any]) -> str:
+    """``ranks: run 1: 3 of 4 ranks (0-2), missing 3``."""
+    head = (f"ranks: run {r['run']}: {len(r['ranks'])} of {r['world_size']} ranks "
+            f"({_ranks(r['ranks'])})")
+    return head + (f", missing {_ranks(r['missing'])}" if r["missing"] else "")
+
+
+def _trace_notes(r: dict[str, Any]) -> list[str]:
+    """Notes on the run's traces: a rank traced twice, a rank beyond the world size."""
+    lines = []
     if r["dup_ranks"]:
         lines.append(f"  note: rank {_ranks(r['dup_ranks'])} also has a trace in another run "
                      f"overlapping this one in time ({', '.join(r['dup_names'])}): taken as "
