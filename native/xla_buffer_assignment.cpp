@@ -16,8 +16,12 @@
 // kept or skipped (the stack-trace breakdown, the memory report's table) is handed to the
 // Python parser whole. Real dumps never need that.
 #include <Python.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -107,21 +111,174 @@ std::string commas(i128 v) {
     return sign + out;
 }
 
+// ---- the spill: the parser's state in a file, not in the process ----------------------
+
+// What must wait between the dump's sections (every value, range, name: about a third of
+// the dump's size) lives in an unlinked temporary file mapped shared: its pages belong to
+// the kernel's page cache, which writes them to disk under memory pressure, and the parser
+// unmaps those it has touched (madvise DONTNEED) whenever they pass a budget
+// (TLVIEW_XLA_SPILL_MB, default 64): peak RSS stays flat whatever the dump's size, at the
+// cost of minor faults when a dropped page is touched again. TLVIEW_XLA_SPILL_MB=0, or
+// no writable temporary directory, keeps everything on the heap.
+struct Spill {
+    static constexpr size_t kReserve = size_t(1) << 40;  // address space, never all used
+    static constexpr size_t kGrow = size_t(64) << 20;    // the file grows in these steps
+    static constexpr size_t kPage = 4096;
+    int fd = -1, statm = -1;
+    char* base = nullptr;
+    size_t used = 0, length = 0, budget = 0;
+    int64_t shared0 = 0;  // resident shared pages just after the last drop
+    std::vector<void*> heap;  // without a file: every block, freed at the end
+
+    Spill() {
+        const char* mb = std::getenv("TLVIEW_XLA_SPILL_MB");
+        budget = (size_t)(mb && *mb ? std::strtoull(mb, nullptr, 10) : 64) << 20;
+        if (!budget) return;
+        const char* dir = std::getenv("TMPDIR");
+        std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/tlview-xla-XXXXXX";
+        fd = mkstemp(tmpl.data());
+        if (fd < 0) return;
+        unlink(tmpl.c_str());
+        void* p = mmap(nullptr, kReserve, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                       fd, 0);
+        if (p == MAP_FAILED) { close(fd); fd = -1; return; }
+        base = static_cast<char*>(p);
+        statm = open("/proc/self/statm", O_RDONLY);
+        shared0 = resident_shared();
+    }
+    ~Spill() {
+        if (base) munmap(base, kReserve);
+        if (fd >= 0) close(fd);
+        if (statm >= 0) close(statm);
+        for (void* b : heap) std::free(b);
+    }
+    Spill(const Spill&) = delete;
+    Spill& operator=(const Spill&) = delete;
+
+    // zeroed bytes, 64-byte aligned; never freed one by one (see release)
+    void* alloc(size_t bytes) {
+        if (!base) {
+            void* b = std::calloc(1, bytes ? bytes : 1);
+            if (!b) throw std::bad_alloc();
+            heap.push_back(b);
+            return b;
+        }
+        size_t at = (used + 63) & ~size_t(63);
+        if (at + bytes > length) {
+            size_t want = (at + bytes + kGrow - 1) / kGrow * kGrow;
+            if (want > kReserve || ftruncate(fd, (off_t)want) != 0) throw std::bad_alloc();
+            length = want;
+        }
+        used = at + bytes;
+        return base + at;
+    }
+    // a block no longer needed (a hash table's before it grew): its whole pages go back
+    void release(void* p, size_t bytes) {
+        if (!base) {
+            auto it = std::find(heap.begin(), heap.end(), p);
+            if (it != heap.end()) { std::free(p); *it = heap.back(); heap.pop_back(); }
+            return;
+        }
+        size_t a = ((size_t)((char*)p - base) + kPage - 1) & ~(kPage - 1);
+        size_t b = ((size_t)((char*)p - base) + bytes) & ~(kPage - 1);
+        if (b > a) madvise(base + a, b - a, MADV_REMOVE);
+    }
+    int64_t resident_shared() {
+        char buf[128];
+        ssize_t n = statm >= 0 ? pread(statm, buf, sizeof buf - 1, 0) : -1;
+        if (n <= 0) return 0;
+        buf[n] = 0;
+        long long size = 0, res = 0, shared = 0;
+        if (std::sscanf(buf, "%lld %lld %lld", &size, &res, &shared) != 3) return 0;
+        return shared;
+    }
+    // called often (every few thousand lines): drop our pages once they pass the budget
+    void trim() {
+        if (!base) return;
+        int64_t now = resident_shared();
+        if ((now - shared0) * (int64_t)kPage < (int64_t)budget) return;
+        madvise(base, (used + kPage - 1) & ~(kPage - 1), MADV_DONTNEED);
+        shared0 = resident_shared();
+    }
+};
+
 // ---- flat columns in blocks -------------------------------------------------------------
 
 // A growing column kept in blocks of 64K entries: no doubling (its slack and its copy at
-// each growth would be most of the parser's memory at 1 GB).
+// each growth would be most of the parser's memory at 1 GB). Blocks come from the spill
+// (where given) else the heap.
 template <class T>
 struct Col {
     static constexpr size_t kShift = 16, kBlock = size_t(1) << kShift;
-    std::vector<std::unique_ptr<T[]>> blocks;
+    std::vector<T*> blocks;
     size_t n = 0;
+    Spill* sp = nullptr;
+    Col() = default;
+    Col(const Col&) = delete;
+    Col& operator=(const Col&) = delete;
+    ~Col() {
+        if (!sp)
+            for (T* b : blocks) delete[] b;
+    }
     size_t size() const { return n; }
     T& operator[](size_t i) { return blocks[i >> kShift][i & (kBlock - 1)]; }
     const T& operator[](size_t i) const { return blocks[i >> kShift][i & (kBlock - 1)]; }
     void push_back(const T& x) {
-        if ((n & (kBlock - 1)) == 0) blocks.emplace_back(new T[kBlock]);
-        (*this)[n++] = x;
+        if ((n & (kBlock - 1)) == 0)
+            blocks.push_back(sp ? static_cast<T*>(sp->alloc(sizeof(T) * kBlock)) : new T[kBlock]);
+        T* slot = &(*this)[n++];
+        new (slot) T(x);
+    }
+};
+
+// A fixed-size zeroed array from the spill (else the heap), e.g. one entry per step.
+template <class T>
+struct Arr {
+    T* p = nullptr;
+    size_t n = 0;
+    Spill* sp = nullptr;
+    std::vector<T> own;  // without a spill
+    void assign(size_t count) {
+        n = count;
+        if (sp) {
+            p = static_cast<T*>(sp->alloc(sizeof(T) * (count ? count : 1)));
+        } else {
+            own.assign(count, T());
+            p = own.data();
+        }
+    }
+    size_t size() const { return n; }
+    T& operator[](size_t i) { return p[i]; }
+    const T& operator[](size_t i) const { return p[i]; }
+};
+
+// A hash table's slots (uint32, zeroed), from the spill where given; grown by the caller.
+struct Slots {
+    uint32_t* p = nullptr;
+    size_t n = 0;
+    Spill* sp = nullptr;
+    std::vector<uint32_t> own;
+    explicit Slots(size_t count = 1024) { own.assign(count, 0); p = own.data(); n = count; }
+    size_t size() const { return n; }
+    uint32_t& operator[](size_t i) { return p[i]; }
+    uint32_t operator[](size_t i) const { return p[i]; }
+    // a fresh zeroed table of `count` slots from the same place
+    Slots fresh(size_t count) const {
+        Slots t(sp ? 0 : count);
+        t.sp = sp;
+        if (sp) {
+            t.own.clear();
+            t.p = static_cast<uint32_t*>(sp->alloc(sizeof(uint32_t) * count));
+            t.n = count;
+        }
+        return t;
+    }
+    // take `t`'s place: the old slots go back
+    void replace(Slots&& t) {
+        if (sp && own.empty()) sp->release(p, sizeof(uint32_t) * n);
+        own.swap(t.own);
+        p = own.empty() ? t.p : own.data();
+        n = t.n;
     }
 };
 
@@ -130,15 +287,24 @@ struct Col {
 struct Pool {
     // names in blocks of 1 MB (a longer one gets a block of its own); id -> (where, length)
     static constexpr size_t kArena = size_t(1) << 20;
-    std::vector<std::unique_ptr<char[]>> arena;
+    std::vector<char*> arena;
     size_t used = kArena;  // bytes used in the last block
     Col<uint64_t> pos;     // block << 20 | offset
     Col<uint32_t> len;
-    std::vector<uint32_t> table = std::vector<uint32_t>(1024, 0);  // id + 1; 0 empty
+    Slots table;           // id + 1; 0 empty
+    Spill* sp = nullptr;
+    Pool() = default;
+    Pool(const Pool&) = delete;
+    Pool& operator=(const Pool&) = delete;
+    ~Pool() {
+        if (!sp)
+            for (char* b : arena) delete[] b;
+    }
+    void attach(Spill* s) { sp = pos.sp = len.sp = table.sp = s; }
     size_t size() const { return pos.size(); }
     sv get(uint32_t id) const {
         uint64_t p = pos[id];
-        return sv(arena[p >> 20].get() + (p & (kArena - 1)), len[id]);
+        return sv(arena[p >> 20] + (p & (kArena - 1)), len[id]);
     }
     static uint64_t hash(sv s) {  // 8 bytes a step
         uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
@@ -170,13 +336,14 @@ struct Pool {
         }
         uint32_t id = (uint32_t)size();
         if (s.size() > kArena - used) {
-            arena.emplace_back(new char[std::max(kArena, s.size())]);
+            size_t b = std::max(kArena, s.size());
+            arena.push_back(sp ? static_cast<char*>(sp->alloc(b)) : new char[b]);
             used = s.size() > kArena ? kArena : 0;
             pos.push_back((uint64_t)(arena.size() - 1) << 20);
         } else {
             pos.push_back(((uint64_t)(arena.size() - 1) << 20) | used);
         }
-        std::memcpy(arena[pos[id] >> 20].get() + (pos[id] & (kArena - 1)), s.data(), s.size());
+        std::memcpy(arena[pos[id] >> 20] + (pos[id] & (kArena - 1)), s.data(), s.size());
         if (used < kArena) used += s.size();
         len.push_back((uint32_t)s.size());
         table[i] = id + 1;
@@ -184,14 +351,14 @@ struct Pool {
         return id;
     }
     void grow() {
-        std::vector<uint32_t> t(table.size() * 2, 0);
+        Slots t = table.fresh(table.size() * 2);
         size_t mask = t.size() - 1;
         for (uint32_t id = 0; id < size(); ++id) {
             size_t i = hash(get(id)) & mask;
             while (t[i]) i = (i + 1) & mask;
             t[i] = id + 1;
         }
-        table.swap(t);
+        table.replace(std::move(t));
     }
 };
 
@@ -242,7 +409,7 @@ inline uint64_t pair_key(uint32_t a, uint32_t b) { return ((uint64_t)a << 32) | 
 // key -> row, where each row's key can be read back from the rows' own columns: the table
 // holds only row numbers (4 bytes a slot), so a million values cost a few MB here.
 struct RowTable {
-    std::vector<uint32_t> slots = std::vector<uint32_t>(1024, 0);  // row + 1; 0 empty
+    Slots slots;  // row + 1; 0 empty
     size_t n = 0;
     std::function<uint64_t(uint32_t)> key_of;
     int64_t find(uint64_t k) const {
@@ -261,15 +428,16 @@ struct RowTable {
         }
         slots[i] = row + 1;
         if (++n * 4 > slots.size() * 3) {
-            std::vector<uint32_t> t(slots.size() * 2, 0);
+            Slots t = slots.fresh(slots.size() * 2);
             size_t m2 = t.size() - 1;
-            for (uint32_t s2 : slots) {
+            for (size_t q = 0; q < slots.size(); ++q) {
+                uint32_t s2 = slots[q];
                 if (!s2) continue;
                 size_t j = U64Map::mix(key_of(s2 - 1)) & m2;
                 while (t[j]) j = (j + 1) & m2;
                 t[j] = s2;
             }
-            slots.swap(t);
+            slots.replace(std::move(t));
         }
     }
 };
@@ -750,6 +918,7 @@ struct PeakValue {
 };
 
 struct Parser {
+    Spill spill;  // first: every column below may hold its blocks
     std::vector<std::string> paths, names;  // names: Path(p).name
     size_t file = 0;
     Pool strs;    // instruction and value names
@@ -794,14 +963,14 @@ struct Parser {
     int e_list = 0;  // 0 none, 1 positions, 2 uses
     Facts last;
     std::unordered_map<uint32_t, std::optional<i128>> ishape;  // instruction_shape_of bytes
-    std::vector<uint8_t> scheduled;
+    Arr<uint8_t> scheduled;
     std::optional<int64_t> total_bytes_used;
     std::vector<std::pair<std::string, int64_t>> report;
     std::optional<std::string> report_space;
     std::vector<std::string> unknown;
     bool seen_ba = false;
     // XLA's moment rule, summed per time: 64-bit sums, 128-bit once one would overflow
-    std::vector<int64_t> up, down;
+    Arr<int64_t> up, down;
     std::vector<i128> up_w, down_w;
     bool moment_wide = false;
     bool moment_unknown = false;
@@ -812,6 +981,20 @@ struct Parser {
     std::string note;
 
     Parser() {
+        strs.attach(&spill);
+        misc.attach(&spill);
+        for (RowTable* t : {&range_of, &alloc_of, &value_of, &row_of_id}) t->slots.sp = &spill;
+        for (Narrow* c : {&sequence_lines, &r_start, &r_end, &r_line, &v_id, &v_color,
+                          &v_offset, &v_size, &v_line})
+            c->v.sp = &spill;
+        for (Col<uint32_t>* c : {&sequence, &r_name, &r_index, &v_name, &v_index, &v_shape,
+                                 &v_alloc})
+            c->sp = &spill;
+        step_of.sp = &spill;
+        v_range.sp = &spill;
+        r_taken.sp = v_flags.sp = &spill;
+        allocs.sp = &spill;
+        scheduled.sp = up.sp = down.sp = &spill;
         range_of.key_of = [this](uint32_t r) { return pair_key(r_name[r], r_index[r]); };
         alloc_of.key_of = [this](uint32_t r) { return (uint64_t)allocs[r].index; };
         value_of.key_of = [this](uint32_t r) { return pair_key(v_name[r], v_index[r]); };
@@ -821,6 +1004,11 @@ struct Parser {
     Parser& operator=(const Parser&) = delete;
 
     ParseError err(int64_t line, std::string msg) { return ParseError{line, std::move(msg)}; }
+
+    uint32_t ticks = 0;
+    void tick() {  // once a line or a row: the spill's budget checked now and then
+        if ((++ticks & 4095) == 0) spill.trim();
+    }
 
     // ---- pass 1: HloLiveRange -----------------------------------------------------
     enum LSec { LSearch, LHeader, LSeq, LRanges, LPeak, LStack, LAfter, LDone } lsec = LSearch;
@@ -840,6 +1028,7 @@ struct Parser {
 
     bool live_line(int64_t number_, sv t) {  // false: the section is over
         l_number = number_;
+        tick();
         if (lsec == LSearch) {
             if (live_header(t)) { lsec = LHeader; have_live = true; }
             return true;
@@ -1042,6 +1231,7 @@ struct Parser {
 
     bool line(int64_t n, sv t) {  // false: stop reading this file (its live-range section)
         number = n;
+        tick();
         if (t.empty() || blank(t)) return sec != Live;
         if (t[0] != ' ') {
             top_level(n, t);
@@ -1429,10 +1619,9 @@ struct Parser {
             int64_t x, y;
             if (!moment_wide && (*ib > INT64_MAX || __builtin_add_overflow(up[a], (int64_t)*ib, &x) ||
                                  __builtin_add_overflow(down[b], (int64_t)*ib, &y))) {
-                up_w.assign(up.begin(), up.end());
-                down_w.assign(down.begin(), down.end());
-                std::vector<int64_t>().swap(up);
-                std::vector<int64_t>().swap(down);
+                up_w.assign(up.p, up.p + up.n);
+                down_w.assign(down.p, down.p + down.n);
+                up.n = down.n = 0;
                 moment_wide = true;
             }
             if (moment_wide) { up_w[a] += *ib; down_w[b] += *ib; }
@@ -1568,9 +1757,9 @@ struct Parser {
 
     // ---- the end ----------------------------------------------------------------------
     void start_pass2() {
-        scheduled.assign(sequence.size(), 0);
-        up.assign(have_live ? (size_t)schedule_end + 2 : 0, 0);
-        down.assign(up.size(), 0);
+        scheduled.assign(sequence.size());
+        up.assign(have_live ? (size_t)schedule_end + 2 : 0);
+        down.assign(up.size());
     }
 
     void finish() {
@@ -1596,13 +1785,18 @@ struct Parser {
                               "buffer-assignment dump" + where);
         }
         static const Facts none;
-        for (uint32_t row = 0; row < v_id.size(); ++row)
+        for (uint32_t row = 0; row < v_id.size(); ++row) {
+            tick();
             if (!(v_flags[row] & kEmitted)) value_events(row, &none, false);
+        }
         std::vector<uint32_t> without;
         if (have_live) {
-            for (size_t step = 0; step < sequence.size(); ++step)
+            for (size_t step = 0; step < sequence.size(); ++step) {
+                tick();
                 if (!scheduled[step]) scheduled_node(sequence[step], (int32_t)step, nullptr);
+            }
             for (uint32_t r = 0; r < r_start.size(); ++r) {
+                tick();
                 if (r_taken[r]) continue;
                 without.push_back(r);
                 unallocated_events(r);
@@ -1660,6 +1854,7 @@ struct Parser {
         std::vector<std::string> no_range;
         std::map<std::string, int64_t> by_kind;
         for (uint32_t row = 0; row < v_id.size(); ++row) {
+            tick();
             if (v_flags[row] & kHasRange) continue;
             no_range.push_back(std::string(strs.get(v_name[row])) +
                                std::string(misc.get(v_index[row])));
@@ -1688,6 +1883,7 @@ struct Parser {
         int64_t m = 0;
         size_t n = moment_wide ? up_w.size() : up.size();
         for (size_t t = 0; t < n; ++t) {
+            tick();
             usage += moment_wide ? up_w[t] : (i128)up[t];
             if (peak < usage) { peak = usage; m = (int64_t)t; }
             usage -= moment_wide ? down_w[t] : (i128)down[t];
@@ -1714,6 +1910,7 @@ struct Parser {
             while (j < rows.size() && v_alloc[rows[j]] == v_alloc[rows[i]]) ++j;
             bounds.clear();
             for (size_t k = i; k < j; ++k) {
+                tick();
                 bounds.push_back(v_offset[rows[k]]);
                 bounds.push_back(v_offset[rows[k]] + v_size[rows[k]]);
             }
@@ -1723,6 +1920,7 @@ struct Parser {
                 int64_t lo = bounds[b], hi = bounds[b + 1];
                 spans.clear();
                 for (size_t k = i; k < j; ++k) {
+                    tick();
                     uint32_t r = rows[k];
                     if (v_offset[r] <= lo && v_offset[r] + v_size[r] >= hi) {
                         int32_t lr = v_range[r];
@@ -1764,7 +1962,7 @@ struct Parser {
         std::vector<uint32_t> rows;
         i128 total = 0;
         for (uint32_t row = 0; row < v_id.size(); ++row)
-            if ((v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0) {
+            if (tick(), (v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0) {
                 rows.push_back(row);
                 total += v_size[row];
             }
