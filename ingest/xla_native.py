@@ -76,8 +76,11 @@ def records(parser: Any, paths: list[str], *, name: str, attrs_: dict[str, Any] 
             if not more:
                 break
         yield from _columns(parser.end2(), name)
-    batches, note = parser.finish()
-    yield from _columns(batches, name)
+    while True:  # the unmatched rest, a few batches at a time, then the note
+        batches, note = parser.finish()
+        yield from _columns(batches, name)
+        if note is not None:
+            break
     yield TimelineNote(timeline=name, attrs=json.loads(note))
 
 

@@ -252,34 +252,15 @@ struct Arr {
     const T& operator[](size_t i) const { return p[i]; }
 };
 
-// A hash table's slots (uint32, zeroed), from the spill where given; grown by the caller.
+// A hash table's slots: row + 1 (0: empty) and a byte of the key's hash, so that a probe
+// reads a row's key only where that byte matches. They stay on the heap: they are the
+// random-access part of the state (in the spill, every lookup would fault a page back in).
 struct Slots {
-    uint32_t* p = nullptr;
-    size_t n = 0;
-    Spill* sp = nullptr;
-    std::vector<uint32_t> own;
-    explicit Slots(size_t count = 1024) { own.assign(count, 0); p = own.data(); n = count; }
-    size_t size() const { return n; }
-    uint32_t& operator[](size_t i) { return p[i]; }
-    uint32_t operator[](size_t i) const { return p[i]; }
-    // a fresh zeroed table of `count` slots from the same place
-    Slots fresh(size_t count) const {
-        Slots t(sp ? 0 : count);
-        t.sp = sp;
-        if (sp) {
-            t.own.clear();
-            t.p = static_cast<uint32_t*>(sp->alloc(sizeof(uint32_t) * count));
-            t.n = count;
-        }
-        return t;
-    }
-    // take `t`'s place: the old slots go back
-    void replace(Slots&& t) {
-        if (sp && own.empty()) sp->release(p, sizeof(uint32_t) * n);
-        own.swap(t.own);
-        p = own.empty() ? t.p : own.data();
-        n = t.n;
-    }
+    std::vector<uint32_t> row;
+    std::vector<uint8_t> fp;
+    explicit Slots(size_t count = 1024) : row(count, 0), fp(count, 0) {}
+    size_t size() const { return row.size(); }
+    static uint8_t print(uint64_t h) { return (uint8_t)(h >> 56); }
 };
 
 // ---- interned strings: one arena, an open-addressing table ------------------------------
@@ -300,7 +281,7 @@ struct Pool {
         if (!sp)
             for (char* b : arena) delete[] b;
     }
-    void attach(Spill* s) { sp = pos.sp = len.sp = table.sp = s; }
+    void attach(Spill* s) { sp = pos.sp = len.sp = s; }
     size_t size() const { return pos.size(); }
     sv get(uint32_t id) const {
         uint64_t p = pos[id];
@@ -321,17 +302,21 @@ struct Pool {
         return h ^ (h >> 29);
     }
     int64_t find(sv s) const {
-        size_t mask = table.size() - 1, i = hash(s) & mask;
-        while (uint32_t t = table[i]) {
-            if (get(t - 1) == s) return t - 1;
+        uint64_t h = hash(s);
+        size_t mask = table.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t t = table.row[i]) {
+            if (table.fp[i] == f && get(t - 1) == s) return t - 1;
             i = (i + 1) & mask;
         }
         return -1;
     }
     uint32_t intern(sv s) {
-        size_t mask = table.size() - 1, i = hash(s) & mask;
-        while (uint32_t t = table[i]) {
-            if (get(t - 1) == s) return t - 1;
+        uint64_t h = hash(s);
+        size_t mask = table.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t t = table.row[i]) {
+            if (table.fp[i] == f && get(t - 1) == s) return t - 1;
             i = (i + 1) & mask;
         }
         uint32_t id = (uint32_t)size();
@@ -346,19 +331,23 @@ struct Pool {
         std::memcpy(arena[pos[id] >> 20] + (pos[id] & (kArena - 1)), s.data(), s.size());
         if (used < kArena) used += s.size();
         len.push_back((uint32_t)s.size());
-        table[i] = id + 1;
+        table.row[i] = id + 1;
+        table.fp[i] = f;
         if (size() * 4 > table.size() * 3) grow();
         return id;
     }
     void grow() {
-        Slots t = table.fresh(table.size() * 2);
+        Slots t(table.size() * 2);
         size_t mask = t.size() - 1;
-        for (uint32_t id = 0; id < size(); ++id) {
-            size_t i = hash(get(id)) & mask;
-            while (t[i]) i = (i + 1) & mask;
-            t[i] = id + 1;
+        for (uint32_t id = 0; id < size(); ++id) {  // the names in order: the arena read once
+            if (sp && (id & 4095) == 0) sp->trim();
+            uint64_t h = hash(get(id));
+            size_t i = h & mask;
+            while (t.row[i]) i = (i + 1) & mask;
+            t.row[i] = id + 1;
+            t.fp[i] = Slots::print(h);
         }
-        table.replace(std::move(t));
+        table = std::move(t);
     }
 };
 
@@ -407,38 +396,50 @@ struct U64Map {
 inline uint64_t pair_key(uint32_t a, uint32_t b) { return ((uint64_t)a << 32) | b; }
 
 // key -> row, where each row's key can be read back from the rows' own columns: the table
-// holds only row numbers (4 bytes a slot), so a million values cost a few MB here.
+// holds only row numbers and a byte of hash (5 bytes a slot), so a million values cost a
+// few MB here. Every row 0..rows-1 is put once, in order (a later row with the same key
+// takes its place), so growing re-puts them in row order: the key columns read once, in
+// order, not at random.
 struct RowTable {
-    Slots slots;  // row + 1; 0 empty
+    Slots slots;
     size_t n = 0;
+    uint32_t rows = 0;  // rows put so far
+    Spill* sp = nullptr;
     std::function<uint64_t(uint32_t)> key_of;
     int64_t find(uint64_t k) const {
-        size_t mask = slots.size() - 1, i = U64Map::mix(k) & mask;
-        while (uint32_t s = slots[i]) {
-            if (key_of(s - 1) == k) return s - 1;
+        uint64_t h = U64Map::mix(k);
+        size_t mask = slots.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t s = slots.row[i]) {
+            if (slots.fp[i] == f && key_of(s - 1) == k) return s - 1;
             i = (i + 1) & mask;
         }
         return -1;
     }
     void put(uint64_t k, uint32_t row) {  // insert, or take the place of the same key
-        size_t mask = slots.size() - 1, i = U64Map::mix(k) & mask;
-        while (uint32_t s = slots[i]) {
-            if (key_of(s - 1) == k) { slots[i] = row + 1; return; }
+        if (row + 1 > rows) rows = row + 1;
+        if (place(slots, k, row)) return;
+        if (++n * 4 > slots.size() * 3) {
+            Slots t(slots.size() * 2);
+            for (uint32_t r = 0; r < rows; ++r) {
+                if (sp && (r & 4095) == 0) sp->trim();
+                place(t, key_of(r), r);
+            }
+            slots = std::move(t);
+        }
+    }
+    // true when k was there (now row's)
+    bool place(Slots& t, uint64_t k, uint32_t row) const {
+        uint64_t h = U64Map::mix(k);
+        size_t mask = t.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t s = t.row[i]) {
+            if (t.fp[i] == f && key_of(s - 1) == k) { t.row[i] = row + 1; return true; }
             i = (i + 1) & mask;
         }
-        slots[i] = row + 1;
-        if (++n * 4 > slots.size() * 3) {
-            Slots t = slots.fresh(slots.size() * 2);
-            size_t m2 = t.size() - 1;
-            for (size_t q = 0; q < slots.size(); ++q) {
-                uint32_t s2 = slots[q];
-                if (!s2) continue;
-                size_t j = U64Map::mix(key_of(s2 - 1)) & m2;
-                while (t[j]) j = (j + 1) & m2;
-                t[j] = s2;
-            }
-            slots.replace(std::move(t));
-        }
+        t.row[i] = row + 1;
+        t.fp[i] = f;
+        return false;
     }
 };
 
@@ -983,7 +984,7 @@ struct Parser {
     Parser() {
         strs.attach(&spill);
         misc.attach(&spill);
-        for (RowTable* t : {&range_of, &alloc_of, &value_of, &row_of_id}) t->slots.sp = &spill;
+        for (RowTable* t : {&range_of, &alloc_of, &value_of, &row_of_id}) t->sp = &spill;
         for (Narrow* c : {&sequence_lines, &r_start, &r_end, &r_line, &v_id, &v_color,
                           &v_offset, &v_size, &v_line})
             c->v.sp = &spill;
@@ -1762,7 +1763,50 @@ struct Parser {
         down.assign(up.size());
     }
 
-    void finish() {
+    // The end, in steps: each call emits up to a few batches of what was left unmatched
+    // (hand them over before the next: at 1 GB there are half a million such rows) and
+    // returns true once the note is built.
+    int fin_stage = 0;
+    size_t fin_i = 0;
+    std::vector<uint32_t> without;
+    bool finish() {
+        if (fin_stage == 0) finish_start();
+        static const Facts none;
+        auto full = [&] { return ready.size() >= 2; };
+        if (fin_stage == 1) {
+            for (; fin_i < v_id.size() && !full(); ++fin_i) {
+                tick();
+                if (!(v_flags[fin_i] & kEmitted)) value_events((uint32_t)fin_i, &none, false);
+            }
+            if (fin_i < v_id.size()) return false;
+            fin_stage = have_live ? 2 : 4;
+            fin_i = 0;
+        }
+        if (fin_stage == 2) {
+            for (; fin_i < sequence.size() && !full(); ++fin_i) {
+                tick();
+                if (!scheduled[fin_i]) scheduled_node(sequence[fin_i], (int32_t)fin_i, nullptr);
+            }
+            if (fin_i < sequence.size()) return false;
+            fin_stage = 3;
+            fin_i = 0;
+        }
+        if (fin_stage == 3) {
+            for (; fin_i < r_start.size() && !full(); ++fin_i) {
+                tick();
+                if (r_taken[fin_i]) continue;
+                without.push_back((uint32_t)fin_i);
+                unallocated_events((uint32_t)fin_i);
+            }
+            if (fin_i < r_start.size()) return false;
+            fin_stage = 4;
+        }
+        flush();
+        build_note(without);
+        return true;
+    }
+
+    void finish_start() {
         if (in_entry) end_entry();
         if (!seen_ba) {
             std::string where;
@@ -1784,26 +1828,8 @@ struct Parser {
             throw err(number, "no 'BufferAssignment:' section: expected an XLA "
                               "buffer-assignment dump" + where);
         }
-        static const Facts none;
-        for (uint32_t row = 0; row < v_id.size(); ++row) {
-            tick();
-            if (!(v_flags[row] & kEmitted)) value_events(row, &none, false);
-        }
-        std::vector<uint32_t> without;
-        if (have_live) {
-            for (size_t step = 0; step < sequence.size(); ++step) {
-                tick();
-                if (!scheduled[step]) scheduled_node(sequence[step], (int32_t)step, nullptr);
-            }
-            for (uint32_t r = 0; r < r_start.size(); ++r) {
-                tick();
-                if (r_taken[r]) continue;
-                without.push_back(r);
-                unallocated_events(r);
-            }
-        }
-        flush();
-        build_note(without);
+        fin_stage = 1;
+        fin_i = 0;
     }
 
     std::string some(const std::vector<std::string>& names_) {
@@ -2200,10 +2226,12 @@ PyObject* end2(PyXla* self, PyObject*) {
     });
 }
 
-// finish() -> (batches, note JSON text)
+// finish() -> (batches, note JSON text, or None: call again for more batches)
 PyObject* finish(PyXla* self, PyObject*) {
-    PyObject* r = guarded(self, [&] { self->p->finish(); });
+    bool done = false;
+    PyObject* r = guarded(self, [&] { done = self->p->finish(); });
     if (!r) return nullptr;
+    if (!done) return Py_BuildValue("(NO)", r, Py_None);
     return Py_BuildValue("(NN)", r, py_str(self->p->note));
 }
 
@@ -2216,7 +2244,8 @@ PyMethodDef methods[] = {
     {"start2", (PyCFunction)start2, METH_NOARGS, "pass 2 begins"},
     {"feed2", (PyCFunction)feed2, METH_O, "pass 2: (batches, keep reading this file)"},
     {"end2", (PyCFunction)end2, METH_NOARGS, "pass 2, end of file: batches"},
-    {"finish", (PyCFunction)finish, METH_NOARGS, "(batches, note JSON)"},
+    {"finish", (PyCFunction)finish, METH_NOARGS,
+     "(batches, note JSON), or (batches, None): call again"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject XlaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
