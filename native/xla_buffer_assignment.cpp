@@ -117,7 +117,7 @@ std::string commas(i128 v) {
 // the dump's size) lives in an unlinked temporary file mapped shared: its pages belong to
 // the kernel's page cache, which writes them to disk under memory pressure, and the parser
 // unmaps those it has touched (madvise DONTNEED) whenever they pass a budget
-// (TLVIEW_XLA_SPILL_MB, default 64): peak RSS stays flat whatever the dump's size, at the
+// (TLVIEW_XLA_SPILL_MB, default 32): peak RSS stays flat whatever the dump's size, at the
 // cost of minor faults when a dropped page is touched again. TLVIEW_XLA_SPILL_MB=0, or
 // no writable temporary directory, keeps everything on the heap.
 struct Spill {
@@ -128,11 +128,13 @@ struct Spill {
     char* base = nullptr;
     size_t used = 0, length = 0, budget = 0;
     int64_t shared0 = 0;  // resident shared pages just after the last drop
+    int64_t drops = 0;
     std::vector<void*> heap;  // without a file: every block, freed at the end
 
     Spill() {
         const char* mb = std::getenv("TLVIEW_XLA_SPILL_MB");
-        budget = (size_t)(mb && *mb ? std::strtoull(mb, nullptr, 10) : 64) << 20;
+        double b = mb && *mb ? std::strtod(mb, nullptr) : 32.0;  // a fraction: tests
+        budget = b > 0 ? std::max<size_t>(1, (size_t)(b * 1048576.0)) : 0;
         if (!budget) return;
         const char* dir = std::getenv("TMPDIR");
         std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/tlview-xla-XXXXXX";
@@ -143,6 +145,7 @@ struct Spill {
                        fd, 0);
         if (p == MAP_FAILED) { close(fd); fd = -1; return; }
         base = static_cast<char*>(p);
+        madvise(base, kReserve, MADV_RANDOM);  // no read-ahead: lookups are scattered
         statm = open("/proc/self/statm", O_RDONLY);
         shared0 = resident_shared();
     }
@@ -155,7 +158,7 @@ struct Spill {
     Spill(const Spill&) = delete;
     Spill& operator=(const Spill&) = delete;
 
-    // zeroed bytes, 64-byte aligned; never freed one by one (see release)
+    // zeroed bytes, 64-byte aligned; never freed one by one (all at the end)
     void* alloc(size_t bytes) {
         if (!base) {
             void* b = std::calloc(1, bytes ? bytes : 1);
@@ -172,17 +175,6 @@ struct Spill {
         used = at + bytes;
         return base + at;
     }
-    // a block no longer needed (a hash table's before it grew): its whole pages go back
-    void release(void* p, size_t bytes) {
-        if (!base) {
-            auto it = std::find(heap.begin(), heap.end(), p);
-            if (it != heap.end()) { std::free(p); *it = heap.back(); heap.pop_back(); }
-            return;
-        }
-        size_t a = ((size_t)((char*)p - base) + kPage - 1) & ~(kPage - 1);
-        size_t b = ((size_t)((char*)p - base) + bytes) & ~(kPage - 1);
-        if (b > a) madvise(base + a, b - a, MADV_REMOVE);
-    }
     int64_t resident_shared() {
         char buf[128];
         ssize_t n = statm >= 0 ? pread(statm, buf, sizeof buf - 1, 0) : -1;
@@ -198,6 +190,7 @@ struct Spill {
         int64_t now = resident_shared();
         if ((now - shared0) * (int64_t)kPage < (int64_t)budget) return;
         madvise(base, (used + kPage - 1) & ~(kPage - 1), MADV_DONTNEED);
+        ++drops;
         shared0 = resident_shared();
     }
 };
@@ -333,7 +326,7 @@ struct Pool {
         len.push_back((uint32_t)s.size());
         table.row[i] = id + 1;
         table.fp[i] = f;
-        if (size() * 4 > table.size() * 3) grow();
+        if (size() * 8 > table.size() * 7) grow();  // probes cheap: see Slots
         return id;
     }
     void grow() {
@@ -419,7 +412,7 @@ struct RowTable {
     void put(uint64_t k, uint32_t row) {  // insert, or take the place of the same key
         if (row + 1 > rows) rows = row + 1;
         if (place(slots, k, row)) return;
-        if (++n * 4 > slots.size() * 3) {
+        if (++n * 8 > slots.size() * 7) {
             Slots t(slots.size() * 2);
             for (uint32_t r = 0; r < rows; ++r) {
                 if (sp && (r & 4095) == 0) sp->trim();
@@ -1008,7 +1001,7 @@ struct Parser {
 
     uint32_t ticks = 0;
     void tick() {  // once a line or a row: the spill's budget checked now and then
-        if ((++ticks & 4095) == 0) spill.trim();
+        if ((++ticks & 1023) == 0) spill.trim();
     }
 
     // ---- pass 1: HloLiveRange -----------------------------------------------------
@@ -1925,9 +1918,11 @@ struct Parser {
         i128 peak = 0, at_k = 0;
     };
     template <class T>
-    CurvePeak union_peak(const std::vector<uint32_t>& rows) {
+    CurvePeak union_peak(const Arr<uint32_t>& rows) {
         size_t n_steps = sequence.size();
-        std::vector<T> delta(n_steps + 1, 0);
+        Arr<T> delta;  // zeroed
+        delta.sp = &spill;
+        delta.assign(n_steps + 1);
         size_t i = 0;
         std::vector<int64_t> bounds;
         std::vector<std::pair<int64_t, int64_t>> spans;
@@ -1977,6 +1972,7 @@ struct Parser {
         CurvePeak out;
         T live = 0;
         for (size_t t = 0; t < n_steps; ++t) {
+            tick();
             live += delta[t];
             if (!out.any || (i128)live > out.peak) { out.any = true; out.peak = live; out.step = t; }
             if (peak_step >= 0 && (size_t)peak_step == t) out.at_k = live;
@@ -1985,14 +1981,22 @@ struct Parser {
     }
 
     CurvePeak union_curve_peak() {
-        std::vector<uint32_t> rows;
+        auto placed = [&](uint32_t row) {
+            return (v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0;
+        };
+        size_t n = 0;
+        for (uint32_t row = 0; row < v_id.size(); ++row) n += (tick(), placed(row));
+        Arr<uint32_t> rows;  // in the spill: one entry a value
+        rows.sp = &spill;
+        rows.assign(n);
         i128 total = 0;
+        n = 0;
         for (uint32_t row = 0; row < v_id.size(); ++row)
-            if (tick(), (v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0) {
-                rows.push_back(row);
+            if (tick(), placed(row)) {
+                rows[n++] = row;
                 total += v_size[row];
             }
-        std::stable_sort(rows.begin(), rows.end(),
+        std::stable_sort(rows.p, rows.p + rows.n,
                          [&](uint32_t a, uint32_t b) { return v_alloc[a] < v_alloc[b]; });
         return total <= (i128)INT64_MAX ? union_peak<int64_t>(rows) : union_peak<i128>(rows);
     }
@@ -2235,7 +2239,15 @@ PyObject* finish(PyXla* self, PyObject*) {
     return Py_BuildValue("(NN)", r, py_str(self->p->note));
 }
 
+// stats() -> {"spill_bytes": the spill file's bytes in use (0: on the heap), "spill_drops"}
+PyObject* stats(PyXla* self, PyObject*) {
+    const Spill& sp = self->p->spill;
+    return Py_BuildValue("{s:n,s:L}", "spill_bytes", (Py_ssize_t)(sp.base ? sp.used : 0),
+                         "spill_drops", (long long)sp.drops);
+}
+
 PyMethodDef methods[] = {
+    {"stats", (PyCFunction)stats, METH_NOARGS, "the spill's use: {spill_bytes, spill_drops}"},
     {"begin", (PyCFunction)begin, METH_VARARGS, "begin(path, index, pass): a file starts"},
     {"feed1", (PyCFunction)feed1, METH_O, "the scan and pass 1 (live ranges): False: not plain"},
     {"end1", (PyCFunction)end1, METH_NOARGS, "the scan and pass 1, end of file"},
