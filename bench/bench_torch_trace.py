@@ -8,7 +8,8 @@ every md5 still holds) until the size is reached. Rank fields are dropped so tha
 log is one process's.
 
 Measured in the same run: a bare Python line scan of the file (the floor of a Python
-parser), tlview's parse alone (records counted, no database) and the whole ingest, each
+parser), the database side alone (the same rows prebuilt, bench_wrapper.floor), tlview's
+parse alone (records counted, no database) and the whole ingest, each
 with the compiled core and with the pure-Python parsers (``TLVIEW_NATIVE=0``, the previous
 release's path), and the digests of the rows both wrote (equal).
 Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 10,50,100).
@@ -21,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from .bench_wrapper import compare_modes
+from .bench_wrapper import compare_modes, floor
 from .harness import OUT, Result, run_child
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,5 +87,6 @@ def main() -> list[Result]:
         scan = run_child("bench.harness:line_scan", str(path))
         results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
                               scan["peak_rss_mb"]))
+        results.append(floor(path, label))
         results.extend(compare_modes(path, label, "torch_trace", scan))
     return results

@@ -7,9 +7,10 @@ Inputs (under bench/out/, made here from the committed fixtures, never random te
 * ``torch_short_50MB.log``: the same with the ``TORCH_LOGS_FORMAT=short`` logs and seed 004.
 
 Measured in the same run, each in its own process: a bare Python line scan of the same
-file; tlview's parse alone and its whole ingest, with the compiled core and with the
-pure-Python parsers (``TLVIEW_NATIVE=0``: the previous release's path); and the digest of
-every events row written by both, which must be equal.
+file; the database side alone (the same rows parsed first, then written: the floor a
+parser of no cost would leave); tlview's parse alone and its whole ingest, with the
+compiled core and with the pure-Python parsers (``TLVIEW_NATIVE=0``: the previous
+release's path); and the digest of every events row written by both, which must be equal.
 Size override: TLVIEW_BENCH_WRAPPER_MB (comma list, default 10,50,100).
 """
 
@@ -80,13 +81,40 @@ def _cpu() -> float:
 
 
 def parse_only(path: str) -> dict:
-    """tlview's parser alone (the file's format): every record made, none written; the
+    """tlview's parser alone (the file's format), as the writer reads it (columns
+    accepted: store.records.columns_accepted): every record made, none written; the
     record count and the process CPU seconds it took."""
     from tlview.ingest import records_for
+    from tlview.store.records import EventColumns, columns_accepted
 
     c = _cpu()
-    n = sum(1 for _ in records_for(path))
+    n = 0
+    with columns_accepted():
+        for r in records_for(path):
+            n += len(r) if isinstance(r, EventColumns) else 1
     return {"n": n, "cpu_s": _cpu() - c}
+
+
+def insert_prebuilt(path: str, db: str) -> dict:
+    """The floor of the database side: the ingest's records parsed first into memory (as
+    the writer reads them: events in EventColumns), then written as the ingest writes
+    them (one INSERT, side tables, caches, commit) into a fresh database; the CPU and
+    wall seconds of the writing alone."""
+    import time
+
+    from tlview.ingest import records_for
+    from tlview.store import open_database, write_records
+    from tlview.store.records import columns_accepted
+
+    with columns_accepted():
+        records = list(records_for(path))
+    if os.path.exists(db):
+        os.remove(db)
+    c, w = _cpu(), time.perf_counter()
+    with open_database(db) as d:
+        summary = write_records(d, iter(records))
+    return {"n": sum(summary.counts.values()), "cpu_s": _cpu() - c,
+            "wall_s": time.perf_counter() - w}
 
 
 def ingest_cpu(path: str, db: str) -> dict:
@@ -159,5 +187,20 @@ def main() -> list[Result]:
         scan = run_child("bench.harness:line_scan", str(path))
         results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
                               scan["peak_rss_mb"]))
+        results.append(floor(path, label))
         results.extend(compare_modes(path, label, "torch_log", scan))
     return results
+
+
+def floor(path: Path, label: str) -> Result:
+    """The database side alone (insert_prebuilt), compiled core: what a parser of no cost
+    would leave."""
+    size = path.stat().st_size
+    with native_mode(True):
+        r = run_child("bench.bench_wrapper:insert_prebuilt", str(path), str(OUT / "floor.duckdb"))
+    res = r["result"]
+    print(f"  {label:<24} floor  DuckDB side of the same rows, prebuilt: wall "
+          f"{res['wall_s']:7.2f} s  CPU {res['cpu_s']:7.2f} s = "
+          f"{size / 1e6 / res['cpu_s']:6.1f} MB/s of CPU", file=sys.stderr, flush=True)
+    return Result("DuckDB side of the same rows, prebuilt (floor)", label, size, res["wall_s"],
+                  r["peak_rss_mb"], events=res["n"], extra={"cpu_s": res["cpu_s"]})

@@ -30,10 +30,25 @@ class Result:
     events: int | None = None
     baseline: dict[str, float] = attrs.field(factory=dict)  # baseline name -> ratio
     extra: dict[str, Any] = attrs.field(factory=dict)
+    # issue 15's targets for this row (tlview's ingest at a target size), where it has one
+    target_mb_s: float | None = None
+    target_rss_mb: float | None = None
 
     @property
     def mb_s(self) -> float:
         return self.size_bytes / 1e6 / self.wall_s if self.wall_s else float("inf")
+
+    @property
+    def verdict(self) -> str:
+        """'>= 100 MB/s met, < 500 MB met' (or 'MISSED'), '-' for a row without targets."""
+        parts = []
+        if self.target_mb_s is not None:
+            ok = self.mb_s >= self.target_mb_s
+            parts.append(f">= {self.target_mb_s:g} MB/s {'met' if ok else 'MISSED'}")
+        if self.target_rss_mb is not None:
+            ok = self.peak_rss_mb < self.target_rss_mb
+            parts.append(f"RSS < {self.target_rss_mb:g} MB {'met' if ok else 'MISSED'}")
+        return ", ".join(parts) or "-"
 
 
 def run_child(target: str, *args: str, timeout: float = 3600) -> dict[str, Any]:
@@ -71,13 +86,13 @@ def ingest_file(path: str, db: str, fmt: str = "") -> int:
 
 def print_table(results: list[Result]) -> None:
     cols = ["measurement", "input", "size MB", "wall s", "MB/s", "events/s", "peak RSS MB",
-            "ratios"]
+            "target (issue 15)", "ratios"]
     rows = []
     for r in results:
         ev_s = f"{r.events / r.wall_s:,.0f}" if r.events and r.wall_s else "-"
         ratios = ", ".join(f"{k} {v:.2f}x" for k, v in r.baseline.items()) or "-"
         rows.append([r.name, r.input, f"{r.size_bytes / 1e6:,.1f}", f"{r.wall_s:.2f}",
-                     f"{r.mb_s:,.1f}", ev_s, f"{r.peak_rss_mb:,.0f}", ratios])
+                     f"{r.mb_s:,.1f}", ev_s, f"{r.peak_rss_mb:,.0f}", r.verdict, ratios])
     widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
     print("  ".join("-" * w for w in widths))

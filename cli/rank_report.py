@@ -76,11 +76,37 @@ def run_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def one_trace_lines(r: dict[str, Any]) -> list[str]:
+    """The lines about a run of one trace (a ``rank_runs_among`` row): nothing to match
+    yet, so none of rank_report's matching is run (seconds per GB of trace)."""
+    head = (f"ranks: run {r['run']}: {len(r['ranks'])} of {r['world_size']} ranks "
+            f"({_ranks(r['ranks'])})")
+    if r["missing"]:
+        head += f", missing {_ranks(r['missing'])}"
+    n = r["n_collectives"] or 0
+    tail = ("no collective kernels" if not n else
+            f"{_count(n, 'collective')}, none matched across ranks"
+            + (" (the other ranks' traces are not ingested)" if r["missing"] else ""))
+    lines = [f"{head}; {tail}"]
+    if r["dup_ranks"]:
+        lines.append(f"  note: rank {_ranks(r['dup_ranks'])} also has a trace in another run "
+                     f"overlapping this one in time ({', '.join(r['dup_names'])}): taken as "
+                     "a run of its own (ingested twice, or two jobs recorded together?)")
+    if r["out_of_range"]:
+        lines.append(f"  note: rank {_ranks(r['out_of_range'])} is not below the world size "
+                     f"{r['world_size']}")
+    return lines
+
+
 def print_rank_report(db: Database, timeline_ids: Sequence[int],
                       out: Callable[[str], None] = print) -> None:
-    """The report of every run holding one of ``timeline_ids`` (nothing if none)."""
+    """The report of every run holding one of ``timeline_ids`` (nothing if none). Runs of
+    one trace are told from rank_traces alone; the others through rank_report."""
     if not timeline_ids or not db.scalar("rank_traces_among", list(timeline_ids)):
         return
-    for r in db.query_dicts("rank_report", list(timeline_ids)):
-        for line in run_lines(r):
+    runs = db.query_dicts("rank_runs_among", list(timeline_ids))
+    many = [t for r in runs if r["n_traces"] > 1 for t in r["timeline_ids"]]
+    full = {r["run"]: r for r in db.query_dicts("rank_report", many)} if many else {}
+    for r in runs:
+        for line in run_lines(full[r["run"]]) if r["run"] in full else one_trace_lines(r):
             out(line)

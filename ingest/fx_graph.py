@@ -570,9 +570,10 @@ class CompiledFxGraphParser(FxGraphParser):
     are the Python parser's own."""
 
     def __init__(self, core: Any, path: str, key_and_name: tuple[str, str], title: str,
-                 header: Any) -> None:
+                 header: Any, sink: Any = None) -> None:
         super().__init__(path, key_and_name, title, header)
         self._core = core
+        self._sink = sink  # an EventSink (ingest/event_sink.py): the events go there
         self._texts: list[str] = []
         self._numbers: list[int] = []
 
@@ -584,7 +585,8 @@ class CompiledFxGraphParser(FxGraphParser):
 
     def finish(self) -> Iterator[Record]:
         texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
-        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES)
+        sink = () if self._sink is None else (self._sink,)  # a core built before: no sink
+        got = self._core.fx_graph(texts, numbers, self.key, _RECORD_CLASSES, *sink)
         if got is None:
             for number, text in zip(numbers, texts):
                 self.last_line = number
@@ -593,7 +595,7 @@ class CompiledFxGraphParser(FxGraphParser):
             return
         (records, self.step, self.device, self.returned, self.n_unknown, self.unknown,
          self.never_released, self.nodes, self.input_meta) = got
-        yield from records
+        yield from records  # none where the rows went to the sink
         self._make_note()
 
 
@@ -601,11 +603,12 @@ _RECORD_CLASSES = (NodeScheduled, BufferAllocated, BufferFreed, BufferAliased)
 
 
 def fx_graph_parser(path: str, key_and_name: tuple[str, str], title: str,
-                    header: Any) -> FxGraphParser:
-    """The compiled graph reader where the core is built (and TLVIEW_NATIVE is not 0)."""
+                    header: Any, sink: Any = None) -> FxGraphParser:
+    """The compiled graph reader where the core is built (and TLVIEW_NATIVE is not 0);
+    ``sink``: the EventSink its rows go to (ingest/event_sink.py), if any."""
     from . import native
 
     core = native.module()
     if core is None or not hasattr(core, "fx_graph"):  # not built, or built before
         return FxGraphParser(path, key_and_name, title, header)
-    return CompiledFxGraphParser(core, path, key_and_name, title, header)
+    return CompiledFxGraphParser(core, path, key_and_name, title, header, sink)

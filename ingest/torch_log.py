@@ -37,7 +37,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import attrs
-from tlview.store.records import Record, TimelineNote
+from tlview.store.records import Record, TimelineNote, columns_wanted
 
 from .errors import IngestError
 
@@ -226,7 +226,7 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
 
 
 def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
-                    graph: dict[str, Any] | None = None) -> Iterator[Record]:
+                    graph: dict[str, Any] | None = None, sink: Any = None) -> Iterator[Record]:
     """The records of a torch log's undressed lines (:func:`undress`), in log order.
 
     ``graph``: the FX graph summary of the module(s) where the caller knows it (the
@@ -235,6 +235,7 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
 
     Each timeline gets exactly one TimelineNote (its summary), yielded once nothing
     more can be learned about it (an ``Output code written to:`` line follows its module).
+    ``sink``: the compiled EventSink the FX graphs' rows go to (ingest/event_sink.py).
     """
     from .fx_graph import FxGraphParser, fx_graph_parser
     from .inductor_wrapper import WrapperParser
@@ -281,7 +282,7 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             title = graph_title(text)
             header, pending_title = pending_title, None
             if title is not None and line.record == header.record:
-                parser = fx_graph_parser(path, names.take("fx", title), title, header)
+                parser = fx_graph_parser(path, names.take("fx", title), title, header, sink)
                 yield from open_section(parser, line)
                 yield from parser.start()
                 continue
@@ -405,6 +406,12 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     core = native.module()
     if core is None or not hasattr(core, "TorchLogUndress"):  # not built, or built before
         return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
+    if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
+        from .event_sink import columnar
+
+        return columnar(core, lambda sink: parse_log_lines(
+            undress_native(core, read_chunks(path, progress)), path,
+            graph=sibling_graph(path), sink=sink))
     return parse_log_lines(undress_native(core, read_chunks(path, progress)), path,
                            graph=sibling_graph(path))
 

@@ -55,6 +55,7 @@ from tlview.store.records import (
     Record,
     Timeline,
     TimelineNote,
+    columns_wanted,
 )
 
 from .errors import IngestError
@@ -179,8 +180,9 @@ class _Wrapper:
 class TraceParser:
     """One TORCH_TRACE log, line by line."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, sink: Any = None) -> None:
         self.path = path
+        self.sink = sink  # the compiled EventSink FX graphs write their rows to (or None)
         self.names = _RankNames()
         m = _RANK_IN_NAME.search(Path(path).name)
         self.file_rank = int(m.group(1)) if m else None
@@ -440,7 +442,8 @@ class TraceParser:
         cid = compile_id(env) or "?"
         title = f"{graph.capitalize()} graph [{cid}]"
         header = self._header(env, number, prefix, {"graph": graph, "record": kind})
-        parser = fx_graph_parser(self.path, self.names.take("fx", title), title, header)
+        parser = fx_graph_parser(self.path, self.names.take("fx", title), title, header,
+                                 self.sink)
         yield from parser.start()
 
         def sink(n: int, text: str) -> list[Record]:
@@ -783,6 +786,11 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     core = native.module()
     if core is None or not hasattr(core, "trace_groups"):  # not built, or built before
         return parse_torch_trace(read_lines(path, progress), path)
+    if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
+        from .event_sink import columnar
+
+        return columnar(core, lambda sink: TraceParser(path, sink).parse_groups(
+            trace_groups(core, read_chunks(path, progress))))
     return TraceParser(path).parse_groups(trace_groups(core, read_chunks(path, progress)))
 
 

@@ -80,7 +80,9 @@ CREATE TABLE IF NOT EXISTS events (
     stream      BIGINT,
     correlation BIGINT,
     line        BIGINT,              -- line of the input file the event came from
-    attrs       JSON,
+    -- zstd: the raw text of each event (a Kineto event's JSON, ~300 bytes) compresses
+    -- 2.7x smaller than DuckDB's default string compression and is written ~20% faster.
+    attrs       JSON USING COMPRESSION zstd,
     -- Schema v3 (CUDA allocator snapshots, schemas/50_allocator.sql), at the end:
     address     BIGINT,              -- allocator: device address of the block or segment
     stack_id    INTEGER,             -- allocator: interned frames (stacks/frames, same source)

@@ -6,6 +6,24 @@
 SELECT count(*) FROM timeline_records
 WHERE format IN ('kineto', 'jax_trace') AND list_contains(?::INTEGER[], timeline_id);
 
+-- name: rank_runs_among
+-- The runs holding one of the timelines $1 (a list of ids), from rank_traces alone (a
+-- fraction of a second where rank_report's matching takes seconds per GB of trace): its
+-- traces, ranks, missing ranks, collective kernels, duplicated and out-of-range ranks.
+WITH t AS (
+    SELECT * FROM rank_traces WHERE run IN (
+        SELECT run FROM rank_traces WHERE list_contains(?::INTEGER[], timeline_id))
+)
+SELECT r.run, r.world_size, r.n_traces, r.ranks, r.missing,
+       list(t.timeline_id ORDER BY t.timeline_id) AS timeline_ids,
+       CAST(sum(t.n_collectives) AS BIGINT) AS n_collectives,
+       list(t.rank ORDER BY t.rank) FILTER (WHERE t.status = 'duplicate') AS dup_ranks,
+       list(t.name ORDER BY t.rank) FILTER (WHERE t.status = 'duplicate') AS dup_names,
+       list(t.rank ORDER BY t.rank) FILTER (WHERE t.status = 'rank_out_of_range')
+           AS out_of_range
+FROM rank_runs r JOIN t USING (run)
+GROUP BY ALL ORDER BY r.run;
+
 -- name: rank_report
 -- Per run of rank traces, what `tlview ingest` says about it: ranks present, missing and
 -- duplicated; collectives, how they were matched, how many lack a rank; the clock offsets;

@@ -77,8 +77,13 @@ def event_tuple(event: Event) -> tuple[Any, ...]:
 
 
 
+# json.dumps(value, default=str, separators=(",", ":")) without making an encoder per
+# call (a fifth of the rows' cost): the same text, byte for byte.
+_ENCODER = json.JSONEncoder(default=str, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str | None:
     """JSON for an attrs column (None stays NULL)."""
     if value is None:
         return None
-    return json.dumps(value, default=str, separators=(",", ":"))
+    return _ENCODER.encode(value)

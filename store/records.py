@@ -12,6 +12,9 @@ kept in ``size_expr`` and the buffer is reported, never counted as zero.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from attrs import field, frozen
@@ -385,3 +388,25 @@ Event = (
 )
 Interned = FrameInterned | StackInterned
 Record = Source | Timeline | TimelineNote | Event | MeasuredBatch | EventColumns | Interned
+
+
+_COLUMNS = threading.local()
+
+
+@contextmanager
+def columns_accepted() -> Iterator[None]:
+    """Within this block, in this thread, a parser may yield ``EventColumns`` in place of
+    event records it would otherwise yield one by one (the writer sets it: it takes
+    both). Outside it (tests and tools reading a parser's records) those parsers keep
+    yielding records, so their readers never see columns they did not ask for."""
+    before = getattr(_COLUMNS, "on", False)
+    _COLUMNS.on = True
+    try:
+        yield
+    finally:
+        _COLUMNS.on = before
+
+
+def columns_wanted() -> bool:
+    """Is this thread inside :func:`columns_accepted`?"""
+    return getattr(_COLUMNS, "on", False)

@@ -40,6 +40,7 @@ from .records import (
     StackInterned,
     Timeline,
     TimelineNote,
+    columns_accepted,
 )
 
 BATCH = 20_000
@@ -397,13 +398,14 @@ def _in_background(records: Iterable[Record], chunk: int = 256) -> Iterator[Reco
         it = iter(records)
         buf: list[Record] = []
         try:
-            for rec in it:
-                buf.append(rec)
-                if len(buf) >= chunk or isinstance(rec, (MeasuredBatch, EventColumns)):
-                    q.put(buf)
-                    buf = []
-                if stop.is_set():
-                    return
+            with columns_accepted():  # SourceRows takes EventColumns
+                for rec in it:
+                    buf.append(rec)
+                    if len(buf) >= chunk or isinstance(rec, (MeasuredBatch, EventColumns)):
+                        q.put(buf)
+                        buf = []
+                    if stop.is_set():
+                        return
             q.put(buf)
             q.put(_DONE)
         except BaseException as e:  # handed to the caller's thread

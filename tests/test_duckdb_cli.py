@@ -53,8 +53,9 @@ def duckdb_cli() -> str:
 
 
 def cli(db: Path, sql: str) -> subprocess.CompletedProcess[str]:
+    # every view in one statement takes 30-140 s on a 2-core machine under load
     return subprocess.run([duckdb_cli(), "-readonly", "-json", str(db), "-c", sql],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=400)
 
 
 def cli_rows(db: Path, sql: str) -> list[dict]:

@@ -349,36 +349,210 @@ class TestFxGraphs:
 
     @pytest.mark.parametrize("seed", range(300))
     def test_mutated_graph(self, seed):
-        rnd = random.Random(seed)
-        title, texts, numbers = rnd.choice(GRAPHS)
-        texts = list(texts)
-        for _ in range(rnd.randint(1, 4)):
-            i = rnd.randrange(len(texts))
-            kind = rnd.choice(["drop", "dup", "swap", "cut", "garbage", "edit", "annot"])
-            if kind == "drop" and len(texts) > 1:
-                del texts[i]
-            elif kind == "dup":
-                texts.insert(i, texts[i])
-            elif kind == "swap":
-                j = rnd.randrange(len(texts))
-                texts[i], texts[j] = texts[j], texts[i]
-            elif kind == "cut":
-                texts = texts[:i + 1]
-            elif kind == "garbage":
-                texts.insert(i, rnd.choice(["x", "a = b = None", "return (", "    )",
-                                            "y: \"f32[2][1]cpu\" = torch.ops.aten.t.default(x)",
-                                            "z = operator.getitem(y, --1)", "# File: a.py:1",
-                                            "q = w[99999999999999999999]", "def forward(",
-                                            "p: \"f32[s0][1]cpu\"; r: \"zz[1][1]\";"]))
-            elif kind == "edit":
-                t = texts[i]
-                k = rnd.randrange(len(t) + 1)
-                texts[i] = t[:k] + rnd.choice([" ", "]", "[", "\"", "=", ";", "#", "_", "1",
-                                               ",", "(", ")", "\u00e9"]) + t[k:]
-            elif kind == "annot":
-                texts[i] = texts[i].replace("f32[", "bf16[", 1).replace("[1]", "[s0]", 1)
-        nums = list(range(numbers[0], numbers[0] + len(texts)))
+        title, texts, nums = mutated_graph(seed)
         same_graph(python_graph(title, texts, nums), compiled_graph(title, texts, nums))
+
+
+def mutated_graph(seed: int) -> tuple[str, list[str], list[int]]:
+    """One fixture graph with 1-4 random edits (dropped, doubled, swapped, cut, garbage,
+    edited or re-annotated lines), renumbered from its first line."""
+    rnd = random.Random(seed)
+    title, texts, numbers = rnd.choice(GRAPHS)
+    texts = list(texts)
+    for _ in range(rnd.randint(1, 4)):
+        i = rnd.randrange(len(texts))
+        kind = rnd.choice(["drop", "dup", "swap", "cut", "garbage", "edit", "annot"])
+        if kind == "drop" and len(texts) > 1:
+            del texts[i]
+        elif kind == "dup":
+            texts.insert(i, texts[i])
+        elif kind == "swap":
+            j = rnd.randrange(len(texts))
+            texts[i], texts[j] = texts[j], texts[i]
+        elif kind == "cut":
+            texts = texts[:i + 1]
+        elif kind == "garbage":
+            texts.insert(i, rnd.choice(["x", "a = b = None", "return (", "    )",
+                                        "y: \"f32[2][1]cpu\" = torch.ops.aten.t.default(x)",
+                                        "z = operator.getitem(y, --1)", "# File: a.py:1",
+                                        "q = w[99999999999999999999]", "def forward(",
+                                        "p: \"f32[s0][1]cpu\"; r: \"zz[1][1]\";"]))
+        elif kind == "edit":
+            t = texts[i]
+            k = rnd.randrange(len(t) + 1)
+            texts[i] = t[:k] + rnd.choice([" ", "]", "[", "\"", "=", ";", "#", "_", "1",
+                                           ",", "(", ")", "\u00e9"]) + t[k:]
+        elif kind == "annot":
+            texts[i] = texts[i].replace("f32[", "bf16[", 1).replace("[1]", "[s0]", 1)
+    nums = list(range(numbers[0], numbers[0] + len(texts)))
+    return title, texts, nums
+
+
+def columns_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
+    """compiled_graph with an EventSink (as where the writer reads): the graph's rows
+    taken from the sink as one EventColumns after its records."""
+    from tlview.ingest.event_sink import SINK_CLASSES
+    from tlview.ingest.fx_graph import CompiledFxGraphParser
+    from tlview.ingest.native import arrow_columns
+    from tlview.store.records import EventColumns
+
+    sink = native.module().EventSink(SINK_CLASSES)
+    p = CompiledFxGraphParser(native.module(), "g.log", ("fx:g", "g"), title, None, sink)
+    out: list[Any] = []
+    try:
+        for n, t in zip(numbers, texts):
+            out += p.feed(LogLine(n, t, 0, None))
+        out += list(p.finish())
+    except Exception as e:  # noqa: BLE001
+        assert sink.take() is None  # a failed graph leaves nothing in the sink
+        return ("error", type(e).__name__, getattr(e, "line", None), str(e))
+    got = sink.take()
+    if got is not None:
+        out.append(EventColumns(got[0], *arrow_columns(got[1])))
+    return ("ok", out, p.note, p.summary())
+
+
+def event_rows(out: list[Any]) -> list[tuple[Any, ...]]:
+    """The events-table rows (less source and seq; the timeline by key) of records and
+    EventColumns, as the writer makes them: attrs JSON text, lists for reads/writes."""
+    from tlview.store.convert import EVENT_COLUMNS, event_tuple
+    from tlview.store.records import EVENT_KINDS, EventColumns
+
+    names = EVENT_COLUMNS[3:]
+    rows: list[tuple[Any, ...]] = []
+    for r in out:
+        if isinstance(r, EventColumns):
+            cols = {k: v.to_pylist() for k, v in r.columns.items()}
+            tl = cols.pop("_tl", None)
+            assert set(cols) <= set(names)
+            rows += [(r.timelines[tl[i] if tl else 0],
+                      *(cols[c][i] if c in cols else None for c in names))
+                     for i in range(r.n)]
+        elif type(r) in EVENT_KINDS:
+            rows.append((r.timeline,
+                         *(list(v) if isinstance(v, tuple) else v for v in event_tuple(r))))
+    return rows
+
+
+def same_columns(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
+    """The same rows (attrs text included), note and summary, or the same error."""
+    from tlview.store.convert import dumps
+    from tlview.store.records import EVENT_KINDS
+
+    assert got[0] == want[0]
+    if want[0] == "error":
+        assert got == want
+        return
+    assert event_rows(got[1]) == event_rows(want[1])
+    assert [r for r in got[1] if type(r) not in EVENT_KINDS][:-1] == \
+        [r for r in want[1] if type(r) not in EVENT_KINDS]
+    assert got[2] == want[2] and dumps(got[2].attrs) == dumps(want[2].attrs)
+    assert got[3] == want[3]
+
+
+class TestFxColumns:
+    """With an EventSink (where the writer reads: store.records.columns_accepted), the
+    compiled reader writes each graph's events into the sink as rows: exactly the rows
+    the writer makes of the Python parser's records, attrs JSON text included; a graph
+    handed back to the Python parser leaves the sink untouched."""
+
+    @pytest.mark.parametrize("i", range(len(GRAPHS)))
+    def test_graph(self, i):
+        from tlview.store.records import EVENT_KINDS, EventColumns
+
+        title, texts, numbers = GRAPHS[i]
+        got = columns_graph(title, texts, numbers)
+        assert got[0] == "ok" and isinstance(got[1][-1], EventColumns)
+        assert not any(type(r) in EVENT_KINDS for r in got[1])
+        same_columns(python_graph(title, texts, numbers), got)
+
+    @pytest.mark.parametrize("seed", range(300))
+    def test_mutated_graph(self, seed):
+        title, texts, nums = mutated_graph(seed)
+        same_columns(python_graph(title, texts, nums), columns_graph(title, texts, nums))
+
+
+@pytest.mark.parametrize("src", [p for p in LOGS if p.suffix == ".log"] + [SEED_004] +
+                         sorted((FIXTURES / "torch_trace").glob("*/*trace*.log.gz")), ids=ids)
+def test_columnar_where_the_writer_reads(src, monkeypatch):
+    """Where the writer reads (columns_accepted) a torch log or TORCH_TRACE log parses to
+    EventColumns holding exactly the events records_for yields elsewhere, in order; the
+    other records (timelines, notes) are the same too."""
+    from tlview.store.records import EVENT_KINDS, EventColumns, columns_accepted
+
+    monkeypatch.setenv("TLVIEW_NATIVE", "1")
+    plain = list(records_for(src))
+    assert not any(isinstance(r, EventColumns) for r in plain)
+    with columns_accepted():
+        cols = list(records_for(src))
+    assert any(isinstance(r, EventColumns) for r in cols)
+    assert not any(type(r) in EVENT_KINDS and type(r).__name__ != "CompileEvent"
+                   for r in cols)
+    assert event_rows(cols) == event_rows(plain)
+    assert [r for r in cols if type(r) not in EVENT_KINDS and not isinstance(r, EventColumns)] \
+        == [r for r in plain if type(r) not in EVENT_KINDS]
+
+
+class TestEventSink:
+    """EventSink.add against the writer's row functions (store/convert.py) on values the
+    parsers rarely make: non-ASCII text, floats, nested attrs; values JSON or the row
+    cannot take as the writer does (a Decimal, a huge int, a non-str key) are refused,
+    leaving the sink as it was."""
+
+    def records(self) -> list[Any]:
+        from tlview.store.records import (
+            BufferAliased,
+            BufferAllocated,
+            BufferFreed,
+            CompileEvent,
+            NodeScheduled,
+        )
+
+        return [
+            NodeScheduled("t", 0, "n\u00e9", reads=("a", "b\U0001f600"), writes=(), line=3,
+                          attrs={"x": [1, 2.5, None, True], "y": {"z": "q\"\\\n\x01\x7f"}}),
+            NodeScheduled("u", 1, "m"),
+            BufferAllocated("t", None, "buf0", None, is_input=True,
+                            attrs={"f": [float("nan"), float("inf"), -0.0, 1e16, 1.5e-7, 0.1]}),
+            BufferAllocated("t", 2, "buf1", 4096, node="k", layout="view", dtype="f32",
+                            shape="[2]", stride="[1]", device="cpu", size_expr="s0",
+                            allocation=7, offset=-1, line=9),
+            BufferFreed("u", 3, "buf1", reason="del", attrs={"t": (1, "x")}),
+            BufferAliased("t", 4, "b2", "b1", "alias", attrs={"line": 2 ** 63 - 1}),
+            CompileEvent("t", "metrics", name="m", step=None, ts_ns=-5, dur_ns=0, line=1,
+                         attrs={"k": {"a": [{"b": []}]}}),
+        ]
+
+    def refused(self) -> list[Any]:
+        from decimal import Decimal
+
+        from tlview.store.records import BufferFreed, CompileEvent, Timeline
+
+        return [
+            CompileEvent("t", "metrics", attrs={"d": Decimal("1.5")}),
+            CompileEvent("t", "metrics", attrs={"i": 2 ** 64}),
+            BufferFreed("t", 2 ** 70, "b"),
+            CompileEvent("t", "metrics", attrs={1: "int key"}),
+            BufferFreed("t", 1, "b\ud800"),
+            Timeline("t", "t", "x"),
+        ]
+
+    def test_rows(self):
+        from tlview.ingest.event_sink import SINK_CLASSES
+        from tlview.ingest.native import arrow_columns
+        from tlview.store.records import EventColumns
+
+        recs = self.records()
+        sink = native.module().EventSink(SINK_CLASSES)
+        for r in recs:
+            assert sink.add(r) is True
+        for r in self.refused():
+            assert sink.add(r) is False
+        assert sink.rows() == len(recs)
+        tls, batch = sink.take()
+        assert tls == ("t", "u") and sink.take() is None and sink.rows() == 0
+        got = EventColumns(tls, *arrow_columns(batch))
+        assert event_rows([got]) == event_rows(recs)
 
 
 # -- TORCH_TRACE logs (native trace_groups) ----------------------------------------------

@@ -300,6 +300,27 @@ class TestBadInput:
         offs = {o["rank"]: o["offset_ns"] for o in rows(db, "SELECT * FROM clock_offsets")}
         assert set(offs) == {0, 1, 2}
 
+    def test_the_ingest_report_of_one_rank_then_both(self, tmp_path):
+        """One rank's trace: its run is told from rank_traces alone (no matching to do);
+        its collective count is collective_skew's. The second rank's ingest matches both."""
+        db = tmp_path / "one.duckdb"
+
+        def ingest(path: Path) -> str:
+            p = subprocess.run([sys.executable, "-m", "tlview", "ingest", str(path),
+                                "--db", str(db)], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "TLVIEW_LOCK_WAIT": "0"})
+            assert p.returncode == 0, p.stderr
+            return p.stdout
+
+        out = ingest(RANKS[0])
+        n = rows(db, "SELECT count(*) AS n FROM collective_skew")[0]["n"]
+        assert n == 24
+        assert (f"ranks: run 1: 1 of 2 ranks (0), missing 1; {n} collectives, none matched "
+                "across ranks (the other ranks' traces are not ingested)") in out
+        out = ingest(RANKS[1])
+        assert "ranks: run 1: 2 of 2 ranks (0-1); 24 collectives, 24 matched across ranks by " \
+            "step_order" in out
+
     def test_a_lone_rank_whose_group_is_not_named(self, tmp_path):
         """Without the group's ranks in the trace, what is missing cannot be named: the
         reason says how many of the group's ranks have the collective."""

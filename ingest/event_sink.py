@@ -1,0 +1,56 @@
+"""Event records to columns in the compiled core, where the reader takes columns.
+
+The torch-log and TORCH_TRACE parsers yield one record per event (their wrapper parser
+is Python), and the writer would turn each into a row and then into Arrow, value by
+value. Where the writer reads (``store.records.columns_accepted``), :func:`columnar`
+hands each event record to the core's ``EventSink`` instead, which writes it as a row of
+Arrow-layout columns (attrs as the writer's JSON text), and the compiled FX reader
+writes its graphs' rows there directly (no record objects at all); every
+``BATCH`` rows go out as one ``EventColumns``. Records the sink does not take
+(timelines, notes, a value it cannot write) pass through, after the rows before them
+for an event, so every event keeps its place. The rows are the writer's own rows of the
+same records: tests/test_native_torch_log.py and tests/test_events_digest.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tlview.store.records import (
+    EVENT_KINDS,
+    BufferAliased,
+    BufferAllocated,
+    BufferFreed,
+    CompileEvent,
+    EventColumns,
+    NodeScheduled,
+    Record,
+)
+
+BATCH = 20_000  # rows per EventColumns (the writer's batch size)
+MAX_TEXT = 256 << 20  # bytes of string data per EventColumns (int32 offsets)
+SINK_CLASSES = (NodeScheduled, BufferAllocated, BufferFreed, BufferAliased, CompileEvent)
+
+
+def columnar(core: Any, parse: Callable[[Any], Iterator[Record]]) -> Iterator[Record]:
+    """The records of ``parse(sink)``, their events as EventColumns, in order."""
+    from .native import arrow_columns
+
+    sink = core.EventSink(SINK_CLASSES)
+
+    def take() -> Iterator[EventColumns]:
+        got = sink.take()
+        if got is not None:
+            timelines, batch = got
+            n, cols = arrow_columns(batch)
+            yield EventColumns(timelines, n, cols)
+
+    for rec in parse(sink):
+        if not sink.add(rec):
+            if type(rec) in EVENT_KINDS or isinstance(rec, EventColumns):
+                yield from take()  # the events before it go first
+            yield rec
+        if sink.rows() >= BATCH or sink.text_bytes() >= MAX_TEXT:
+            yield from take()
+    yield from take()
