@@ -245,13 +245,37 @@ struct Arr {
     const T& operator[](size_t i) const { return p[i]; }
 };
 
+template <class T>
+struct Mapped {  // a zeroed array in its own anonymous mapping: freed, it goes back to the OS
+    T* p = nullptr;       // (from malloc, a table freed as it grows would stay in a thread's
+    size_t n = 0;         // arena, fragmented: tens of MB held after the parse)
+    explicit Mapped(size_t count) : n(count) {
+        void* m = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED) throw std::bad_alloc();
+        p = static_cast<T*>(m);
+    }
+    Mapped(Mapped&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr; o.n = 0; }
+    Mapped& operator=(Mapped&& o) noexcept {
+        std::swap(p, o.p);
+        std::swap(n, o.n);
+        return *this;
+    }
+    Mapped(const Mapped&) = delete;
+    ~Mapped() { if (p) munmap(p, bytes()); }
+    size_t bytes() const { return sizeof(T) * (n ? n : 1); }
+    size_t size() const { return n; }
+    T& operator[](size_t i) { return p[i]; }
+    const T& operator[](size_t i) const { return p[i]; }
+};
+
 // A hash table's slots: row + 1 (0: empty) and a byte of the key's hash, so that a probe
-// reads a row's key only where that byte matches. They stay on the heap: they are the
+// reads a row's key only where that byte matches. They stay in memory: they are the
 // random-access part of the state (in the spill, every lookup would fault a page back in).
 struct Slots {
-    std::vector<uint32_t> row;
-    std::vector<uint8_t> fp;
-    explicit Slots(size_t count = 1024) : row(count, 0), fp(count, 0) {}
+    Mapped<uint32_t> row;
+    Mapped<uint8_t> fp;
+    explicit Slots(size_t count = 1024) : row(count), fp(count) {}
     size_t size() const { return row.size(); }
     static uint8_t print(uint64_t h) { return (uint8_t)(h >> 56); }
 };
