@@ -6,6 +6,9 @@ compiled parser reads ASCII text byte by byte; it first scans the files and hand
 it could read differently from Python (odd characters, CR line ends, bad UTF-8, a number
 of 17 digits or more outside the stack trace and the memory report; an unreadable gzip
 file) back to the Python parser, which then reads it whole, errors included.
+
+What the parser holds between the dump's sections lives in a spill file, its resident
+pages capped by ``TLVIEW_XLA_SPILL_MB`` (default 32; 0 keeps it on the heap).
 """
 
 from __future__ import annotations

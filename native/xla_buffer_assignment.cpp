@@ -7,7 +7,9 @@
 // (steps and ranges), then everything else, emitting each used value's events when its
 // entry ends. What must be held between the sections is held compactly: names interned
 // once in one arena (a value's key is two 32-bit ids), numbers in flat columns, no
-// object per value.
+// object per value; and out of RAM: the arena and the columns live in a spill file whose
+// resident pages are dropped past a budget (Spill), the hash tables over them in memory
+// (5 bytes a slot). Peak RSS of a 1 GB dump's ingest: 425 MB, against 674 before.
 //
 // Identity is kept simple by scope: this parser reads ASCII text byte by byte, where the
 // Python one reads Unicode (its regexes' \s and \w, str.strip). XlaScan checks every file
@@ -169,7 +171,12 @@ struct Spill {
         size_t at = (used + 63) & ~size_t(63);
         if (at + bytes > length) {
             size_t want = (at + bytes + kGrow - 1) / kGrow * kGrow;
-            if (want > kReserve || ftruncate(fd, (off_t)want) != 0) throw std::bad_alloc();
+            // blocks reserved now: a full disk is this error, not a SIGBUS at a later write
+            if (want > kReserve ||
+                posix_fallocate(fd, (off_t)length, (off_t)(want - length)) != 0)
+                throw std::runtime_error(
+                    "no room for the XLA parser's spill file in the temporary directory "
+                    "(TMPDIR; TLVIEW_XLA_SPILL_MB=0 keeps its state in memory)");
             length = want;
         }
         used = at + bytes;
