@@ -6,6 +6,9 @@ compiled parser reads ASCII text byte by byte; it first scans the files and hand
 it could read differently from Python (odd characters, CR line ends, bad UTF-8, a number
 of 17 digits or more outside the stack trace and the memory report; an unreadable gzip
 file) back to the Python parser, which then reads it whole, errors included.
+
+What the parser holds between the dump's sections lives in a spill file, its resident
+pages capped by ``TLVIEW_XLA_SPILL_MB`` (default 32; 0 keeps it on the heap).
 """
 
 from __future__ import annotations
@@ -76,8 +79,11 @@ def records(parser: Any, paths: list[str], *, name: str, attrs_: dict[str, Any] 
             if not more:
                 break
         yield from _columns(parser.end2(), name)
-    batches, note = parser.finish()
-    yield from _columns(batches, name)
+    while True:  # the unmatched rest, a few batches at a time, then the note
+        batches, note = parser.finish()
+        yield from _columns(batches, name)
+        if note is not None:
+            break
     yield TimelineNote(timeline=name, attrs=json.loads(note))
 
 

@@ -7,7 +7,9 @@
 // (steps and ranges), then everything else, emitting each used value's events when its
 // entry ends. What must be held between the sections is held compactly: names interned
 // once in one arena (a value's key is two 32-bit ids), numbers in flat columns, no
-// object per value.
+// object per value; and out of RAM: the arena and the columns live in a spill file whose
+// resident pages are dropped past a budget (Spill), the hash tables over them in memory
+// (5 bytes a slot). Peak RSS of a 1 GB dump's ingest: 425 MB, against 674 before.
 //
 // Identity is kept simple by scope: this parser reads ASCII text byte by byte, where the
 // Python one reads Unicode (its regexes' \s and \w, str.strip). XlaScan checks every file
@@ -16,8 +18,12 @@
 // kept or skipped (the stack-trace breakdown, the memory report's table) is handed to the
 // Python parser whole. Real dumps never need that.
 #include <Python.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -107,22 +113,178 @@ std::string commas(i128 v) {
     return sign + out;
 }
 
+// ---- the spill: the parser's state in a file, not in the process ----------------------
+
+// What must wait between the dump's sections (every value, range, name: about a third of
+// the dump's size) lives in an unlinked temporary file mapped shared: its pages belong to
+// the kernel's page cache, which writes them to disk under memory pressure, and the parser
+// unmaps those it has touched (madvise DONTNEED) whenever they pass a budget
+// (TLVIEW_XLA_SPILL_MB, default 32): peak RSS stays flat whatever the dump's size, at the
+// cost of minor faults when a dropped page is touched again. TLVIEW_XLA_SPILL_MB=0, or
+// no writable temporary directory, keeps everything on the heap.
+struct Spill {
+    static constexpr size_t kReserve = size_t(1) << 40;  // address space, never all used
+    static constexpr size_t kGrow = size_t(64) << 20;    // the file grows in these steps
+    static constexpr size_t kPage = 4096;
+    int fd = -1, statm = -1;
+    char* base = nullptr;
+    size_t used = 0, length = 0, budget = 0;
+    int64_t shared0 = 0;  // resident shared pages just after the last drop
+    int64_t drops = 0;
+    std::vector<void*> heap;  // without a file: every block, freed at the end
+
+    Spill() {
+        const char* mb = std::getenv("TLVIEW_XLA_SPILL_MB");
+        double b = mb && *mb ? std::strtod(mb, nullptr) : 32.0;  // a fraction: tests
+        budget = b > 0 ? std::max<size_t>(1, (size_t)(b * 1048576.0)) : 0;
+        if (!budget) return;
+        const char* dir = std::getenv("TMPDIR");
+        std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/tlview-xla-XXXXXX";
+        fd = mkstemp(tmpl.data());
+        if (fd < 0) return;
+        unlink(tmpl.c_str());
+        void* p = mmap(nullptr, kReserve, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                       fd, 0);
+        if (p == MAP_FAILED) { close(fd); fd = -1; return; }
+        base = static_cast<char*>(p);
+        madvise(base, kReserve, MADV_RANDOM);  // no read-ahead: lookups are scattered
+        statm = open("/proc/self/statm", O_RDONLY);
+        shared0 = resident_shared();
+    }
+    ~Spill() {
+        if (base) munmap(base, kReserve);
+        if (fd >= 0) close(fd);
+        if (statm >= 0) close(statm);
+        for (void* b : heap) std::free(b);
+    }
+    Spill(const Spill&) = delete;
+    Spill& operator=(const Spill&) = delete;
+
+    // zeroed bytes, 64-byte aligned; never freed one by one (all at the end)
+    void* alloc(size_t bytes) {
+        if (!base) {
+            void* b = std::calloc(1, bytes ? bytes : 1);
+            if (!b) throw std::bad_alloc();
+            heap.push_back(b);
+            return b;
+        }
+        size_t at = (used + 63) & ~size_t(63);
+        if (at + bytes > length) {
+            size_t want = (at + bytes + kGrow - 1) / kGrow * kGrow;
+            // blocks reserved now: a full disk is this error, not a SIGBUS at a later write
+            if (want > kReserve ||
+                posix_fallocate(fd, (off_t)length, (off_t)(want - length)) != 0)
+                throw std::runtime_error(
+                    "no room for the XLA parser's spill file in the temporary directory "
+                    "(TMPDIR; TLVIEW_XLA_SPILL_MB=0 keeps its state in memory)");
+            length = want;
+        }
+        used = at + bytes;
+        return base + at;
+    }
+    int64_t resident_shared() {
+        char buf[128];
+        ssize_t n = statm >= 0 ? pread(statm, buf, sizeof buf - 1, 0) : -1;
+        if (n <= 0) return 0;
+        buf[n] = 0;
+        long long size = 0, res = 0, shared = 0;
+        if (std::sscanf(buf, "%lld %lld %lld", &size, &res, &shared) != 3) return 0;
+        return shared;
+    }
+    // called often (every few thousand lines): drop our pages once they pass the budget
+    void trim() {
+        if (!base) return;
+        int64_t now = resident_shared();
+        if ((now - shared0) * (int64_t)kPage < (int64_t)budget) return;
+        madvise(base, (used + kPage - 1) & ~(kPage - 1), MADV_DONTNEED);
+        ++drops;
+        shared0 = resident_shared();
+    }
+};
+
 // ---- flat columns in blocks -------------------------------------------------------------
 
 // A growing column kept in blocks of 64K entries: no doubling (its slack and its copy at
-// each growth would be most of the parser's memory at 1 GB).
+// each growth would be most of the parser's memory at 1 GB). Blocks come from the spill
+// (where given) else the heap.
 template <class T>
 struct Col {
     static constexpr size_t kShift = 16, kBlock = size_t(1) << kShift;
-    std::vector<std::unique_ptr<T[]>> blocks;
+    std::vector<T*> blocks;
     size_t n = 0;
+    Spill* sp = nullptr;
+    Col() = default;
+    Col(const Col&) = delete;
+    Col& operator=(const Col&) = delete;
+    ~Col() {
+        if (!sp)
+            for (T* b : blocks) delete[] b;
+    }
     size_t size() const { return n; }
     T& operator[](size_t i) { return blocks[i >> kShift][i & (kBlock - 1)]; }
     const T& operator[](size_t i) const { return blocks[i >> kShift][i & (kBlock - 1)]; }
     void push_back(const T& x) {
-        if ((n & (kBlock - 1)) == 0) blocks.emplace_back(new T[kBlock]);
-        (*this)[n++] = x;
+        if ((n & (kBlock - 1)) == 0)
+            blocks.push_back(sp ? static_cast<T*>(sp->alloc(sizeof(T) * kBlock)) : new T[kBlock]);
+        T* slot = &(*this)[n++];
+        new (slot) T(x);
     }
+};
+
+// A fixed-size zeroed array from the spill (else the heap), e.g. one entry per step.
+template <class T>
+struct Arr {
+    T* p = nullptr;
+    size_t n = 0;
+    Spill* sp = nullptr;
+    std::vector<T> own;  // without a spill
+    void assign(size_t count) {
+        n = count;
+        if (sp) {
+            p = static_cast<T*>(sp->alloc(sizeof(T) * (count ? count : 1)));
+        } else {
+            own.assign(count, T());
+            p = own.data();
+        }
+    }
+    size_t size() const { return n; }
+    T& operator[](size_t i) { return p[i]; }
+    const T& operator[](size_t i) const { return p[i]; }
+};
+
+template <class T>
+struct Mapped {  // a zeroed array in its own anonymous mapping: freed, it goes back to the OS
+    T* p = nullptr;       // (from malloc, a table freed as it grows would stay in a thread's
+    size_t n = 0;         // arena, fragmented: tens of MB held after the parse)
+    explicit Mapped(size_t count) : n(count) {
+        void* m = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED) throw std::bad_alloc();
+        p = static_cast<T*>(m);
+    }
+    Mapped(Mapped&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr; o.n = 0; }
+    Mapped& operator=(Mapped&& o) noexcept {
+        std::swap(p, o.p);
+        std::swap(n, o.n);
+        return *this;
+    }
+    Mapped(const Mapped&) = delete;
+    ~Mapped() { if (p) munmap(p, bytes()); }
+    size_t bytes() const { return sizeof(T) * (n ? n : 1); }
+    size_t size() const { return n; }
+    T& operator[](size_t i) { return p[i]; }
+    const T& operator[](size_t i) const { return p[i]; }
+};
+
+// A hash table's slots: row + 1 (0: empty) and a byte of the key's hash, so that a probe
+// reads a row's key only where that byte matches. They stay in memory: they are the
+// random-access part of the state (in the spill, every lookup would fault a page back in).
+struct Slots {
+    Mapped<uint32_t> row;
+    Mapped<uint8_t> fp;
+    explicit Slots(size_t count = 1024) : row(count), fp(count) {}
+    size_t size() const { return row.size(); }
+    static uint8_t print(uint64_t h) { return (uint8_t)(h >> 56); }
 };
 
 // ---- interned strings: one arena, an open-addressing table ------------------------------
@@ -130,15 +292,24 @@ struct Col {
 struct Pool {
     // names in blocks of 1 MB (a longer one gets a block of its own); id -> (where, length)
     static constexpr size_t kArena = size_t(1) << 20;
-    std::vector<std::unique_ptr<char[]>> arena;
+    std::vector<char*> arena;
     size_t used = kArena;  // bytes used in the last block
     Col<uint64_t> pos;     // block << 20 | offset
     Col<uint32_t> len;
-    std::vector<uint32_t> table = std::vector<uint32_t>(1024, 0);  // id + 1; 0 empty
+    Slots table;           // id + 1; 0 empty
+    Spill* sp = nullptr;
+    Pool() = default;
+    Pool(const Pool&) = delete;
+    Pool& operator=(const Pool&) = delete;
+    ~Pool() {
+        if (!sp)
+            for (char* b : arena) delete[] b;
+    }
+    void attach(Spill* s) { sp = pos.sp = len.sp = s; }
     size_t size() const { return pos.size(); }
     sv get(uint32_t id) const {
         uint64_t p = pos[id];
-        return sv(arena[p >> 20].get() + (p & (kArena - 1)), len[id]);
+        return sv(arena[p >> 20] + (p & (kArena - 1)), len[id]);
     }
     static uint64_t hash(sv s) {  // 8 bytes a step
         uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
@@ -155,43 +326,52 @@ struct Pool {
         return h ^ (h >> 29);
     }
     int64_t find(sv s) const {
-        size_t mask = table.size() - 1, i = hash(s) & mask;
-        while (uint32_t t = table[i]) {
-            if (get(t - 1) == s) return t - 1;
+        uint64_t h = hash(s);
+        size_t mask = table.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t t = table.row[i]) {
+            if (table.fp[i] == f && get(t - 1) == s) return t - 1;
             i = (i + 1) & mask;
         }
         return -1;
     }
     uint32_t intern(sv s) {
-        size_t mask = table.size() - 1, i = hash(s) & mask;
-        while (uint32_t t = table[i]) {
-            if (get(t - 1) == s) return t - 1;
+        uint64_t h = hash(s);
+        size_t mask = table.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t t = table.row[i]) {
+            if (table.fp[i] == f && get(t - 1) == s) return t - 1;
             i = (i + 1) & mask;
         }
         uint32_t id = (uint32_t)size();
         if (s.size() > kArena - used) {
-            arena.emplace_back(new char[std::max(kArena, s.size())]);
+            size_t b = std::max(kArena, s.size());
+            arena.push_back(sp ? static_cast<char*>(sp->alloc(b)) : new char[b]);
             used = s.size() > kArena ? kArena : 0;
             pos.push_back((uint64_t)(arena.size() - 1) << 20);
         } else {
             pos.push_back(((uint64_t)(arena.size() - 1) << 20) | used);
         }
-        std::memcpy(arena[pos[id] >> 20].get() + (pos[id] & (kArena - 1)), s.data(), s.size());
+        std::memcpy(arena[pos[id] >> 20] + (pos[id] & (kArena - 1)), s.data(), s.size());
         if (used < kArena) used += s.size();
         len.push_back((uint32_t)s.size());
-        table[i] = id + 1;
-        if (size() * 4 > table.size() * 3) grow();
+        table.row[i] = id + 1;
+        table.fp[i] = f;
+        if (size() * 8 > table.size() * 7) grow();  // probes cheap: see Slots
         return id;
     }
     void grow() {
-        std::vector<uint32_t> t(table.size() * 2, 0);
+        Slots t(table.size() * 2);
         size_t mask = t.size() - 1;
-        for (uint32_t id = 0; id < size(); ++id) {
-            size_t i = hash(get(id)) & mask;
-            while (t[i]) i = (i + 1) & mask;
-            t[i] = id + 1;
+        for (uint32_t id = 0; id < size(); ++id) {  // the names in order: the arena read once
+            if (sp && (id & 4095) == 0) sp->trim();
+            uint64_t h = hash(get(id));
+            size_t i = h & mask;
+            while (t.row[i]) i = (i + 1) & mask;
+            t.row[i] = id + 1;
+            t.fp[i] = Slots::print(h);
         }
-        table.swap(t);
+        table = std::move(t);
     }
 };
 
@@ -240,37 +420,50 @@ struct U64Map {
 inline uint64_t pair_key(uint32_t a, uint32_t b) { return ((uint64_t)a << 32) | b; }
 
 // key -> row, where each row's key can be read back from the rows' own columns: the table
-// holds only row numbers (4 bytes a slot), so a million values cost a few MB here.
+// holds only row numbers and a byte of hash (5 bytes a slot), so a million values cost a
+// few MB here. Every row 0..rows-1 is put once, in order (a later row with the same key
+// takes its place), so growing re-puts them in row order: the key columns read once, in
+// order, not at random.
 struct RowTable {
-    std::vector<uint32_t> slots = std::vector<uint32_t>(1024, 0);  // row + 1; 0 empty
+    Slots slots;
     size_t n = 0;
+    uint32_t rows = 0;  // rows put so far
+    Spill* sp = nullptr;
     std::function<uint64_t(uint32_t)> key_of;
     int64_t find(uint64_t k) const {
-        size_t mask = slots.size() - 1, i = U64Map::mix(k) & mask;
-        while (uint32_t s = slots[i]) {
-            if (key_of(s - 1) == k) return s - 1;
+        uint64_t h = U64Map::mix(k);
+        size_t mask = slots.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t s = slots.row[i]) {
+            if (slots.fp[i] == f && key_of(s - 1) == k) return s - 1;
             i = (i + 1) & mask;
         }
         return -1;
     }
     void put(uint64_t k, uint32_t row) {  // insert, or take the place of the same key
-        size_t mask = slots.size() - 1, i = U64Map::mix(k) & mask;
-        while (uint32_t s = slots[i]) {
-            if (key_of(s - 1) == k) { slots[i] = row + 1; return; }
+        if (row + 1 > rows) rows = row + 1;
+        if (place(slots, k, row)) return;
+        if (++n * 8 > slots.size() * 7) {
+            Slots t(slots.size() * 2);
+            for (uint32_t r = 0; r < rows; ++r) {
+                if (sp && (r & 4095) == 0) sp->trim();
+                place(t, key_of(r), r);
+            }
+            slots = std::move(t);
+        }
+    }
+    // true when k was there (now row's)
+    bool place(Slots& t, uint64_t k, uint32_t row) const {
+        uint64_t h = U64Map::mix(k);
+        size_t mask = t.size() - 1, i = h & mask;
+        uint8_t f = Slots::print(h);
+        while (uint32_t s = t.row[i]) {
+            if (t.fp[i] == f && key_of(s - 1) == k) { t.row[i] = row + 1; return true; }
             i = (i + 1) & mask;
         }
-        slots[i] = row + 1;
-        if (++n * 4 > slots.size() * 3) {
-            std::vector<uint32_t> t(slots.size() * 2, 0);
-            size_t m2 = t.size() - 1;
-            for (uint32_t s2 : slots) {
-                if (!s2) continue;
-                size_t j = U64Map::mix(key_of(s2 - 1)) & m2;
-                while (t[j]) j = (j + 1) & m2;
-                t[j] = s2;
-            }
-            slots.swap(t);
-        }
+        t.row[i] = row + 1;
+        t.fp[i] = f;
+        return false;
     }
 };
 
@@ -750,6 +943,7 @@ struct PeakValue {
 };
 
 struct Parser {
+    Spill spill;  // first: every column below may hold its blocks
     std::vector<std::string> paths, names;  // names: Path(p).name
     size_t file = 0;
     Pool strs;    // instruction and value names
@@ -794,14 +988,14 @@ struct Parser {
     int e_list = 0;  // 0 none, 1 positions, 2 uses
     Facts last;
     std::unordered_map<uint32_t, std::optional<i128>> ishape;  // instruction_shape_of bytes
-    std::vector<uint8_t> scheduled;
+    Arr<uint8_t> scheduled;
     std::optional<int64_t> total_bytes_used;
     std::vector<std::pair<std::string, int64_t>> report;
     std::optional<std::string> report_space;
     std::vector<std::string> unknown;
     bool seen_ba = false;
     // XLA's moment rule, summed per time: 64-bit sums, 128-bit once one would overflow
-    std::vector<int64_t> up, down;
+    Arr<int64_t> up, down;
     std::vector<i128> up_w, down_w;
     bool moment_wide = false;
     bool moment_unknown = false;
@@ -812,6 +1006,20 @@ struct Parser {
     std::string note;
 
     Parser() {
+        strs.attach(&spill);
+        misc.attach(&spill);
+        for (RowTable* t : {&range_of, &alloc_of, &value_of, &row_of_id}) t->sp = &spill;
+        for (Narrow* c : {&sequence_lines, &r_start, &r_end, &r_line, &v_id, &v_color,
+                          &v_offset, &v_size, &v_line})
+            c->v.sp = &spill;
+        for (Col<uint32_t>* c : {&sequence, &r_name, &r_index, &v_name, &v_index, &v_shape,
+                                 &v_alloc})
+            c->sp = &spill;
+        step_of.sp = &spill;
+        v_range.sp = &spill;
+        r_taken.sp = v_flags.sp = &spill;
+        allocs.sp = &spill;
+        scheduled.sp = up.sp = down.sp = &spill;
         range_of.key_of = [this](uint32_t r) { return pair_key(r_name[r], r_index[r]); };
         alloc_of.key_of = [this](uint32_t r) { return (uint64_t)allocs[r].index; };
         value_of.key_of = [this](uint32_t r) { return pair_key(v_name[r], v_index[r]); };
@@ -821,6 +1029,11 @@ struct Parser {
     Parser& operator=(const Parser&) = delete;
 
     ParseError err(int64_t line, std::string msg) { return ParseError{line, std::move(msg)}; }
+
+    uint32_t ticks = 0;
+    void tick() {  // once a line or a row: the spill's budget checked now and then
+        if ((++ticks & 1023) == 0) spill.trim();
+    }
 
     // ---- pass 1: HloLiveRange -----------------------------------------------------
     enum LSec { LSearch, LHeader, LSeq, LRanges, LPeak, LStack, LAfter, LDone } lsec = LSearch;
@@ -840,6 +1053,7 @@ struct Parser {
 
     bool live_line(int64_t number_, sv t) {  // false: the section is over
         l_number = number_;
+        tick();
         if (lsec == LSearch) {
             if (live_header(t)) { lsec = LHeader; have_live = true; }
             return true;
@@ -1042,6 +1256,7 @@ struct Parser {
 
     bool line(int64_t n, sv t) {  // false: stop reading this file (its live-range section)
         number = n;
+        tick();
         if (t.empty() || blank(t)) return sec != Live;
         if (t[0] != ' ') {
             top_level(n, t);
@@ -1429,10 +1644,9 @@ struct Parser {
             int64_t x, y;
             if (!moment_wide && (*ib > INT64_MAX || __builtin_add_overflow(up[a], (int64_t)*ib, &x) ||
                                  __builtin_add_overflow(down[b], (int64_t)*ib, &y))) {
-                up_w.assign(up.begin(), up.end());
-                down_w.assign(down.begin(), down.end());
-                std::vector<int64_t>().swap(up);
-                std::vector<int64_t>().swap(down);
+                up_w.assign(up.p, up.p + up.n);
+                down_w.assign(down.p, down.p + down.n);
+                up.n = down.n = 0;
                 moment_wide = true;
             }
             if (moment_wide) { up_w[a] += *ib; down_w[b] += *ib; }
@@ -1568,12 +1782,55 @@ struct Parser {
 
     // ---- the end ----------------------------------------------------------------------
     void start_pass2() {
-        scheduled.assign(sequence.size(), 0);
-        up.assign(have_live ? (size_t)schedule_end + 2 : 0, 0);
-        down.assign(up.size(), 0);
+        scheduled.assign(sequence.size());
+        up.assign(have_live ? (size_t)schedule_end + 2 : 0);
+        down.assign(up.size());
     }
 
-    void finish() {
+    // The end, in steps: each call emits up to a few batches of what was left unmatched
+    // (hand them over before the next: at 1 GB there are half a million such rows) and
+    // returns true once the note is built.
+    int fin_stage = 0;
+    size_t fin_i = 0;
+    std::vector<uint32_t> without;
+    bool finish() {
+        if (fin_stage == 0) finish_start();
+        static const Facts none;
+        auto full = [&] { return ready.size() >= 2; };
+        if (fin_stage == 1) {
+            for (; fin_i < v_id.size() && !full(); ++fin_i) {
+                tick();
+                if (!(v_flags[fin_i] & kEmitted)) value_events((uint32_t)fin_i, &none, false);
+            }
+            if (fin_i < v_id.size()) return false;
+            fin_stage = have_live ? 2 : 4;
+            fin_i = 0;
+        }
+        if (fin_stage == 2) {
+            for (; fin_i < sequence.size() && !full(); ++fin_i) {
+                tick();
+                if (!scheduled[fin_i]) scheduled_node(sequence[fin_i], (int32_t)fin_i, nullptr);
+            }
+            if (fin_i < sequence.size()) return false;
+            fin_stage = 3;
+            fin_i = 0;
+        }
+        if (fin_stage == 3) {
+            for (; fin_i < r_start.size() && !full(); ++fin_i) {
+                tick();
+                if (r_taken[fin_i]) continue;
+                without.push_back((uint32_t)fin_i);
+                unallocated_events((uint32_t)fin_i);
+            }
+            if (fin_i < r_start.size()) return false;
+            fin_stage = 4;
+        }
+        flush();
+        build_note(without);
+        return true;
+    }
+
+    void finish_start() {
         if (in_entry) end_entry();
         if (!seen_ba) {
             std::string where;
@@ -1595,21 +1852,8 @@ struct Parser {
             throw err(number, "no 'BufferAssignment:' section: expected an XLA "
                               "buffer-assignment dump" + where);
         }
-        static const Facts none;
-        for (uint32_t row = 0; row < v_id.size(); ++row)
-            if (!(v_flags[row] & kEmitted)) value_events(row, &none, false);
-        std::vector<uint32_t> without;
-        if (have_live) {
-            for (size_t step = 0; step < sequence.size(); ++step)
-                if (!scheduled[step]) scheduled_node(sequence[step], (int32_t)step, nullptr);
-            for (uint32_t r = 0; r < r_start.size(); ++r) {
-                if (r_taken[r]) continue;
-                without.push_back(r);
-                unallocated_events(r);
-            }
-        }
-        flush();
-        build_note(without);
+        fin_stage = 1;
+        fin_i = 0;
     }
 
     std::string some(const std::vector<std::string>& names_) {
@@ -1660,6 +1904,7 @@ struct Parser {
         std::vector<std::string> no_range;
         std::map<std::string, int64_t> by_kind;
         for (uint32_t row = 0; row < v_id.size(); ++row) {
+            tick();
             if (v_flags[row] & kHasRange) continue;
             no_range.push_back(std::string(strs.get(v_name[row])) +
                                std::string(misc.get(v_index[row])));
@@ -1688,6 +1933,7 @@ struct Parser {
         int64_t m = 0;
         size_t n = moment_wide ? up_w.size() : up.size();
         for (size_t t = 0; t < n; ++t) {
+            tick();
             usage += moment_wide ? up_w[t] : (i128)up[t];
             if (peak < usage) { peak = usage; m = (int64_t)t; }
             usage -= moment_wide ? down_w[t] : (i128)down[t];
@@ -1703,9 +1949,11 @@ struct Parser {
         i128 peak = 0, at_k = 0;
     };
     template <class T>
-    CurvePeak union_peak(const std::vector<uint32_t>& rows) {
+    CurvePeak union_peak(const Arr<uint32_t>& rows) {
         size_t n_steps = sequence.size();
-        std::vector<T> delta(n_steps + 1, 0);
+        Arr<T> delta;  // zeroed
+        delta.sp = &spill;
+        delta.assign(n_steps + 1);
         size_t i = 0;
         std::vector<int64_t> bounds;
         std::vector<std::pair<int64_t, int64_t>> spans;
@@ -1714,6 +1962,7 @@ struct Parser {
             while (j < rows.size() && v_alloc[rows[j]] == v_alloc[rows[i]]) ++j;
             bounds.clear();
             for (size_t k = i; k < j; ++k) {
+                tick();
                 bounds.push_back(v_offset[rows[k]]);
                 bounds.push_back(v_offset[rows[k]] + v_size[rows[k]]);
             }
@@ -1723,6 +1972,7 @@ struct Parser {
                 int64_t lo = bounds[b], hi = bounds[b + 1];
                 spans.clear();
                 for (size_t k = i; k < j; ++k) {
+                    tick();
                     uint32_t r = rows[k];
                     if (v_offset[r] <= lo && v_offset[r] + v_size[r] >= hi) {
                         int32_t lr = v_range[r];
@@ -1753,6 +2003,7 @@ struct Parser {
         CurvePeak out;
         T live = 0;
         for (size_t t = 0; t < n_steps; ++t) {
+            tick();
             live += delta[t];
             if (!out.any || (i128)live > out.peak) { out.any = true; out.peak = live; out.step = t; }
             if (peak_step >= 0 && (size_t)peak_step == t) out.at_k = live;
@@ -1761,14 +2012,22 @@ struct Parser {
     }
 
     CurvePeak union_curve_peak() {
-        std::vector<uint32_t> rows;
+        auto placed = [&](uint32_t row) {
+            return (v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0;
+        };
+        size_t n = 0;
+        for (uint32_t row = 0; row < v_id.size(); ++row) n += (tick(), placed(row));
+        Arr<uint32_t> rows;  // in the spill: one entry a value
+        rows.sp = &spill;
+        rows.assign(n);
         i128 total = 0;
+        n = 0;
         for (uint32_t row = 0; row < v_id.size(); ++row)
-            if ((v_flags[row] & kHasRange) && (v_flags[row] & kEmitted) && v_size[row] > 0) {
-                rows.push_back(row);
+            if (tick(), placed(row)) {
+                rows[n++] = row;
                 total += v_size[row];
             }
-        std::stable_sort(rows.begin(), rows.end(),
+        std::stable_sort(rows.p, rows.p + rows.n,
                          [&](uint32_t a, uint32_t b) { return v_alloc[a] < v_alloc[b]; });
         return total <= (i128)INT64_MAX ? union_peak<int64_t>(rows) : union_peak<i128>(rows);
     }
@@ -2002,14 +2261,24 @@ PyObject* end2(PyXla* self, PyObject*) {
     });
 }
 
-// finish() -> (batches, note JSON text)
+// finish() -> (batches, note JSON text, or None: call again for more batches)
 PyObject* finish(PyXla* self, PyObject*) {
-    PyObject* r = guarded(self, [&] { self->p->finish(); });
+    bool done = false;
+    PyObject* r = guarded(self, [&] { done = self->p->finish(); });
     if (!r) return nullptr;
+    if (!done) return Py_BuildValue("(NO)", r, Py_None);
     return Py_BuildValue("(NN)", r, py_str(self->p->note));
 }
 
+// stats() -> {"spill_bytes": the spill file's bytes in use (0: on the heap), "spill_drops"}
+PyObject* stats(PyXla* self, PyObject*) {
+    const Spill& sp = self->p->spill;
+    return Py_BuildValue("{s:n,s:L}", "spill_bytes", (Py_ssize_t)(sp.base ? sp.used : 0),
+                         "spill_drops", (long long)sp.drops);
+}
+
 PyMethodDef methods[] = {
+    {"stats", (PyCFunction)stats, METH_NOARGS, "the spill's use: {spill_bytes, spill_drops}"},
     {"begin", (PyCFunction)begin, METH_VARARGS, "begin(path, index, pass): a file starts"},
     {"feed1", (PyCFunction)feed1, METH_O, "the scan and pass 1 (live ranges): False: not plain"},
     {"end1", (PyCFunction)end1, METH_NOARGS, "the scan and pass 1, end of file"},
@@ -2018,7 +2287,8 @@ PyMethodDef methods[] = {
     {"start2", (PyCFunction)start2, METH_NOARGS, "pass 2 begins"},
     {"feed2", (PyCFunction)feed2, METH_O, "pass 2: (batches, keep reading this file)"},
     {"end2", (PyCFunction)end2, METH_NOARGS, "pass 2, end of file: batches"},
-    {"finish", (PyCFunction)finish, METH_NOARGS, "(batches, note JSON)"},
+    {"finish", (PyCFunction)finish, METH_NOARGS,
+     "(batches, note JSON), or (batches, None): call again"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject XlaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
