@@ -102,7 +102,21 @@ const char* type_name(const Val& v) {
 struct Pool {
     std::deque<std::string> store;
     std::unordered_map<std::string_view, const std::string*> map;
+    // Short text seen lately, by a cheap hash (a trace repeats the same few values).
+    static constexpr size_t kRecent = 4096;
+    std::vector<const std::string*> recent = std::vector<const std::string*>(kRecent, nullptr);
     const std::string* get(std::string_view s) {
+        if (s.size() <= 24) {
+            uint64_t h = 1469598103934665603ULL ^ s.size();
+            for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+            const std::string*& slot = recent[(h ^ (h >> 29)) & (kRecent - 1)];
+            if (slot && *slot == s) return slot;
+            slot = get_slow(s);
+            return slot;
+        }
+        return get_slow(s);
+    }
+    const std::string* get_slow(std::string_view s) {
         auto it = map.find(s);
         if (it != map.end()) return it->second;
         store.emplace_back(s);
@@ -1396,6 +1410,18 @@ struct Parser {
         return true;
     }
 
+    // Only scalars and ids go in fast_keys / fast_vals: their object pointer stays empty,
+    // so a value is written as its tag and payload.
+    static void put(Val& v, T t, int64_t i) { v.t = t; v.i = i; }
+    static void put_str(Val& v, const std::string* s) { v.t = T::Str; v.s = s; }
+    static void put_slot(Val& v, uint64_t slot) {  // a text, frame or stack slot (slot_of)
+        switch (slot & 7) {
+            case 1: put_str(v, reinterpret_cast<const std::string*>(slot & ~(uint64_t)7)); return;
+            case 2: put(v, T::Frame, (int64_t)(slot >> 3)); return;
+            default: put(v, T::Stack, (int64_t)(slot >> 3)); return;
+        }
+    }
+
     bool fast_entry() {
         Mark& m = marks.back();
         if (m.path.n != 2 || !is_text(m.path.k[0], k_traces)) return false;
@@ -1424,7 +1450,7 @@ struct Parser {
                 if (p + 1 + w > end) return false;
                 uint64_t i = w == 1 ? B[p + 1] : read_u32(p + 1);
                 if (!fast_get(i, memo0, nm, &slot) || (slot & 7) != 1) return false;
-                out = Val::str(T::Str, reinterpret_cast<const std::string*>(slot & ~(uint64_t)7));
+                put_slot(out, slot);
                 p += 1 + w;
                 return true;
             }
@@ -1442,7 +1468,7 @@ struct Parser {
             std::string_view sv(reinterpret_cast<const char*>(B + p + head), len);
             if (!valid_utf8_surrogatepass(sv)) return false;
             const std::string* str = strs.get(sv);
-            out = Val::str(T::Str, str);
+            put_str(out, str);
             p += head + len;
             return memoize(reinterpret_cast<uint64_t>(str) | 1);
         };
@@ -1466,7 +1492,7 @@ struct Parser {
                     if (p + 1 + w > end) return false;
                     uint64_t i = w == 1 ? B[p + 1] : read_u32(p + 1), slot;
                     if (!fast_get(i, memo0, nm, &slot)) return false;
-                    v = val_of(slot);
+                    put_slot(v, slot);
                     p += 1 + w;
                     break;
                 }
@@ -1475,19 +1501,19 @@ struct Parser {
                     break;
                 case 0x4B:
                     if (p + 2 > end) return false;
-                    v = Val::integer(B[p + 1]);
+                    put(v, T::Int, B[p + 1]);
                     p += 2;
                     break;
                 case 0x4D:
                     if (p + 3 > end) return false;
-                    v = Val::integer((uint16_t)(B[p + 1] | (B[p + 2] << 8)));
+                    put(v, T::Int, (uint16_t)(B[p + 1] | (B[p + 2] << 8)));
                     p += 3;
                     break;
                 case 0x4A: {
                     if (p + 5 > end) return false;
                     int32_t x;
                     std::memcpy(&x, B + p + 1, 4);
-                    v = Val::integer(x);
+                    put(v, T::Int, x);
                     p += 5;
                     break;
                 }
@@ -1495,19 +1521,20 @@ struct Parser {
                     if (p + 2 > end || p + 2 + B[p + 1] > end) return false;
                     int64_t x;
                     if (!fast_long(B + p + 2, B[p + 1], &x)) return false;
-                    v = Val::integer(x);
+                    put(v, T::Int, x);
                     p += 2 + B[p + 1];
                     break;
                 }
-                case 0x4E: v = Val::none(); ++p; break;
-                case 0x88: case 0x89: v = Val::boolean(op == 0x88); ++p; break;
+                case 0x4E: put(v, T::None, 0); ++p; break;
+                case 0x88: case 0x89: put(v, T::Bool, op == 0x88); ++p; break;
                 case 0x47: {
                     if (p + 9 > end) return false;
                     uint64_t bits = 0;
                     for (int q = 1; q <= 8; ++q) bits = (bits << 8) | B[p + (size_t)q];
                     double d;
                     std::memcpy(&d, &bits, 8);
-                    v = Val::flt(d);
+                    v.t = T::Float;
+                    v.f = d;
                     p += 9;
                     break;
                 }
@@ -1566,7 +1593,7 @@ struct Parser {
         int64_t sid = 0;
         if (frames_at >= 0) {
             if (nf) sid = stack_of_ids(fast_frames, nf);
-            fast_vals[frames_at] = Val::id(T::Stack, sid);
+            put(fast_vals[frames_at], T::Stack, sid);
         }
         pos = p;
         for (size_t j = 0; j < nm; ++j)
@@ -1574,7 +1601,8 @@ struct Parser {
         entry(d, o);
         if (index.t == T::Int) { fast_dev = dp; fast_dev_index = index.i; }
         ++m.handed;
-        if (pending_from >= 0) compact_memo((size_t)pending_from);
+        // compact_memo(pending_from): this entry's slots are already what it leaves
+        if (pending_from >= 0) memo.freeze_before((size_t)pending_from);
         pending_from = (int64_t)memo.size();
         return true;
     }
