@@ -51,7 +51,7 @@ def print_snapshot_summary(db: Any, r: dict[str, Any],
     actions = ", ".join(f"{n:,} {a}" for a, n in db.query("snapshot_actions", tid))
     out(f"{head}: {s['n_events']:,} events{' (' + actions + ')' if actions else ''}")
     start = s["start_time_us"]
-    site = db.query("snapshot_top_site", tid)
+    site = db.query("snapshot_top_site", tid, s["event_index"])
     top = f"; top site {site[0][0]}: {exact_bytes(site[0][1])}" if site else ""
     out(f"  peak allocated {exact_bytes(s['allocated_bytes'])} at {_at(s['event_index'])} "
           f"({_when(s['time_us'], start)}){top}")

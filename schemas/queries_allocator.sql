@@ -77,7 +77,12 @@ SELECT action, count(*) FROM allocator_events WHERE timeline_id = ?
 GROUP BY action ORDER BY count(*) DESC, action;
 
 -- name: snapshot_top_site
-SELECT site, bytes_at_peak FROM allocation_sites WHERE timeline_id = ? AND bytes_at_peak > 0
+-- allocation_sites' largest bytes_at_peak ($2: allocator_peak's event_index), computed
+-- for that one figure (the view's other columns run a window over every block).
+SELECT site, sum(requested_size) AS bytes_at_peak FROM _allocator_sited_blocks
+WHERE timeline_id = $1 AND COALESCE(alloc_index, -1) <= $2
+  AND (free_index IS NULL OR free_index > $2)
+GROUP BY site HAVING sum(requested_size) > 0
 ORDER BY bytes_at_peak DESC, site LIMIT 1;
 
 -- name: snapshot_ooms
