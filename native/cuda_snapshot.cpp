@@ -39,7 +39,7 @@ constexpr int64_t kSmallSize = 1 << 20;
 constexpr int64_t kI64Max = INT64_MAX;
 constexpr int64_t kTimeLimit = INT64_MAX / 1000;
 constexpr size_t kMaxExamples = 20;
-constexpr size_t kBatchRows = 65536;
+constexpr size_t kBatchRows = 16384;  // rows in flight (parse thread, queue, INSERT) stay small
 
 // ---- values ------------------------------------------------------------------------------
 
