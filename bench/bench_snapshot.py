@@ -14,7 +14,8 @@ Measured in the same run, each in its own process (wall time, peak RSS):
 - ``pickle.load`` of the same file with an unpickler that resolves no global (the usual
   "safe" load; the C unpickler, whole object in memory),
 - tlview's parse alone (records, no database), compiled core and, up to
-  TLVIEW_BENCH_SNAPSHOT_PY_MB (default 100), the pure-Python reader,
+  TLVIEW_BENCH_SNAPSHOT_PY_MB (default 100), the pure-Python reader, whose records
+  must be the compiled core's (a digest of both; the bench stops if they differ),
 - tlview ingest (parse + DuckDB write + the allocator caches), with DuckDB's memory
   during the ingest capped at tlview's default 512MB and at 256MB
   (TLVIEW_INGEST_MEMORY_LIMIT).
@@ -272,6 +273,43 @@ def parse_only(path: str, native: str = "1") -> int:
     return n
 
 
+def digest(path: str, native: str) -> str:
+    """A sha256 of what the reader yields, as comparable values (every event as its
+    events-table row, interned frames and stacks, the other records), as
+    tests/test_native_snapshot.py compares the compiled reader with the Python one."""
+    import hashlib
+    import json
+
+    import attrs
+
+    os.environ["TLVIEW_NATIVE"] = native
+    from tlview.ingest.cuda_snapshot import parse_snapshot
+    from tlview.store.convert import EVENT_COLUMNS, event_tuple
+    from tlview.store.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
+
+    row_columns = [c for c in EVENT_COLUMNS if c not in ("source_id", "timeline_id", "seq")]
+    h = hashlib.sha256()
+    interned: list[Any] = []
+    for r in parse_snapshot(path):
+        if isinstance(r, EventColumns):
+            cols = {k: v.to_pylist() for k, v in r.columns.items()}
+            tl = cols.get("_tl")
+            for i in range(r.n):
+                row = tuple(cols[c][i] if c in cols else None for c in row_columns)
+                h.update(repr((r.timelines[tl[i] if tl else 0], *row)).encode())
+        elif type(r) in EVENT_KINDS:
+            h.update(repr((r.timeline, *event_tuple(r))).encode())  # type: ignore[union-attr]
+        elif isinstance(r, (FrameInterned, StackInterned)):
+            interned.append(r)
+        else:
+            h.update(json.dumps(attrs.asdict(r), sort_keys=True, default=str).encode())
+    interned.sort(key=lambda r: (type(r).__name__, getattr(r, "frame_id", 0),
+                                 getattr(r, "stack_id", 0)))
+    for r in interned:
+        h.update(json.dumps(attrs.asdict(r), default=str).encode())
+    return h.hexdigest()
+
+
 def ingest_limited(path: str, db: str, limit: str) -> int:
     """The ingest with DuckDB's memory capped at ``limit`` during it."""
     os.environ["TLVIEW_INGEST_MEMORY_LIMIT"] = limit
@@ -298,6 +336,15 @@ def main() -> list[Result]:
                                         "RSS vs pickle.load":
                                             parse["peak_rss_mb"] / load["peak_rss_mb"]}))
         if mb <= PY_MAX_MB:
+            # the compiled reader gives what the Python one (the specification) gives
+            d_native = run_child("bench.bench_snapshot:digest", str(path), "1")["result"]
+            d_py = run_child("bench.bench_snapshot:digest", str(path), "0")["result"]
+            print(f"{label}: records digest, compiled {d_native[:16]}, pure Python "
+                  f"{d_py[:16]}: {'the same' if d_native == d_py else 'DIFFERENT'}",
+                  file=sys.stderr, flush=True)
+            if d_native != d_py:
+                raise SystemExit(f"{label}: the compiled reader's records differ from the "
+                                 "Python reader's")
             py = run_child("bench.bench_snapshot:parse_only", str(path), "0")
             results.append(Result("tlview parse only, pure Python", label, size, py["wall_s"],
                                   py["peak_rss_mb"], events=py["result"],

@@ -22,21 +22,36 @@ def _at(index: int) -> str:
     return "the start of the window" if index == -1 else f"event {index:,}"
 
 
+def _peak(db: Any, tid: int) -> dict[str, Any] | None:
+    """allocator_peak's row for ``tid`` with the start's time, the reserved peak's time and
+    the number of entries (None: no curve), in a few plain scans of the cached curve."""
+    s = db.query_dicts("snapshot_summary", tid)[0]
+    if not s["n_rows"]:
+        return None
+    s.update(db.query_dicts("snapshot_summary_firsts", tid, s["allocated_bytes"],
+                            s["reserved_bytes"], s["block_bytes"])[0])
+    times = dict(db.query("snap_times", tid, s["event_index"], s["reserved_event_index"]))
+    s["time_us"] = times.get(s["event_index"])
+    s["start_time_us"] = times.get(-1)
+    s["reserved_time_us"] = times.get(s["reserved_event_index"])
+    s["consistent"] = db.scalar("snap_consistent", tid)
+    return s
+
+
 def print_snapshot_summary(db: Any, r: dict[str, Any],
                            out: Callable[[str], None] = print) -> None:
     """Events, the allocated and reserved peaks with time and top site, every OOM."""
     tid = r["timeline_id"]
-    rows = db.query_dicts("snapshot_summary", tid)
+    s = _peak(db, tid)
     head = (f"timeline {tid} {r['name']} [{r['format']}"
             f"{', ' + r['device'] if r['device'] else ''}]")
-    if not rows:
+    if s is None:
         out(f"{head}: no allocator state")
         return
-    s = rows[0]
     actions = ", ".join(f"{n:,} {a}" for a, n in db.query("snapshot_actions", tid))
     out(f"{head}: {s['n_events']:,} events{' (' + actions + ')' if actions else ''}")
     start = s["start_time_us"]
-    site = db.query("snapshot_top_site", tid)
+    site = db.query("snapshot_top_site", tid, s["event_index"])
     top = f"; top site {site[0][0]}: {exact_bytes(site[0][1])}" if site else ""
     out(f"  peak allocated {exact_bytes(s['allocated_bytes'])} at {_at(s['event_index'])} "
           f"({_when(s['time_us'], start)}){top}")

@@ -39,7 +39,7 @@ constexpr int64_t kSmallSize = 1 << 20;
 constexpr int64_t kI64Max = INT64_MAX;
 constexpr int64_t kTimeLimit = INT64_MAX / 1000;
 constexpr size_t kMaxExamples = 20;
-constexpr size_t kBatchRows = 65536;
+constexpr size_t kBatchRows = 16384;  // rows in flight (parse thread, queue, INSERT) stay small
 
 // ---- values ------------------------------------------------------------------------------
 
@@ -102,7 +102,21 @@ const char* type_name(const Val& v) {
 struct Pool {
     std::deque<std::string> store;
     std::unordered_map<std::string_view, const std::string*> map;
+    // Short text seen lately, by a cheap hash (a trace repeats the same few values).
+    static constexpr size_t kRecent = 4096;
+    std::vector<const std::string*> recent = std::vector<const std::string*>(kRecent, nullptr);
     const std::string* get(std::string_view s) {
+        if (s.size() <= 24) {
+            uint64_t h = 1469598103934665603ULL ^ s.size();
+            for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+            const std::string*& slot = recent[(h ^ (h >> 29)) & (kRecent - 1)];
+            if (slot && *slot == s) return slot;
+            slot = get_slow(s);
+            return slot;
+        }
+        return get_slow(s);
+    }
+    const std::string* get_slow(std::string_view s) {
         auto it = map.find(s);
         if (it != map.end()) return it->second;
         store.emplace_back(s);
@@ -380,31 +394,120 @@ std::string i128_text(i128 v) {
 struct Counter {  // a collections.Counter's content, in first-seen order
     std::vector<std::pair<std::string, int64_t>> items;
     std::unordered_map<std::string, size_t> at;
-    void add(const std::string& k) {
+    std::vector<std::pair<const std::string*, size_t>> by_ptr;  // interned text seen
+    size_t add(const std::string& k) {
         auto it = at.find(k);
-        if (it == at.end()) { at.emplace(k, items.size()); items.emplace_back(k, 1); }
-        else ++items[it->second].second;
+        if (it == at.end()) {
+            at.emplace(k, items.size());
+            items.emplace_back(k, 1);
+            return items.size() - 1;
+        }
+        ++items[it->second].second;
+        return it->second;
+    }
+    // `k` shown as `text` (the same interned text is always shown the same)
+    void add(const std::string* k, const std::string& text) {
+        for (auto& e : by_ptr)
+            if (e.first == k) { ++items[e.second].second; return; }
+        size_t at_k = add(text);
+        if (by_ptr.size() < 64) by_ptr.emplace_back(k, at_k);
     }
     bool empty() const { return items.empty(); }
+};
+
+// An int64 -> V hash map, open addressing (linear probing, backward-shift deletion): no
+// allocation per entry, for the replay's per-entry lookups.
+template <class V>
+struct I64Map {
+    struct Slot { int64_t key; V val; bool used; };
+    std::vector<Slot> slots;
+    size_t count = 0, mask = 0;
+    static size_t hash(int64_t k) {
+        uint64_t x = (uint64_t)k;
+        x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+        return (size_t)x;
+    }
+    void grow() {
+        std::vector<Slot> old = std::move(slots);
+        slots.assign(old.empty() ? 64 : old.size() * 2, Slot{0, V{}, false});
+        mask = slots.size() - 1;
+        count = 0;
+        for (auto& sl : old)
+            if (sl.used) *put(sl.key) = sl.val;
+    }
+    V* get(int64_t k) {
+        if (!count) return nullptr;
+        for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
+            if (!slots[i].used) return nullptr;
+            if (slots[i].key == k) return &slots[i].val;
+        }
+    }
+    const V* get(int64_t k) const { return const_cast<I64Map*>(this)->get(k); }
+    // the value at k, made (V{}) if new; `fresh` says which
+    V* put(int64_t k, bool* fresh = nullptr) {
+        if ((count + 1) * 4 > slots.size() * 3) grow();
+        for (size_t i = hash(k) & mask;; i = (i + 1) & mask) {
+            if (!slots[i].used) {
+                slots[i] = Slot{k, V{}, true};
+                ++count;
+                if (fresh) *fresh = true;
+                return &slots[i].val;
+            }
+            if (slots[i].key == k) {
+                if (fresh) *fresh = false;
+                return &slots[i].val;
+            }
+        }
+    }
+    bool erase(int64_t k) {
+        if (!count) return false;
+        size_t i = hash(k) & mask;
+        for (;; i = (i + 1) & mask) {
+            if (!slots[i].used) return false;
+            if (slots[i].key == k) break;
+        }
+        for (size_t j = i;;) {  // shift back the entries that probed past i
+            j = (j + 1) & mask;
+            if (!slots[j].used) break;
+            size_t home = hash(slots[j].key) & mask;
+            if (((j - home) & mask) >= ((j - i) & mask)) {
+                slots[i] = slots[j];
+                i = j;
+            }
+        }
+        slots[i].used = false;
+        --count;
+        return true;
+    }
+    template <class F>
+    void each(F&& f) const {
+        for (auto& sl : slots)
+            if (sl.used) f(sl.key, sl.val);
+    }
 };
 
 struct Made { int64_t step, size, block; };
 
 struct LiveMap {  // a dict address -> [step, size, block], insertion-ordered
-    std::list<std::pair<int64_t, Made>> order;
-    std::unordered_map<int64_t, std::list<std::pair<int64_t, Made>>::iterator> at;
-    Made* get(int64_t a) { auto it = at.find(a); return it == at.end() ? nullptr : &it->second->second; }
+    struct E { Made m; uint64_t seq; };
+    I64Map<E> at;
+    uint64_t next = 0;
+    Made* get(int64_t a) { E* e = at.get(a); return e ? &e->m : nullptr; }
     void set(int64_t a, Made m) {
-        auto it = at.find(a);
-        if (it != at.end()) { it->second->second = m; return; }
-        order.emplace_back(a, m);
-        at.emplace(a, std::prev(order.end()));
+        bool fresh;
+        E* e = at.put(a, &fresh);
+        e->m = m;
+        if (fresh) e->seq = next++;
     }
-    void erase(int64_t a) {
-        auto it = at.find(a);
-        if (it == at.end()) return;
-        order.erase(it->second);
-        at.erase(it);
+    void erase(int64_t a) { at.erase(a); }
+    std::vector<std::pair<int64_t, Made>> ordered() const {  // insertion order
+        std::vector<std::pair<uint64_t, std::pair<int64_t, Made>>> v;
+        at.each([&](int64_t a, const E& e) { v.push_back({e.seq, {a, e.m}}); });
+        std::sort(v.begin(), v.end(),
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
+        std::vector<std::pair<int64_t, Made>> out;
+        for (auto& x : v) out.push_back(x.second);
+        return out;
     }
 };
 
@@ -418,15 +521,15 @@ struct Device {
     Counter actions, problems;
     std::vector<std::string> examples;
     LiveMap live;
-    std::unordered_set<int64_t> freed_before;
+    I64Map<char> freed_before;
     i128 before_n = 0, before_bytes = 0;
     int64_t estimated = 0;
     bool exact_rule = true;
     bool has_last = false;
     int64_t last_time = 0;
-    std::set<int64_t> starts;                   // live block starts
-    std::unordered_map<int64_t, int64_t> block_size;
-    std::unordered_set<int64_t> tentative;
+    // live blocks by start: their size, and whether inferred from the end state only
+    struct Blk { int64_t size; bool tentative; };
+    std::map<int64_t, Blk> starts;
     std::map<int64_t, int64_t> segs;            // segment start -> size
     std::unordered_map<int64_t, int64_t> seg_made;
 
@@ -435,25 +538,20 @@ struct Device {
         if (examples.size() < kMaxExamples)
             examples.push_back("step " + std::to_string(step) + ": " + text);
     }
-    void live_add(int64_t a, int64_t size) {
-        starts.insert(a);
-        block_size[a] = size;
+    void live_add(int64_t a, int64_t size, bool tentative = false) {
+        auto r = starts.try_emplace(a, Blk{size, tentative});
+        if (!r.second) {
+            r.first->second.size = size;
+            r.first->second.tentative |= tentative;
+        }
     }
-    bool live_remove(int64_t a) {
-        auto it = block_size.find(a);
-        if (it == block_size.end()) return false;
-        block_size.erase(it);
-        starts.erase(a);
-        tentative.erase(a);
-        return true;
-    }
+    bool live_remove(int64_t a) { return starts.erase(a) != 0; }
     void drop_tentative(i128 lo, i128 hi) {
         auto it = lo > (i128)INT64_MAX ? starts.end()
                   : starts.lower_bound(lo < (i128)INT64_MIN ? INT64_MIN : (int64_t)lo);
-        while (it != starts.end() && (i128)*it < hi) {
-            int64_t a = *it;
-            ++it;
-            if (tentative.count(a)) live_remove(a);
+        while (it != starts.end() && (i128)it->first < hi) {
+            if (it->second.tentative) it = starts.erase(it);
+            else ++it;
         }
     }
     bool segment_end(int64_t a, i128* end) const {
@@ -478,7 +576,7 @@ struct Device {
             return rounded;
         }
         auto it = starts.upper_bound(a);
-        i128 nxt = (it != starts.end() && (i128)*it < seg_end) ? (i128)*it : seg_end;
+        i128 nxt = (it != starts.end() && (i128)it->first < seg_end) ? (i128)it->first : seg_end;
         i128 remaining = nxt - a - rounded;
         bool split = rounded <= kSmallSize ? remaining >= kMinBlock : remaining > kSmallSize;
         if (split || nxt - a > (i128)kI64Max) return rounded;
@@ -562,9 +660,9 @@ struct Memo {
 
 // ---- the parser ------------------------------------------------------------------------
 
-struct Path {  // a path from the top object, at most two keys (text or index)
-    int n = 0;
-    Val k[2];
+struct Path {  // a path from the top object: a list's (at most two keys, text or index),
+    int n = 0;    // or an item's (its list's and its index)
+    Val k[3];
 };
 
 struct Mark {
@@ -624,6 +722,8 @@ struct Parser {
         *k_filename, *k_line, *k_name, *k_address, *k_total_size, *k_device, *k_blocks,
         *k_requested_size, *k_state, *k_history, *k_real_size, *k_segments, *k_traces,
         *k_annotations, *k_settings;
+    const std::string *a_alloc, *a_free_requested, *a_free_completed, *a_segment_alloc,
+        *a_segment_map, *a_segment_free, *a_segment_unmap;
 
     explicit Parser(std::string p) : path(std::move(p)) {
         k_action = strs.get("action"); k_addr = strs.get("addr"); k_size = strs.get("size");
@@ -636,6 +736,10 @@ struct Parser {
         k_real_size = strs.get("real_size"); k_segments = strs.get("segments");
         k_traces = strs.get("device_traces"); k_annotations = strs.get("external_annotations");
         k_settings = strs.get("allocator_settings");
+        a_alloc = strs.get("alloc"); a_free_requested = strs.get("free_requested");
+        a_free_completed = strs.get("free_completed"); a_segment_alloc = strs.get("segment_alloc");
+        a_segment_map = strs.get("segment_map"); a_segment_free = strs.get("segment_free");
+        a_segment_unmap = strs.get("segment_unmap");
     }
 
     [[noreturn]] void fail(const std::string& msg) { throw ParseError{0, msg}; }
@@ -888,6 +992,7 @@ struct Parser {
         const uint8_t op = u8(pos);
         const int64_t at = base + (int64_t)pos;
         if (streamed && !stack.empty() && !no_push(op)) flush_items();
+        if (op == 0x7D && streamed && stack.empty() && fast_entry()) return;
         const size_t a = pos + 1;  // the argument
         switch (op) {
             case 0x68: {  // BINGET
@@ -1256,6 +1361,252 @@ struct Parser {
         fail_at(at, "unknown pickle opcode " + hex_byte(op) + ": corrupt file or not a pickle");
     }
 
+    // -- the fast path: one trace entry as torch's pickler writes it -------------------------
+    //
+    // EMPTY_DICT [MEMOIZE] MARK (key value)* SETITEMS, the keys text (memoized or new), the
+    // values scalars, text, or the frames list: EMPTY_LIST [MEMOIZE], then MARK and memo
+    // reads of frames already interned then APPENDS, or one such read then APPEND, or
+    // nothing. Read in one go from the buffer with no object made: the entry's row, and
+    // the memo slots the generic machine would hold once the item is handed over and
+    // compacted (the dict: handed over; the list: its stack; text: itself). Anything else
+    // (another shape, a memo read of a container, a frame seen for the first time, bytes
+    // not yet read, odd text or numbers) leaves the state untouched and returns false: the
+    // generic machine above runs the same opcodes one by one. The item is handed over
+    // where the generic machine would hand it: the next opcode starts the next item
+    // (EMPTY_DICT) or ends the batch (APPENDS).
+    static constexpr size_t kFastKeys = 32, kFastFrames = 512, kFastMemo = 64;
+    Val fast_keys[kFastKeys], fast_vals[kFastKeys];
+    int64_t fast_frames[kFastFrames];
+    uint64_t fast_memo[kFastMemo];
+    int64_t fast_dev_index = 0;  // the device of the last fast entry (an int index)
+    Device* fast_dev = nullptr;
+
+    // A memo read: text, a frame or a stack (as slot_of holds them), else no.
+    bool fast_get(uint64_t i, size_t memo0, size_t nm, uint64_t* slot) const {
+        uint64_t sv;
+        if (i < memo0) sv = memo.get((size_t)i);
+        else if (i - memo0 < nm) sv = fast_memo[i - memo0];
+        else return false;
+        uint64_t kind = sv & 7;
+        if (kind < 1 || kind > 3) return false;
+        if (i >= memo0 && kind != 1) return false;  // this entry's own list
+        *slot = sv;
+        return true;
+    }
+    // LONG1's little-endian bytes as an int64, when they fit (as long_of reads them).
+    static bool fast_long(const uint8_t* d, size_t n, int64_t* out) {
+        while (n > 1) {
+            uint8_t last = d[n - 1], prev = d[n - 2];
+            if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80))) --n;
+            else break;
+        }
+        if (n == 0) { *out = 0; return true; }
+        if (n > 8) return false;
+        uint64_t v = 0;
+        for (size_t k = n; k-- > 0;) v = (v << 8) | d[k];
+        if (d[n - 1] & 0x80)
+            for (size_t k = n; k < 8; ++k) v |= (uint64_t)0xFF << (8 * k);
+        *out = (int64_t)v;
+        return true;
+    }
+
+    // Only scalars and ids go in fast_keys / fast_vals: their object pointer stays empty,
+    // so a value is written as its tag and payload.
+    static void put(Val& v, T t, int64_t i) { v.t = t; v.i = i; }
+    static void put_str(Val& v, const std::string* s) { v.t = T::Str; v.s = s; }
+    static void put_slot(Val& v, uint64_t slot) {  // a text, frame or stack slot (slot_of)
+        switch (slot & 7) {
+            case 1: put_str(v, reinterpret_cast<const std::string*>(slot & ~(uint64_t)7)); return;
+            case 2: put(v, T::Frame, (int64_t)(slot >> 3)); return;
+            default: put(v, T::Stack, (int64_t)(slot >> 3)); return;
+        }
+    }
+
+    bool fast_entry() {
+        Mark& m = marks.back();
+        if (m.path.n != 2 || !is_text(m.path.k[0], k_traces)) return false;
+        const auto* B = reinterpret_cast<const uint8_t*>(buf.data());
+        const size_t end = buf.size();
+        const size_t memo0 = memo.size();
+        size_t p = pos + 1, nm = 0, n = 0, nf = 0;
+        int list_slot = -1;   // the frames list's memo slot, in fast_memo
+        int frames_at = -1;   // the frames list's value, in fast_vals
+        auto memoize = [&](uint64_t slot) {  // MEMOIZE after a value, if there
+            if (p < end && B[p] == 0x94) {
+                if (nm == kFastMemo) return false;
+                fast_memo[nm++] = slot;
+                ++p;
+            }
+            return true;
+        };
+        auto read_u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, B + at, 4); return v; };
+        // a text, memoized or new (and then perhaps memoized)
+        auto text_at = [&](Val& out) {
+            if (p >= end) return false;
+            uint8_t op = B[p];
+            uint64_t slot;
+            if (op == 0x68 || op == 0x6A) {
+                size_t w = op == 0x68 ? 1 : 4;
+                if (p + 1 + w > end) return false;
+                uint64_t i = w == 1 ? B[p + 1] : read_u32(p + 1);
+                if (!fast_get(i, memo0, nm, &slot) || (slot & 7) != 1) return false;
+                put_slot(out, slot);
+                p += 1 + w;
+                return true;
+            }
+            size_t len, head;
+            if (op == 0x8C) {
+                if (p + 2 > end) return false;
+                len = B[p + 1]; head = 2;
+            } else if (op == 0x58) {
+                if (p + 5 > end) return false;
+                len = read_u32(p + 1); head = 5;
+            } else {
+                return false;
+            }
+            if (p + head + len > end) return false;
+            std::string_view sv(reinterpret_cast<const char*>(B + p + head), len);
+            if (!valid_utf8_surrogatepass(sv)) return false;
+            const std::string* str = strs.get(sv);
+            put_str(out, str);
+            p += head + len;
+            return memoize(reinterpret_cast<uint64_t>(str) | 1);
+        };
+        if (!memoize(0)) return false;  // the dict: handed over once done
+        if (p >= end || B[p] != 0x28) return false;  // MARK
+        ++p;
+        for (;;) {
+            if (p >= end) return false;
+            if (B[p] == 0x75) { ++p; break; }  // SETITEMS
+            if (n == kFastKeys) return false;
+            Val& k = fast_keys[n];
+            Val& v = fast_vals[n];
+            if (!text_at(k)) return false;
+            for (size_t j = 0; j < n; ++j)
+                if (fast_keys[j].s == k.s) return false;  // a key again
+            if (p >= end) return false;
+            uint8_t op = B[p];
+            switch (op) {
+                case 0x68: case 0x6A: {
+                    size_t w = op == 0x68 ? 1 : 4;
+                    if (p + 1 + w > end) return false;
+                    uint64_t i = w == 1 ? B[p + 1] : read_u32(p + 1), slot;
+                    if (!fast_get(i, memo0, nm, &slot)) return false;
+                    put_slot(v, slot);
+                    p += 1 + w;
+                    break;
+                }
+                case 0x8C: case 0x58:
+                    if (!text_at(v)) return false;
+                    break;
+                case 0x4B:
+                    if (p + 2 > end) return false;
+                    put(v, T::Int, B[p + 1]);
+                    p += 2;
+                    break;
+                case 0x4D:
+                    if (p + 3 > end) return false;
+                    put(v, T::Int, (uint16_t)(B[p + 1] | (B[p + 2] << 8)));
+                    p += 3;
+                    break;
+                case 0x4A: {
+                    if (p + 5 > end) return false;
+                    int32_t x;
+                    std::memcpy(&x, B + p + 1, 4);
+                    put(v, T::Int, x);
+                    p += 5;
+                    break;
+                }
+                case 0x8A: {
+                    if (p + 2 > end || p + 2 + B[p + 1] > end) return false;
+                    int64_t x;
+                    if (!fast_long(B + p + 2, B[p + 1], &x)) return false;
+                    put(v, T::Int, x);
+                    p += 2 + B[p + 1];
+                    break;
+                }
+                case 0x4E: put(v, T::None, 0); ++p; break;
+                case 0x88: case 0x89: put(v, T::Bool, op == 0x88); ++p; break;
+                case 0x47: {
+                    if (p + 9 > end) return false;
+                    uint64_t bits = 0;
+                    for (int q = 1; q <= 8; ++q) bits = (bits << 8) | B[p + (size_t)q];
+                    double d;
+                    std::memcpy(&d, &bits, 8);
+                    v.t = T::Float;
+                    v.f = d;
+                    p += 9;
+                    break;
+                }
+                case 0x5D: {  // the frames list
+                    if (k.s != k_frames) return false;
+                    ++p;
+                    if (p < end && B[p] == 0x94) {
+                        if (nm == kFastMemo) return false;
+                        list_slot = (int)nm;
+                        fast_memo[nm++] = 3;  // its stack, set below
+                        ++p;
+                    }
+                    auto frame = [&](size_t at, size_t* next) {  // a memo read of a frame
+                        if (at >= end) return false;
+                        size_t w = B[at] == 0x68 ? 1 : B[at] == 0x6A ? 4 : 0;
+                        if (!w || at + 1 + w > end) return false;
+                        uint64_t i = w == 1 ? B[at + 1] : read_u32(at + 1), slot;
+                        if (!fast_get(i, memo0, nm, &slot) || (slot & 7) != 2) return false;
+                        if (nf == kFastFrames) return false;
+                        fast_frames[nf++] = (int64_t)(slot >> 3);
+                        *next = at + 1 + w;
+                        return true;
+                    };
+                    if (p < end && B[p] == 0x28) {  // MARK frames APPENDS
+                        ++p;
+                        while (p < end && B[p] != 0x65)
+                            if (!frame(p, &p)) return false;
+                        if (p >= end) return false;
+                        ++p;
+                        if (p < end && (B[p] == 0x28 || B[p] == 0x61)) return false;  // more
+                    } else {
+                        size_t next;
+                        if (frame(p, &next) && next < end && B[next] == 0x61) p = next + 1;
+                        else nf = 0;  // empty: what follows is the next key
+                    }
+                    frames_at = (int)n;
+                    break;
+                }
+                default:
+                    return false;
+            }
+            ++n;
+        }
+        // handed over where the generic machine would: the next item or the batch's end
+        if (p >= end || (B[p] != 0x7D && B[p] != 0x65)) return false;
+        View o{fast_keys, fast_vals, n};
+        if (o.get(k_filename) && o.get(k_line) && o.get(k_name)) return false;  // a frame
+        // The generic machine's handle(): the device, declared, then the entry.
+        first_item = false;
+        const Val& index = m.path.k[1];
+        Device* dp;
+        if (fast_dev && index.t == T::Int && index.i == fast_dev_index) dp = fast_dev;
+        else dp = &device(index);
+        Device& d = *dp;
+        declare(d);
+        int64_t sid = 0;
+        if (frames_at >= 0) {
+            if (nf) sid = stack_of_ids(fast_frames, nf);
+            put(fast_vals[frames_at], T::Stack, sid);
+        }
+        pos = p;
+        for (size_t j = 0; j < nm; ++j)
+            memo.push((int)j == list_slot ? (((uint64_t)sid << 3) | 3) : fast_memo[j]);
+        entry(d, o);
+        if (index.t == T::Int) { fast_dev = dp; fast_dev_index = index.i; }
+        ++m.handed;
+        // compact_memo(pending_from): this entry's slots are already what it leaves
+        if (pending_from >= 0) memo.freeze_before((size_t)pending_from);
+        pending_from = (int64_t)memo.size();
+        return true;
+    }
+
     static const char* code_opcode(uint8_t op) {
         switch (op) {
             case 0x63: return "GLOBAL"; case 0x93: return "STACK_GLOBAL";
@@ -1364,21 +1715,27 @@ struct Parser {
             fail(std::string("frames that are a ") + type_name(frames_v) +
                  ", expected a list of frames");
         if (frames_v.o->items.empty()) return 0;
-        std::vector<int64_t> ids;
-        ids.reserve(frames_v.o->items.size());
+        std::vector<int64_t>& ids = stack_ids_buf;
+        ids.clear();
         for (auto& f : frames_v.o->items) ids.push_back(frame_id(f));
-        std::string key(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
-        auto it = stacks.find(key);
+        return stack_of_ids(ids.data(), ids.size());
+    }
+    // The stack of these frame ids (at least one): its id, interned on first sight.
+    int64_t stack_of_ids(const int64_t* ids, size_t n) {
+        stack_key.assign(reinterpret_cast<const char*>(ids), n * 8);
+        auto it = stacks.find(stack_key);
         if (it != stacks.end()) return it->second;
         int64_t id = (int64_t)stacks.size() + 1;
-        stacks.emplace(std::move(key), id);
+        stacks.emplace(stack_key, id);
         Out o;
         o.kind = 3;
         o.id = id;
-        o.ids = std::move(ids);
+        o.ids.assign(ids, ids + n);
         outs.push_back(std::move(o));
         return id;
     }
+    std::vector<int64_t> stack_ids_buf;
+    std::string stack_key;
 
     // -- items (cuda_snapshot._Parser._consume) ------------------------------------------------
     static Head head_of(const Path& p, const Parser& P) {
@@ -1473,11 +1830,14 @@ struct Parser {
         return false;
     }
 
-    std::string keys_of(const Obj& d) {  // cuda_snapshot._keys
+    std::string keys_of(const Obj& d) { return keys_of(d.items.data(), d.items.size()); }
+    std::string keys_of(const Val* keys, size_t n) {  // cuda_snapshot._keys
         std::vector<std::string> names;
-        for (auto& k : d.items)
+        for (size_t j = 0; j < n; ++j) {
+            const Val& k = keys[j];
             names.push_back(k.t == T::Str ? clean_text(*k.s)
                                           : std::string("<") + type_name(k) + ">");
+        }
         std::sort(names.begin(), names.end());
         std::string out;
         for (size_t k = 0; k < names.size() && k < 8; ++k) {
@@ -1493,54 +1853,102 @@ struct Parser {
         if (e.t != T::Dict)
             fail("trace entry " + std::to_string(d.step) + " of " + d.key + " is a " +
                  type_name(e) + ", expected a dict with an action");
-        const Obj& o = *e.o;
-        const Val* action_v = dict_get(o, k_action);
+        entry(d, View{e.o->items.data(), e.o->vals.data(), e.o->items.size()});
+    }
+    // A dict's keys and values (Python's dict: unique keys, insertion order), wherever they
+    // lie: an Obj's vectors, or the fast path's arrays (fast_entry).
+    struct View {
+        const Val* keys;
+        const Val* vals;
+        size_t n;
+        const Val* get(const std::string* key) const {
+            for (size_t j = 0; j < n; ++j)
+                if (keys[j].t == T::Str && keys[j].s == key) return &vals[j];
+            return nullptr;
+        }
+    };
+    void entry(Device& d, const View& o) {
+        const Val* action_v = o.get(k_action);
         if (!action_v || action_v->t != T::Str)
             fail("trace entry " + std::to_string(d.step) + " of " + d.key +
-                 " has no action (its keys: " + keys_of(o) + ")");
-        const std::string action = has_surrogate(*action_v->s) ? clean_text(*action_v->s)
-                                                               : *action_v->s;
+                 " has no action (its keys: " + keys_of(o.keys, o.n) + ")");
+        // interned: the same text is the same pointer
+        const std::string* action_p = action_v->s;
+        std::string cleaned;
+        const bool odd = has_surrogate(*action_p);
+        if (odd) cleaned = clean_text(*action_p);
+        const std::string& action = odd ? cleaned : *action_p;
         int64_t addr = 0, size = 0, time_us = 0, stream = 0;
-        const Val* addr_v = dict_get(o, k_addr);
-        const Val* size_v = dict_get(o, k_size);
-        const Val* time_v = dict_get(o, k_time_us);
-        const Val* stream_v = dict_get(o, k_stream);
+        const Val* addr_v = o.get(k_addr);
+        const Val* size_v = o.get(k_size);
+        const Val* time_v = o.get(k_time_us);
+        const Val* stream_v = o.get(k_stream);
         bool has_addr = int64_of(addr_v, &addr), has_size = int64_of(size_v, &size);
         bool has_time = time_of(time_v, &time_us), has_stream = int64_of(stream_v, &stream);
-        // attrs: every key this reader does not know, then columns it could not hold
+        // attrs: every key this reader does not know, then columns it could not hold.
+        // Entries mostly repeat the same text keys and scalar values: the last entry's
+        // attrs are kept with those keys and values, and reused when they are the same.
         std::string& attrs = attrs_buf;
-        attrs.clear();
-        std::vector<std::string> akeys;
-        std::vector<const Val*> avals;
-        auto add_attr = [&](std::string k, const Val* v) {
-            for (size_t q = 0; q < akeys.size(); ++q)
-                if (akeys[q] == k) { avals[q] = v; return; }
-            akeys.push_back(std::move(k));
-            avals.push_back(v);
-        };
-        for (size_t j = 0; j < o.items.size(); ++j) {
-            const Val& k = o.items[j];
-            if (k.t == T::Str && (k.s == k_action || k.s == k_addr || k.s == k_size ||
-                                  k.s == k_stream || k.s == k_time_us || k.s == k_frames))
-                continue;
-            add_attr(key_text(k), &o.vals[j]);
-        }
-        if (addr_v && addr_v->t != T::None && !has_addr) add_attr("addr", addr_v);
-        if (size_v && size_v->t != T::None && !has_size) add_attr("size", size_v);
-        if (stream_v && stream_v->t != T::None && !has_stream) add_attr("stream", stream_v);
-        if (time_v && time_v->t != T::None && !has_time) add_attr("time_us", time_v);
-        if (!akeys.empty()) {
-            attrs.push_back('{');
-            for (size_t q = 0; q < akeys.size(); ++q) {
-                if (q) attrs.push_back(',');
-                put_json_text(attrs, akeys[q]);
-                attrs.push_back(':');
-                json_of(*avals[q], attrs, false);
+        bool fallback_cols = (addr_v && addr_v->t != T::None && !has_addr) ||
+                             (size_v && size_v->t != T::None && !has_size) ||
+                             (stream_v && stream_v->t != T::None && !has_stream) ||
+                             (time_v && time_v->t != T::None && !has_time);
+        bool same = !fallback_cols && attrs_sig_ok;
+        if (same) {
+            size_t na = 0;
+            for (size_t j = 0; j < o.n && same; ++j) {
+                const Val& k = o.keys[j];
+                if (k.t == T::Str && (k.s == k_action || k.s == k_addr || k.s == k_size ||
+                                      k.s == k_stream || k.s == k_time_us || k.s == k_frames))
+                    continue;
+                const Val& v = o.vals[j];
+                same = k.t == T::Str && na < attrs_sig.size() && attrs_sig[na].key == k.s &&
+                       attrs_sig[na].t == v.t && same_scalar(v, attrs_sig[na]);
+                ++na;
             }
-            attrs.push_back('}');
+            same = same && na == attrs_sig.size();
+        }
+        if (!same) {
+            attrs.clear();
+            attrs_sig.clear();
+            attrs_sig_ok = !fallback_cols;
+            std::vector<std::string>& akeys = akeys_buf;
+            std::vector<const Val*>& avals = avals_buf;
+            akeys.clear();
+            avals.clear();
+            auto add_attr = [&](std::string k, const Val* v) {
+                for (size_t q = 0; q < akeys.size(); ++q)
+                    if (akeys[q] == k) { avals[q] = v; return; }
+                akeys.push_back(std::move(k));
+                avals.push_back(v);
+            };
+            for (size_t j = 0; j < o.n; ++j) {
+                const Val& k = o.keys[j];
+                if (k.t == T::Str && (k.s == k_action || k.s == k_addr || k.s == k_size ||
+                                      k.s == k_stream || k.s == k_time_us || k.s == k_frames))
+                    continue;
+                add_attr(key_text(k), &o.vals[j]);
+                const Val& v = o.vals[j];
+                if (k.t == T::Str && scalar(v)) attrs_sig.push_back(Sig{k.s, v.t, v.i});
+                else attrs_sig_ok = false;
+            }
+            if (addr_v && addr_v->t != T::None && !has_addr) add_attr("addr", addr_v);
+            if (size_v && size_v->t != T::None && !has_size) add_attr("size", size_v);
+            if (stream_v && stream_v->t != T::None && !has_stream) add_attr("stream", stream_v);
+            if (time_v && time_v->t != T::None && !has_time) add_attr("time_us", time_v);
+            if (!akeys.empty()) {
+                attrs.push_back('{');
+                for (size_t q = 0; q < akeys.size(); ++q) {
+                    if (q) attrs.push_back(',');
+                    put_json_text(attrs, akeys[q]);
+                    attrs.push_back(':');
+                    json_of(*avals[q], attrs, false);
+                }
+                attrs.push_back('}');
+            }
         }
         int64_t step = d.step;
-        d.actions.add(action);
+        d.actions.add(action_p, action);
         if (has_time) {
             if (d.has_last && time_us < d.last_time)
                 d.problem("time_goes_back", "time_us " + std::to_string(time_us) + " < " +
@@ -1552,7 +1960,7 @@ struct Parser {
         bool has_block = false, has_corr = false;
         int64_t block = 0, corr = 0;
         if (has_addr && has_size) {
-            if (action == "alloc") {
+            if (action_p == a_alloc) {
                 if (Made* m = d.live.get(addr)) {
                     d.problem("alloc_of_live_address", "alloc at " + hex_of(addr) +
                                                            " still allocated since step " +
@@ -1564,7 +1972,7 @@ struct Parser {
                 has_block = true;
                 d.live_add(addr, block);
                 d.live.set(addr, Made{step, size, block});
-            } else if (action == "free_requested" || action == "free_completed") {
+            } else if (action_p == a_free_requested || action_p == a_free_completed) {
                 Made* m = d.live.get(addr);
                 Made made{};
                 if (m) {
@@ -1578,30 +1986,30 @@ struct Parser {
                                                            " bytes, allocated with " +
                                                            std::to_string(made.size) +
                                                            " at step " + std::to_string(made.step));
-                } else if (d.freed_before.count(addr) && action == "free_completed") {
+                } else if (d.freed_before.get(addr) && action_p == a_free_completed) {
                     d.problem("double_free", "free_completed of " + hex_of(addr) +
                                                  " again without an alloc between");
                 }
-                if (action == "free_completed") {
+                if (action_p == a_free_completed) {
                     if (m) {
                         d.live.erase(addr);
                         d.live_remove(addr);
                     } else {
                         d.before_n += 1;
                         d.before_bytes += size;
-                        d.freed_before.insert(addr);
+                        *d.freed_before.put(addr) = 1;
                         d.live_remove(addr);
                         d.estimated += 1;
                         block = Device::round_size(size);
                         has_block = true;
                     }
                 }
-            } else if (action == "segment_alloc" || action == "segment_map") {
-                if (action == "segment_map") d.exact_rule = false;
+            } else if (action_p == a_segment_alloc || action_p == a_segment_map) {
+                if (action_p == a_segment_map) d.exact_rule = false;
                 d.drop_tentative(addr, (i128)addr + size);
                 d.seg_add(addr, size);
                 d.seg_made[addr] = step;
-            } else if (action == "segment_free" || action == "segment_unmap") {
+            } else if (action_p == a_segment_free || action_p == a_segment_unmap) {
                 d.seg_remove(addr);
                 auto it = d.seg_made.find(addr);
                 if (it != d.seg_made.end()) {
@@ -1611,7 +2019,7 @@ struct Parser {
                 }
             }
         }
-        const Val* frames_v = dict_get(o, k_frames);
+        const Val* frames_v = o.get(k_frames);
         int64_t sid = stack_id(frames_v ? *frames_v : Val::none());
         d.step += 1;
         // the row
@@ -1635,6 +2043,26 @@ struct Parser {
         b.end_row();
     }
     std::string attrs_buf;
+    // The last attrs' keys and values, when all are text keys and scalar values (see
+    // entry): scalars are equal when their payload bits are (text is interned).
+    struct Sig { const std::string* key; T t; int64_t bits; };
+    std::vector<Sig> attrs_sig;
+    bool attrs_sig_ok = false;
+    std::vector<std::string> akeys_buf;
+    std::vector<const Val*> avals_buf;
+    static bool scalar(const Val& v) {
+        switch (v.t) {
+            case T::None: case T::Bool: case T::Int: case T::Float: case T::Str: case T::Big:
+            case T::Bytes: case T::BArr: case T::Frame: case T::Stack:
+                return true;
+            default:
+                return false;
+        }
+    }
+    static bool same_scalar(const Val& v, const Sig& sig) {
+        return v.t == T::None || v.i == sig.bits;
+    }
+
 
     // cuda_snapshot._Parser.segment: validated here (the same messages), its blocks fed to
     // the device's replay; the plain value goes to Python with stand-ins for its frames.
@@ -1719,8 +2147,7 @@ struct Parser {
         if (expandable && truthy(*expandable)) d.exact_rule = false;
         for (auto& b : parsed)
             if (b.active) {
-                d.live_add(b.addr, b.size);
-                d.tentative.insert(b.addr);
+                d.live_add(b.addr, b.size, true);
             }
         Out o;
         o.kind = 4;
@@ -1880,7 +2307,7 @@ PyObject* states_py(PyParser* self) {
     for (auto& dp : P.devices) {
         Device& d = *dp;
         PyObject* live = PyDict_New();
-        for (auto& kv : d.live.order) {
+        for (auto& kv : d.live.ordered()) {
             PyObject* k = PyLong_FromLongLong(kv.first);
             PyObject* v = Py_BuildValue("[LLL]", (long long)kv.second.step,
                                         (long long)kv.second.size, (long long)kv.second.block);

@@ -55,21 +55,34 @@ SELECT CASE WHEN (SELECT count(*) FROM stacks WHERE source_id = $1) = 0
 
 -- The `tlview ingest` / `tlview info` summary of a snapshot timeline (cli/snapshot_summary.py).
 -- name: snapshot_summary
-SELECT p.event_index, p.time_us, p.allocated_bytes, p.reserved_bytes, p.reserved_event_index,
-       p.block_bytes, p.block_event_index, p.consistent,
-       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = p.timeline_id
-          AND c.event_index = -1) AS start_time_us,
-       (SELECT time_us FROM allocator_curve c WHERE c.timeline_id = p.timeline_id
-          AND c.event_index = p.reserved_event_index) AS reserved_time_us,
-       (SELECT count(*) FROM allocator_events e WHERE e.timeline_id = p.timeline_id) AS n_events
-FROM allocator_peak p WHERE p.timeline_id = ?;
+-- allocator_peak's figures for one timeline (cli/snapshot_summary.py), read as it defines
+-- them (the first entry reaching each maximum) by plain scans of the cached curve with the
+-- maxima found first, as the terminal UI reads them: allocator_peak's arg_min over (bytes,
+-- index) pairs, and lookups correlated with it, took seconds on millions of entries.
+-- This one: the maxima ($1: the timeline).
+SELECT count(*) AS n_rows, max(allocated_bytes) AS allocated_bytes,
+       max(reserved_bytes) AS reserved_bytes, max(block_bytes) AS block_bytes,
+       (SELECT count(*) FROM allocator_events e WHERE e.timeline_id = $1) AS n_events
+FROM allocator_curve WHERE timeline_id = $1;
+
+-- name: snapshot_summary_firsts
+-- The first entry at each maximum ($2 allocated, $3 reserved, $4 block bytes).
+SELECT min(event_index) FILTER (WHERE allocated_bytes = $2) AS event_index,
+       min(event_index) FILTER (WHERE reserved_bytes = $3) AS reserved_event_index,
+       min(event_index) FILTER (WHERE block_bytes = $4) AS block_event_index
+FROM allocator_curve WHERE timeline_id = $1;
 
 -- name: snapshot_actions
 SELECT action, count(*) FROM allocator_events WHERE timeline_id = ?
 GROUP BY action ORDER BY count(*) DESC, action;
 
 -- name: snapshot_top_site
-SELECT site, bytes_at_peak FROM allocation_sites WHERE timeline_id = ? AND bytes_at_peak > 0
+-- allocation_sites' largest bytes_at_peak ($2: allocator_peak's event_index), computed
+-- for that one figure (the view's other columns run a window over every block).
+SELECT site, sum(requested_size) AS bytes_at_peak FROM _allocator_sited_blocks
+WHERE timeline_id = $1 AND COALESCE(alloc_index, -1) <= $2
+  AND (free_index IS NULL OR free_index > $2)
+GROUP BY site HAVING sum(requested_size) > 0
 ORDER BY bytes_at_peak DESC, site LIMIT 1;
 
 -- name: snapshot_ooms

@@ -159,6 +159,19 @@ class TestMutated:
             same(write(tmp_path, case, name=f"m{k}.pickle"), tmp_path, monkeypatch)
 
 
+# Frame dicts and frames lists shared between entries, as torch writes them: the entries
+# the compiled reader reads in one go (fast_entry), and the shapes next to it that it
+# leaves to the opcode machine (a list of 1,001 or 1,200 frames, a frame-like entry,
+# values it cannot hold in a column, attrs that change from one entry to the next).
+_F = frames("train", "step", "inner")
+_PAIR = [_F[0], _F[1]]
+
+
+def _shared(action: str, addr: Any, t: int, fr: Any, **kw: Any) -> dict[str, Any]:
+    return {**entry(action, addr, 1000, t, frames=fr), "compile_context": "N/A",
+            "user_metadata": "", **kw}
+
+
 class TestLayouts:
     """Hand-built layouts, odd and hostile: the same rows or the same error."""
 
@@ -235,6 +248,25 @@ class TestLayouts:
                                       "stage": "START"}, {"device": 0, "time_us": 9}],
             "allocator_settings": {"expandable_segments": True}},
         "settings not a dict": {"segments": [], "device_traces": [], "allocator_settings": []},
+        "shared frames": snapshot(
+            [_shared("alloc", A, 1, _F), _shared("alloc", A + 1024, 2, _PAIR),
+             _shared("free_requested", A, 3, _PAIR), _shared("free_completed", A, 4, _PAIR),
+             _shared("alloc", A + 4096, 5, [_F[2]], compile_context="x"),
+             _shared("alloc", A + 8192, 6, []), _shared("alloc", A + 9216, 7, _F * 400),
+             _shared("alloc", A + 12288, 8, _F * 333 + [_F[1], _F[1]]),
+             {**_shared("alloc", A + 16384, 9, _F), "filename": "f.py", "line": 1, "name": "n"},
+             _shared("alloc", "A", 10, _F), _shared("alloc", A + 20480, 11, _F, size=2 ** 70),
+             _shared("alloc", A + 24576, 12, _F, user_metadata=None),
+             _shared("alloc", A + 28672, 13, _F, user_metadata=1.5),
+             _shared("alloc", A + 32768, 14, _F, user_metadata=1.5),
+             _shared("alloc", A + 36864, 15, _F, user_metadata=-0.0),
+             _shared("alloc", A + 40960, 16, _F, user_metadata=b"x"),
+             _shared("alloc", A + 45056, 17, _F, user_metadata=b"x"),
+             _shared("alloc", A + 49152, 18, _F, user_metadata="\ud800"),
+             _shared("segment_alloc", A + (4 << 20), 19, _F), _shared("oom", 0, 20, []),
+             {"action": "alloc", "addr": A + 53248, "size": 8, "frames": _F, "k": _PAIR},
+             _shared("alloc", A + 57344, 21, _F, extra=(1, 2)),
+             _shared("free_completed", A + 1024, 22, _F, stream=None)], []),
     }
 
     @pytest.mark.parametrize("protocol", [2, 4, 5])
