@@ -356,7 +356,10 @@ def main() -> list[Result]:
                                   ing["peak_rss_mb"], events=ing["result"],
                                   baseline={"time vs pickle.load": ing["wall_s"] / load["wall_s"],
                                             "RSS vs pickle.load":
-                                                ing["peak_rss_mb"] / load["peak_rss_mb"]}))
+                                                ing["peak_rss_mb"] / load["peak_rss_mb"]},
+                                  # issue 11: >= 1 GB at >= 50 MB/s, peak RSS < 500 MB
+                                  target_mb_s=50 if size >= 1e9 else None,
+                                  target_rss_mb=500 if size >= 1e9 else None))
     return results
 
 
