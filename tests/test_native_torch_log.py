@@ -291,7 +291,11 @@ def python_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any,
     """The Python parser's records, note and summary of one graph, or its error."""
     from tlview.ingest.fx_graph import FxGraphParser
 
-    p = FxGraphParser("g.log", ("fx:g", "g"), title, None)
+    return run_graph(FxGraphParser("g.log", ("fx:g", "g"), title, None), texts, numbers)
+
+
+def run_graph(p: Any, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
+    """Feed a graph parser the lines; ("ok", records, note, summary) or its error."""
     out: list[Any] = []
     try:
         for n, t in zip(numbers, texts):
@@ -305,15 +309,8 @@ def python_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any,
 def compiled_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
     from tlview.ingest.fx_graph import CompiledFxGraphParser
 
-    p = CompiledFxGraphParser(native.module(), "g.log", ("fx:g", "g"), title, None)
-    out: list[Any] = []
-    try:
-        for n, t in zip(numbers, texts):
-            out += p.feed(LogLine(n, t, 0, None))
-        out += list(p.finish())
-    except Exception as e:  # noqa: BLE001
-        return ("error", type(e).__name__, getattr(e, "line", None), str(e))
-    return ("ok", out, p.note, p.summary())
+    return run_graph(CompiledFxGraphParser(native.module(), "g.log", ("fx:g", "g"), title,
+                                           None), texts, numbers)
 
 
 def same_graph(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
@@ -398,18 +395,14 @@ def columns_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any
 
     sink = native.module().EventSink(SINK_CLASSES)
     p = CompiledFxGraphParser(native.module(), "g.log", ("fx:g", "g"), title, None, sink)
-    out: list[Any] = []
-    try:
-        for n, t in zip(numbers, texts):
-            out += p.feed(LogLine(n, t, 0, None))
-        out += list(p.finish())
-    except Exception as e:  # noqa: BLE001
-        assert sink.take() is None  # a failed graph leaves nothing in the sink
-        return ("error", type(e).__name__, getattr(e, "line", None), str(e))
+    result = run_graph(p, texts, numbers)
     got = sink.take()
+    if result[0] == "error":
+        assert got is None  # a failed graph leaves nothing in the sink
+        return result
     if got is not None:
-        out.append(EventColumns(got[0], *arrow_columns(got[1])))
-    return ("ok", out, p.note, p.summary())
+        result[1].append(EventColumns(got[0], *arrow_columns(got[1])))
+    return result
 
 
 def event_rows(out: list[Any]) -> list[tuple[Any, ...]]:
