@@ -41,6 +41,13 @@ def _gen():
 gen = _gen()
 
 
+def cli_ingest(path: Path, db: Path) -> subprocess.CompletedProcess[str]:
+    """`tlview ingest PATH --db DB` as a user runs it (its report on stdout)."""
+    return subprocess.run([sys.executable, "-m", "tlview", "ingest", str(path), "--db", str(db)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TLVIEW_LOCK_WAIT": "0"})
+
+
 def rows(db_path: Path, sql: str) -> list[dict]:
     with open_database(db_path, read_only=True) as db:
         cur = db.con.execute(sql)
@@ -283,9 +290,7 @@ class TestBadInput:
         cut.write_text(text[: len(text) * 2 // 3])
         (folder / "rank3.pt.trace.json.gz").unlink()
         db = tmp_path / "job.duckdb"
-        p = subprocess.run([sys.executable, "-m", "tlview", "ingest", str(folder), "--db", str(db)],
-                           capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "TLVIEW_LOCK_WAIT": "0"})
+        p = cli_ingest(folder, db)
         assert p.returncode == 2
         assert f"{cut}:" in p.stderr and "expected" in p.stderr
         assert "ranks: run 1: 3 of 4 ranks (0-2), missing 3; 24 collectives, 24 matched across " \
@@ -306,9 +311,7 @@ class TestBadInput:
         db = tmp_path / "one.duckdb"
 
         def ingest(path: Path) -> str:
-            p = subprocess.run([sys.executable, "-m", "tlview", "ingest", str(path),
-                                "--db", str(db)], capture_output=True, text=True, timeout=120,
-                               env={**os.environ, "TLVIEW_LOCK_WAIT": "0"})
+            p = cli_ingest(path, db)
             assert p.returncode == 0, p.stderr
             return p.stdout
 
