@@ -24,10 +24,12 @@ from . import storage
 from .locks import DatabaseLocked, lock_error
 
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
 #     frames and stacks tables; allocator caches (schemas/50_allocator.sql).
+# v4: one table per event kind (events_<kind>, only its columns); `events` is their
+#     union, a view with v3's columns (schemas/00_tables.sql, queries_migrate.sql).
 
 
 class SchemaError(Exception):
@@ -328,7 +330,12 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
             return
     con.execute("BEGIN TRANSACTION")
     try:
+        wide = bool(_scalar(con, "events_is_a_table"))  # v2/v3: moved to events_<kind>
+        if wide:
+            con.execute(_QUERIES["migrate_events_rename"])
         con.execute(schema_sql())
+        if wide:
+            _split_events(con, path)
         con.execute(_QUERIES["set_schema_version"], [str(SCHEMA_VERSION), _views_sha()])
         from . import caches
 
@@ -337,3 +344,14 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
     except Exception:
         con.execute("ROLLBACK")
         raise
+
+
+def _split_events(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Move the rows of a v2/v3 database's one events table to the per-kind tables."""
+    con.execute(_QUERIES["migrate_events_split"])
+    left = con.execute(_QUERIES["migrate_events_left"]).fetchall()
+    if left:
+        kinds = ", ".join(f"{k} ({n:,} rows)" for k, n in left)
+        raise SchemaError(f"{path}: events of kinds this tlview has no table for: {kinds}; "
+                          "nothing was changed")
+    con.execute(_QUERIES["migrate_events_drop"])
