@@ -268,24 +268,30 @@ def _by_kind(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, pa.Record
         kinds = batch.column(3)
         present = pc.unique(kinds)
         if len(present) == 1:
-            yield present[0].as_py(), _narrow(batch, present[0].as_py())
+            yield present[0].as_py(), _narrow(batch, present[0].as_py(), None)
             continue
         for kind in present.to_pylist():
-            yield kind, _narrow(batch.filter(pc.equal(kinds, kind)), kind)
+            yield kind, _narrow(batch, kind, pc.equal(kinds, kind))
 
 
-def _narrow(batch: pa.RecordBatch, kind: str) -> pa.RecordBatch:
-    """``batch`` (rows of ``kind`` only) in the columns of ``kind``'s table; a value in
-    a column the kind has not would be lost, so it is an error (an ingester's bug)."""
+def _narrow(batch: pa.RecordBatch, kind: str, rows: pa.Array | None) -> pa.RecordBatch:
+    """The ``rows`` (a mask; None: all) of ``batch``, all of ``kind``, in the columns of
+    ``kind``'s table. A value in a column the kind has not would be lost, so it is an
+    error (an ingester's bug)."""
     schema = KIND_SCHEMAS.get(kind)
     if schema is None:
         raise ValueError(f"event kind {kind!r}: not one of tlview's ({', '.join(KIND_SCHEMAS)})")
     n = len(batch)
     for name, col in zip(batch.schema.names, batch.columns):
-        if name != "kind" and col.null_count != n and schema.get_field_index(name) < 0:
+        if name == "kind" or col.null_count == n or schema.get_field_index(name) >= 0:
+            continue
+        if rows is None or pc.filter(col, rows).null_count < pc.sum(rows).as_py():
             raise ValueError(f"{kind} events with a value in column {name!r}, which that "
                              "kind has not")
-    return pa.RecordBatch.from_arrays([batch.column(f.name) for f in schema], schema=schema)
+    cols = [batch.column(f.name) for f in schema]
+    if rows is not None:
+        cols = [pc.filter(c, rows) for c in cols]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 class _KindStreams:

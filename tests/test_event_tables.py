@@ -104,3 +104,25 @@ def test_a_value_in_a_column_its_kind_has_not_is_refused(db_path):
     batch = pa.RecordBatch.from_arrays(list(cols.values()), schema=EVENT_SCHEMA)
     with pytest.raises(ValueError, match="event kind 'node_sheduled': not one of tlview's"):
         list(w._by_kind([batch]))
+
+
+def test_a_batch_of_mixed_kinds_is_split_with_each_kinds_values():
+    """Rows of two kinds in one batch: each kind's rows, in its columns; `bytes` of the
+    buffer is kept, and the same `bytes` on the node's row is refused."""
+    def batch(node_bytes):
+        cols = {f.name: pa.nulls(3, f.type) for f in EVENT_SCHEMA}
+        cols.update(source_id=pa.array([0, 0, 0], pa.int32()),
+                    timeline_id=pa.array([0, 0, 0], pa.int32()),
+                    seq=pa.array([0, 1, 2], pa.int64()),
+                    kind=pa.array(["node_scheduled", "buffer_allocated", "node_scheduled"]),
+                    step=pa.array([0, 0, 1], pa.int64()), node=pa.array(["a", "a", "b"]),
+                    buffer=pa.array([None, "buf0", None]),
+                    bytes=pa.array([node_bytes, 64, None], pa.int64()))
+        return pa.RecordBatch.from_arrays(list(cols.values()), schema=EVENT_SCHEMA)
+
+    got = {k: b.to_pydict() for k, b in w._by_kind([batch(None)])}
+    assert got["node_scheduled"]["seq"] == [0, 2] and got["node_scheduled"]["node"] == ["a", "b"]
+    assert got["buffer_allocated"]["bytes"] == [64] and got["buffer_allocated"]["seq"] == [1]
+    assert list(got["buffer_allocated"]) == KIND_SCHEMAS["buffer_allocated"].names
+    with pytest.raises(ValueError, match="node_scheduled events with a value in column 'bytes'"):
+        list(w._by_kind([batch(8)]))
