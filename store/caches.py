@@ -14,6 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .db import insert_arrow
+
 # Dependency order: buffers, then the curve computed from them, then its peak; the
 # allocator snapshot caches (schemas/50_allocator.sql) depend on the events alone.
 CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
@@ -70,11 +72,7 @@ def fill_allocator_curve(db: Any, tid: int, lo: int, hi: int) -> None:
         "event_index": deltas["event_index"], "time_us": deltas["time_us"]}
     for name, start in zip(CURVE_SUMS, before[0]):
         cols[name] = running_sum(deltas[name].combine_chunks(), start)
-    con.register("_tlview_rows", pa.table(cols))
-    try:
-        con.execute(db.queries["append_allocator_curve"])
-    finally:
-        con.unregister("_tlview_rows")
+    insert_arrow(con, db.queries["append_allocator_curve"], "_tlview_rows", pa.table(cols))
 
 
 def running_sum(deltas: pa.Array, start: int | None) -> pa.Array:

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from . import caches
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS, converter, dumps
-from .db import Database
+from .db import Database, insert_arrow
 from .records import (
     EVENT_KINDS,
     EventColumns,
@@ -540,8 +540,4 @@ def _append(con: Any, query: str, rows: list[tuple[Any, ...]], names: list[str],
         return
     table = pa.Table.from_arrays(
         [pa.array(col, type=t) for col, t in zip(zip(*rows), types)], names=names)
-    con.register("_tlview_rows", table)
-    try:
-        con.execute(query).fetchall()
-    finally:
-        con.unregister("_tlview_rows")
+    insert_arrow(con, query, "_tlview_rows", table)

@@ -126,3 +126,25 @@ def test_a_batch_of_mixed_kinds_is_split_with_each_kinds_values():
     assert list(got["buffer_allocated"]) == KIND_SCHEMAS["buffer_allocated"].names
     with pytest.raises(ValueError, match="node_scheduled events with a value in column 'bytes'"):
         list(w._by_kind([batch(8)]))
+
+
+def test_rows_handed_to_duckdb_are_let_go(db_path):
+    """DuckDB (2.0) holds on to the batches of a registered Arrow table after unregister,
+    inside an open transaction: the store hands tables over as draining streams, so
+    their memory comes back once the INSERT has read them."""
+    from tlview.store.db import insert_arrow
+
+    n = 1 << 20
+    with open_database(db_path) as db:
+        db.con.execute("CREATE TABLE t (a BIGINT, b BIGINT)")
+        db.con.execute("BEGIN TRANSACTION")
+        base = pa.total_allocated_bytes()
+        for i in range(3):
+            table = pa.table({"a": pa.array(range(n), pa.int64()),
+                              "b": pa.array(range(n), pa.int64())})
+            table = pa.Table.from_batches(table.to_batches(max_chunksize=16_384))
+            insert_arrow(db.con, "INSERT INTO t SELECT * FROM _rows", "_rows", table)
+            del table
+            assert pa.total_allocated_bytes() - base < n, i  # all but scraps returned
+        db.con.execute("COMMIT")
+        assert db.sql("SELECT count(*), sum(a) FROM t").fetchone() == (3 * n, 3 * n * (n - 1) // 2)
