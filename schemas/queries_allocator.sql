@@ -54,9 +54,23 @@ INSERT INTO _cache_allocator_curve BY NAME SELECT * FROM _tlview_rows;
 -- name: cache_clear_allocator_blocks
 DELETE FROM _cache_allocator_blocks WHERE timeline_id BETWEEN ? AND ?;
 
+-- name: cache_ranges_allocator_blocks
+-- The blocks are filled in ranges (store/caches.py): (timeline, lo, hi): those made before
+-- the window (-1), then those allocated by 2**20 entries at a time.
+SELECT t.timeline_id, -1 AS lo, -1 AS hi
+FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
+UNION ALL
+SELECT e.timeline_id, r * 1048576, r * 1048576 + 1048575
+FROM (SELECT timeline_id, max(step) AS last FROM events
+      WHERE kind = 'allocator_action' AND timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id) e,
+     LATERAL (SELECT unnest(range(0, e.last // 1048576 + 1)) AS r)
+ORDER BY 1, 2;
+
 -- name: cache_fill_allocator_blocks
 INSERT INTO _cache_allocator_blocks BY NAME
-SELECT * FROM _allocator_blocks_derived WHERE timeline_id BETWEEN ? AND ?;
+SELECT * FROM _allocator_blocks_before WHERE timeline_id = $1 AND $2 = -1 AND $3 = -1
+UNION ALL
+SELECT * FROM _allocator_blocks_window($1, $2, $3) WHERE $2 >= 0;
 
 -- Content digest of a source's interned frames and stacks (store/digest.py), given only
 -- where the source has any, so that other sources' digests are unchanged.

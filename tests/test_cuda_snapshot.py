@@ -397,12 +397,13 @@ def _same_rows(con, a: str, b: str) -> bool:
                     f"UNION ALL (FROM {b} EXCEPT ALL FROM {a}))")[0] == 0
 
 
-def test_curve_filled_in_arrow_ranges_is_the_derived_view(real_db, tmp_path):
+def test_curve_and_blocks_filled_in_ranges_are_the_derived_views(real_db, tmp_path):
     """The store fills the curve's ranges with running sums in Arrow, not the view's
     window: on every real fixture, refilled in ranges of 7 entries (each from the row
     before it), and with some sizes NULL (SQL's sum skips them; a range that has seen
     only NULLs so far is NULL), the cache holds exactly what _allocator_curve_derived
-    computes."""
+    computes; the blocks' cache, filled in ranges of 7 allocating entries, exactly what
+    _allocator_blocks_derived does."""
     import shutil
 
     from tlview.store import caches, open_database
@@ -419,6 +420,16 @@ def test_curve_filled_in_arrow_ranges_is_the_derived_view(real_db, tmp_path):
             for lo in range(0, n, 7):
                 caches.fill_allocator_curve(db, tid, lo, lo + 6)
         assert _same_rows(con, "_cache_allocator_curve", "_allocator_curve_derived")
+        # the blocks' cache, filled in ranges of 7 allocating entries, is its view too
+        assert _same_rows(con, "_cache_allocator_blocks", "_allocator_blocks_derived")
+        for tid in real_db[1].values():
+            n = one(con, "SELECT count(*) FROM allocator_events WHERE timeline_id = ?", tid)[0]
+            con.execute("DELETE FROM _cache_allocator_blocks WHERE timeline_id = ?", [tid])
+            for lo in (-1, *range(0, n, 7)):
+                con.execute(db.queries["cache_fill_allocator_blocks"],
+                            [tid, lo, -1 if lo < 0 else lo + 6])
+        assert one(con, "SELECT count(*) FROM _cache_allocator_blocks")[0] > 100
+        assert _same_rows(con, "_cache_allocator_blocks", "_allocator_blocks_derived")
         # entries of unknown size: the first alloc of each timeline and every 5th event
         con.execute("UPDATE events_allocator_action SET bytes = NULL, block_bytes = NULL "
                     "WHERE step % 5 = 0 OR step = (SELECT min(step) FROM events_allocator_action "
