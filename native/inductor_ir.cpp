@@ -23,6 +23,7 @@
 
 #include "columns.hpp"
 #include "common.hpp"
+#include "inductor_ir_names.hpp"
 #include "inductor_ir_text.hpp"
 #include "pyjson.hpp"
 #include "str_map.hpp"
@@ -194,7 +195,7 @@ struct OrderedMap {
         bool live;
     };
     std::vector<Slot> slots;
-    StrMap<size_t> idx;
+    NameMap<size_t> idx;
     size_t dead = 0, head = 0;
 
     size_t size() const { return idx.size(); }
@@ -232,14 +233,15 @@ struct OrderedMap {
         if (dead > 1024 && dead > 2 * idx.size()) compact();
         return true;
     }
-    void compact() {
-        std::vector<Slot> keep;
-        keep.reserve(idx.size());
-        for (auto& s : slots)
-            if (s.live) keep.push_back(std::move(s));
-        slots = std::move(keep);
-        idx.clear();
-        for (size_t i = 0; i < slots.size(); ++i) *idx.emplace(slots[i].key).first = i;
+    void compact() {  // drop popped slots; the index of each live key moves
+        size_t k = 0;
+        for (size_t i = 0; i < slots.size(); ++i) {
+            if (!slots[i].live) continue;
+            if (k != i) slots[k] = std::move(slots[i]);
+            *idx.find(slots[k].key) = k;
+            ++k;
+        }
+        slots.resize(k);
         dead = 0;
         head = 0;
     }
@@ -271,7 +273,7 @@ constexpr size_t RECENT_NODES = 65536;
 struct LastUse {
     OrderedMap<OpenBuf> open;
     OrderedMap<std::vector<std::string>> waiting;
-    StrMap<int64_t> recent;
+    NameMap<int64_t> recent;
     std::deque<std::string> recent_order;
     std::vector<Closed> closed;
     std::vector<std::string> candidates;
@@ -490,8 +492,8 @@ struct Parser {
     bool in_outputs = false, skip_outputs = false;
     int64_t step = 0, last_line = 0;
     LastUse live;
-    StrMap<char> produced;
-    StrMap<std::optional<int64_t>> inputs;
+    NameMap<char> produced;
+    NameMap<std::optional<int64_t>> inputs;
     std::unordered_set<std::string> collective_nodes;
     OptStr device;
     std::vector<std::string> symbolic;
