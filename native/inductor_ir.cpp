@@ -1621,8 +1621,35 @@ struct Parser {
             fail(next_line + count_lines(text.substr(0, p)),
                  "NUL byte in a text dump: binary data?");
         }
+        if (text.find('\r') == sv::npos) {
+            // lines straight from the chunk; only a line cut by its end is copied (buf)
+            const char* base = text.data();
+            size_t i = 0;
+            if (!buf.empty()) {
+                const void* nl = std::memchr(base, '\n', text.size());
+                if (!nl) {
+                    buf.append(text);
+                    return;
+                }
+                size_t e = (size_t)((const char*)nl - base);
+                buf.append(base, e);
+                line(next_line, buf);
+                ++next_line;
+                i = e + 1;
+            }
+            while (true) {
+                const void* nl = std::memchr(base + i, '\n', text.size() - i);
+                if (!nl) break;
+                size_t e = (size_t)((const char*)nl - base);
+                line(next_line, sv(base + i, e - i));
+                ++next_line;
+                i = e + 1;
+            }
+            buf.assign(base + i, text.size() - i);
+            return;
+        }
         size_t start = buf.size();
-        if (text.find('\r') != sv::npos) {
+        {
             // text.replace("\r\n", "\n") within this chunk's text only
             buf.reserve(buf.size() + text.size());
             size_t i = 0;
@@ -1633,8 +1660,6 @@ struct Parser {
                 buf.push_back('\n');
                 i = r + 2;
             }
-        } else {
-            buf.append(text);
         }
         // every complete line
         size_t pos = 0;
