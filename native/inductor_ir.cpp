@@ -168,6 +168,13 @@ struct Node {
 };
 
 // parse_layout's result.
+struct Storage {
+    std::optional<int64_t> bytes;
+    OptStr expr, reason;
+    std::string big;  // the byte count, when it does not fit 64 bits
+};
+
+// parse_layout's result, with what is derived from it alone (computed once per text).
 struct Layout {
     bool has_kind = false;
     std::string kind;
@@ -175,12 +182,9 @@ struct Layout {
     std::vector<std::string> size, stride;
     OptStr device, dtype;
     Fields extra;
-};
-
-struct Storage {
-    std::optional<int64_t> bytes;
-    OptStr expr, reason;
-    std::string big;  // the byte count, when it does not fit 64 bits
+    std::string shape_text, stride_text;  // "[8, 4]": the shape and stride columns
+    mutable bool has_storage = false, overflow = false;
+    mutable Storage storage;  // storage_bytes(size, stride, dtype), once asked
 };
 
 // ---- last-use tracking (ingest/last_use.py) ---------------------------------------------
@@ -316,7 +320,7 @@ struct LastUse {
                     recent_order.pop_front();
                 }
             }
-            std::vector<std::string> bufs;
+            auto& bufs = bufs_;
             if (waiting.pop(name, &bufs)) {
                 for (auto& buf : bufs) {
                     OpenBuf* b = open.get(buf);
@@ -327,13 +331,16 @@ struct LastUse {
                 }
             }
         }
-        std::vector<std::string> cands;
+        auto& cands = cands_;  // empty: candidates keeps its memory
         cands.swap(candidates);
         for (auto& n : cands) {
             OpenBuf* b = open.get(n);
-            if (b && !b->unseen && !b->to_end && !b->dependents) close(n, "last use");
+            if (b && !b->unseen && !b->to_end && !b->dependents) close(n, LAST_USE);
         }
+        cands.clear();
     }
+    std::vector<std::string> bufs_, cands_;
+    inline static const std::string LAST_USE = "last use";
 
     void close(const std::string& name, const std::string& reason) {
         OpenBuf b;
@@ -743,7 +750,19 @@ struct Parser {
                 L.device = dev;
             }
         }
+        if (L.has_size) shape_text(L.shape_text, L.size);
+        if (L.has_stride) shape_text(L.stride_text, L.stride);
         return L;
+    }
+
+    // storage_bytes of a layout, computed on its first use.
+    const Storage& layout_storage(const Layout& L, bool* overflow) {
+        if (!L.has_storage) {
+            L.storage = storage_bytes(L.size, L.stride, L.dtype, &L.overflow);
+            L.has_storage = true;
+        }
+        *overflow = L.overflow;
+        return L.storage;
     }
 
     // -- the regexes over field values ----------------------------------------------------
@@ -1369,7 +1388,7 @@ struct Parser {
             std::optional<Storage> stg;
             if (L.has_size && L.has_stride) {
                 bool overflow;
-                stg = storage_bytes(L.size, L.stride, L.dtype, &overflow);
+                stg = layout_storage(L, &overflow);
                 if (overflow) out_of_range(node.line, name, *stg);
             }
             inputs[name] = stg ? stg->bytes : std::nullopt;
@@ -1381,8 +1400,8 @@ struct Parser {
             e.node.set_null();
             if (L.has_kind) e.layout.set(L.kind); else e.layout.set_null();
             set_opt(e.dtype, L.dtype);
-            if (L.has_size) { shape_text(tmp, L.size); e.shape.set(tmp); } else e.shape.set_null();
-            if (L.has_stride) { shape_text(tmp, L.stride); e.stride.set(tmp); } else e.stride.set_null();
+            if (L.has_size) e.shape.set(L.shape_text); else e.shape.set_null();
+            if (L.has_stride) e.stride.set(L.stride_text); else e.stride.set_null();
             set_opt(e.device, L.device);
             set_opt(e.size_expr, stg ? stg->expr : std::nullopt);
             e.is_input.set(true);
@@ -1484,7 +1503,7 @@ struct Parser {
             nbytes = 0;
         } else if (L.has_size && L.has_stride) {
             bool overflow;
-            Storage s = storage_bytes(L.size, L.stride, L.dtype, &overflow);
+            const Storage& s = layout_storage(L, &overflow);
             if (overflow) out_of_range(buf.line, buf.name, s);
             nbytes = s.bytes;
             size_expr = s.expr;
@@ -1507,8 +1526,8 @@ struct Parser {
         e.node.set(node.name);
         e.layout.set(kind);
         set_opt(e.dtype, L.dtype);
-        if (L.has_size) { shape_text(tmp, L.size); e.shape.set(tmp); } else e.shape.set_null();
-        if (L.has_stride) { shape_text(tmp, L.stride); e.stride.set(tmp); } else e.stride.set_null();
+        if (L.has_size) e.shape.set(L.shape_text); else e.shape.set_null();
+        if (L.has_stride) e.stride.set(L.stride_text); else e.stride.set_null();
         set_opt(e.device, L.device);
         set_opt(e.size_expr, size_expr);
         e.is_input.set(false);
