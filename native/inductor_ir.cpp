@@ -46,7 +46,7 @@ struct Fields {
     static constexpr size_t LINEAR = 16;  // past this many keys, looked up by a hash index
     std::vector<KV> kv;
     size_t n = 0;
-    mutable StrMap<size_t> idx;  // used while n > LINEAR
+    mutable StrMap<size_t> idx;  // built when a key is added past LINEAR, then used
     const KV* begin() const { return kv.data(); }
     const KV* end() const { return kv.data() + n; }
     bool empty() const { return n == 0; }
@@ -167,7 +167,7 @@ struct Node {
     }
 };
 
-// parse_layout's result.
+// tensors.storage_bytes's result.
 struct Storage {
     std::optional<int64_t> bytes;
     OptStr expr, reason;
