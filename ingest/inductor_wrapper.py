@@ -935,3 +935,54 @@ def _kernel_kind(method: str) -> str:
     if method.startswith("cpp"):
         return "cpp"
     return method
+
+
+class CompiledWrapperParser(WrapperParser):
+    """A WrapperParser that keeps its module's lines and reads them at ``finish()``, where
+    the compiled core (native/torch_wrapper.cpp) finds the runs of lines the line-by-line
+    parser would only pass over (a kernel's source, ignored top-level code): each run is
+    taken whole, every other line goes through the same ``_feed``. The same records, note
+    and errors (tests/test_native_wrapper.py); the records come at ``finish()``, as a
+    module's records only complete by its end anyway."""
+
+    def __init__(self, core: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._core = core
+        self._texts: list[str] = []
+        self._numbers: list[int] = []
+
+    def feed(self, line: Any) -> list[Record]:
+        self._texts.append(line.text)
+        self._numbers.append(line.number)
+        return []
+
+    def finish(self) -> Iterator[Record]:
+        texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
+        source_end, top_next = self._core.wrapper_source_end, self._core.wrapper_top_next
+        feed = self._feed
+        i, n = 0, len(texts)
+        while i < n:
+            state = self.state
+            if state == "source":  # up to the line that closes the kernel's source
+                assert self.kernel is not None
+                j = source_end(texts, i)
+                self.kernel.source += texts[i:j]
+                i = j
+            elif state != "body" and self.key is not None:  # lines _top passes over
+                i = top_next(texts, i)
+            if i < n:
+                feed(numbers[i], texts[i])
+                i += 1
+        if n:
+            self.last_line = numbers[-1]
+        yield from super().finish()
+
+
+def wrapper_parser(path: str, names: Any, **kwargs: Any) -> WrapperParser:
+    """The compiled-assisted parser where the core is built (and TLVIEW_NATIVE is not 0)."""
+    from . import native
+
+    core = native.module()
+    if core is None or not hasattr(core, "wrapper_source_end"):  # not built, or built before
+        return WrapperParser(path, names, **kwargs)
+    return CompiledWrapperParser(core, path, names, **kwargs)

@@ -238,7 +238,7 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
     ``sink``: the compiled EventSink the FX graphs' rows go to (ingest/event_sink.py).
     """
     from .fx_graph import FxGraphParser, fx_graph_parser
-    from .inductor_wrapper import WrapperParser
+    from .inductor_wrapper import wrapper_parser
 
     names = _Names()
     fx_by_aot: dict[str, Any] = {}  # aot id -> summary of its FX graph (for extern dtypes)
@@ -299,11 +299,11 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             continue
         if stripped == "Output code:":
             yield from open_section(
-                WrapperParser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph),
+                wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph),
                 line)
             continue
         if stripped.startswith("# AOT ID:"):
-            wrapper = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph)
+            wrapper = wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph)
             yield from open_section(wrapper, line)
             yield from wrapper.feed(line)
             continue

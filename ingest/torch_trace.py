@@ -61,7 +61,7 @@ from tlview.store.records import (
 from .errors import IngestError
 from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
 from .fx_graph import FxGraphParser, fx_graph_parser, graph_summary
-from .inductor_wrapper import _AOT_ID, WrapperParser
+from .inductor_wrapper import _AOT_ID, WrapperParser, wrapper_parser
 from .torch_log import LogLine, _Names
 
 FORMAT = "torch_trace"
@@ -480,11 +480,14 @@ class TraceParser:
             if w is None:  # the first line names the graph: # AOT ID: ['0_forward']
                 m = _AOT_ID.match(text.strip())
                 aot = m["id"].strip() if m else ""
-                parser = WrapperParser(self.path, self.names, header=header,
-                                       graph=self._graph_for(compile_, aot))
+                parser = wrapper_parser(self.path, self.names, header=header,
+                                        graph=self._graph_for(compile_, aot))
                 w = state["w"] = _Wrapper("", ckey, parser)
                 self._name_fx_graphs(compile_, aot)
-            out = w.parser.feed(LogLine(n, text, 0, None))
+            return launches(w, w.parser.feed(LogLine(n, text, 0, None)))
+
+        def launches(w: _Wrapper, out: list[Record]) -> list[Record]:
+            """Note the module's launches as its records go by."""
             for rec in out:
                 if type(rec) is NodeScheduled and rec.node_class != "return":
                     w.launches.append((rec.step, "extern" if rec.node_class == "extern"
@@ -497,7 +500,7 @@ class TraceParser:
             if w is None:
                 raise IngestError(self.path, number, "inductor_output_code record without a "
                                   "payload: expected the output code on tab-indented lines")
-            yield from w.parser.finish()
+            yield from launches(w, list(w.parser.finish()))
             w.key = w.parser.key or ""
             if not p.md5_ok:
                 w.extra["payload_md5_mismatch"] = True
