@@ -27,6 +27,7 @@ counted. Returned buffers are live at the ``return`` step.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -183,6 +184,10 @@ def profiler_name(kind: str, kernel: str) -> str:
 class WrapperParser:
     """One wrapper module, fed line by line; yields its timeline's records."""
 
+    # pytext's readers of argument lists (CompiledWrapperParser: compiled twins)
+    _split_args = staticmethod(split_args)
+    _dims = staticmethod(dims)
+
     def __init__(self, path: str, names: Any, *, header: Any = None,
                  fx_graphs: dict[str, Any] | None = None, default_name: str | None = None,
                  graph: dict[str, Any] | None = None) -> None:
@@ -324,9 +329,9 @@ class WrapperParser:
             return
         m = _RAND_STRIDED.match(s)
         if m:
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             kw = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in a if "=" in x}
-            self.input_meta[m["name"]] = (dims(a[0]), dims(a[1]), _dtype(kw.get("dtype", "")))
+            self.input_meta[m["name"]] = (self._dims(a[0]), self._dims(a[1]), _dtype(kw.get("dtype", "")))
 
     def _end_kernel(self, text: str) -> None:
         k = self.kernel
@@ -401,7 +406,7 @@ class WrapperParser:
                 if not st.startswith("del "):
                     self._keep_unknown(number, s)
                     continue
-                for n in split_args(st[4:]):
+                for n in self._split_args(st[4:]):
                     self._del(n.strip(), number, reuse=False)
             return
         m = _DEVICE_GUARD.match(first)
@@ -416,7 +421,7 @@ class WrapperParser:
             if graph is not None:
                 for n, meta in graph["inputs"].items():
                     self.input_meta.setdefault(n, meta)
-            for n in split_args(m["names"]):
+            for n in self._split_args(m["names"]):
                 self.inputs[n] = number
                 self._bind(_Name(n, Storage(n, -1, number, is_input=True, holders={n}),
                                  -1, number, "input"))
@@ -435,9 +440,9 @@ class WrapperParser:
         if m:
             callee = m["callee"]
             if callee == "assert_size_stride":
-                a = split_args(m["args"])
+                a = self._split_args(m["args"])
                 if len(a) >= 3:
-                    self._assert(a[0], dims(a[1]), dims(a[2]))
+                    self._assert(a[0], self._dims(a[1]), self._dims(a[2]))
                 return
             if callee in _IGNORED_CALLS:
                 return
@@ -493,12 +498,12 @@ class WrapperParser:
         callee = m["callee"] if m else None
         if callee in _ALLOC_FNS or callee in _CONTIGUOUS_ALLOC_FNS:
             assert m is not None
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             pos = [x for x in a if "=" not in x.split("(")[0]]
             kw = {x.split("=", 1)[0].strip(): x.split("=", 1)[1] for x in a
                   if "=" in x.split("(")[0]}
             if callee in _CONTIGUOUS_ALLOC_FNS:
-                sizes = dims(pos[0]) if pos else []
+                sizes = self._dims(pos[0]) if pos else []
                 if len(pos) > 1 and not pos[0].startswith(("(", "[")):
                     sizes = [p for p in pos if not p.startswith("torch.")]
                 strides = _contiguous(sizes) if all(x.isdigit() for x in sizes) else \
@@ -507,7 +512,7 @@ class WrapperParser:
             else:
                 if len(pos) < 2:
                     raise self.error(number, f"expected {callee}(size, stride, dtype), got {rhs[:80]!r}")
-                sizes, strides = dims(pos[0]), dims(pos[1])
+                sizes, strides = self._dims(pos[0]), self._dims(pos[1])
                 dtype = _dtype(pos[2]) if len(pos) > 2 else _dtype(kw.get("dtype", ""))
             dev = _ALLOC_FNS.get(callee) if callee in _ALLOC_FNS else None
             if dev is None and "device" in kw:
@@ -526,20 +531,20 @@ class WrapperParser:
             return
         if callee == "alloc_from_pool":
             assert m is not None
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             pool = a[0].strip() if a else ""
-            self._alias(lhs, pool, "view", number, shape=_fmt(dims(a[3]))
+            self._alias(lhs, pool, "view", number, shape=_fmt(self._dims(a[3]))
                                    if len(a) > 3 else None,
-                                   stride=_fmt(dims(a[4])) if len(a) > 4 else None,
+                                   stride=_fmt(self._dims(a[4])) if len(a) > 4 else None,
                                    dtype=_dtype(a[2]) if len(a) > 2 else None, dels=dels)
             return
         if callee == "reinterpret_tensor":
             assert m is not None
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             src = a[0].strip()
             self._alias(lhs, src, "reuse" if reuse else "view", number,
-                                   shape=_fmt(dims(a[1])) if len(a) > 1 else None,
-                                   stride=_fmt(dims(a[2])) if len(a) > 2 else None,
+                                   shape=_fmt(self._dims(a[1])) if len(a) > 1 else None,
+                                   stride=_fmt(self._dims(a[2])) if len(a) > 2 else None,
                                    dels=dels, attrs_={"offset": a[3].strip()} if len(a) > 3 else {})
             return
         if _NAME.match(rhs):
@@ -665,7 +670,7 @@ class WrapperParser:
             return a
         m = _CALL.match(a)
         if m and m["callee"] == "reinterpret_tensor":
-            inner = split_args(m["args"])
+            inner = self._split_args(m["args"])
             if inner and inner[0].strip() in self.bound:
                 return inner[0].strip()
         return None
@@ -675,7 +680,7 @@ class WrapperParser:
         step = self.step
         base = callee[:-len(".run")] if callee.endswith(".run") else callee
         kernel = self.kernels.get(base)
-        args = split_args(args_text)
+        args = self._split_args(args_text)
         pos: list[str] = []
         kw: dict[str, str] = {}
         for a in args:
@@ -845,7 +850,7 @@ class WrapperParser:
         if t.startswith("(") and t.endswith(")"):
             t = t[1:-1]
         returned = []
-        for a in split_args(t):
+        for a in self._split_args(t):
             b = self._arg_buffers(a)
             if b is not None:
                 returned.append(b)
@@ -948,6 +953,8 @@ class CompiledWrapperParser(WrapperParser):
     def __init__(self, core: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._core = core
+        self._split_args = functools.partial(core.pytext_split_args, split_args)
+        self._dims = functools.partial(core.pytext_dims, dims)
         self._texts: list[str] = []
         self._numbers: list[int] = []
 
@@ -983,6 +990,6 @@ def wrapper_parser(path: str, names: Any, **kwargs: Any) -> WrapperParser:
     from . import native
 
     core = native.module()
-    if core is None or not hasattr(core, "wrapper_source_end"):  # not built, or built before
+    if core is None or not hasattr(core, "pytext_dims"):  # not built, or built before
         return WrapperParser(path, names, **kwargs)
     return CompiledWrapperParser(core, path, names, **kwargs)

@@ -81,7 +81,98 @@ PyObject* top_next(PyObject*, PyObject* args) {
     return PyLong_FromSsize_t(n);
 }
 
+inline bool py_space(char c) {  // str.strip()'s whitespace, on ASCII
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
+}
+
+std::string_view strip(std::string_view s) {
+    size_t a = 0, b = s.size();
+    while (a < b && py_space(s[a])) ++a;
+    while (b > a && py_space(s[b - 1])) --b;
+    return s.substr(a, b - a);
+}
+
+int append_str(PyObject* list, std::string_view s) {
+    PyObject* o = PyUnicode_FromStringAndSize(s.data(), (Py_ssize_t)s.size());
+    if (!o) return -1;
+    int r = PyList_Append(list, o);
+    Py_DECREF(o);
+    return r;
+}
+
+// pytext.split_args on an ASCII text, pieces appended to `out` (with `skip_empty`, only
+// the non-empty ones: pytext.dims). Quirks kept: without brackets or quotes, empty
+// pieces are dropped; with them, only an empty last piece is; a backslash in a quote
+// escapes the character after it, even another backslash's escape.
+int split_args_ascii(std::string_view t, PyObject* out, bool skip_empty) {
+    if (t.find_first_of("([{'\"") == std::string_view::npos) {
+        size_t start = 0;
+        while (true) {
+            size_t c = t.find(',', start);
+            std::string_view piece = strip(t.substr(start, c == std::string_view::npos
+                                                                ? std::string_view::npos
+                                                                : c - start));
+            if (!piece.empty() && append_str(out, piece) < 0) return -1;
+            if (c == std::string_view::npos) return 0;
+            start = c + 1;
+        }
+    }
+    int depth = 0;
+    char quote = 0;
+    size_t start = 0, escaped_at = (size_t)-1;
+    for (size_t i = 0; i < t.size(); ++i) {
+        char ch = t[i];
+        if (quote) {
+            if (ch == '\\') escaped_at = i + 1;
+            else if (ch == quote && i != escaped_at) quote = 0;
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (ch == '(' || ch == '[' || ch == '{') {
+            ++depth;
+        } else if (ch == ')' || ch == ']' || ch == '}') {
+            --depth;
+        } else if (ch == ',' && depth == 0) {
+            std::string_view piece = strip(t.substr(start, i - start));
+            if (!(skip_empty && piece.empty()) && append_str(out, piece) < 0) return -1;
+            start = i + 1;
+        }
+    }
+    std::string_view last = strip(t.substr(start));
+    if (!last.empty() && append_str(out, last) < 0) return -1;
+    return 0;
+}
+
+// split_args(python, text) / dims(python, text): pytext's, compiled for ASCII text;
+// `python(text)` (pytext's own) for any other text.
+PyObject* split_or_dims(PyObject* args, bool is_dims) {
+    PyObject *python, *text;
+    if (!PyArg_ParseTuple(args, "OU", &python, &text)) return nullptr;
+    if (!PyUnicode_IS_ASCII(text)) return PyObject_CallOneArg(python, text);
+    std::string_view t(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(text)),
+                       (size_t)PyUnicode_GET_LENGTH(text));
+    if (is_dims) {  // t.strip(); one enclosing ( or [ ... ) or ] taken off
+        t = strip(t);
+        if (!t.empty() && (t[0] == '(' || t[0] == '[') &&
+            (t.back() == ')' || t.back() == ']'))
+            t = t.size() >= 2 ? t.substr(1, t.size() - 2) : std::string_view();
+    }
+    PyObject* out = PyList_New(0);
+    if (!out) return nullptr;
+    if (split_args_ascii(t, out, is_dims) < 0) {
+        Py_DECREF(out);
+        return nullptr;
+    }
+    return out;
+}
+
+PyObject* split_args(PyObject*, PyObject* args) { return split_or_dims(args, false); }
+PyObject* dims(PyObject*, PyObject* args) { return split_or_dims(args, true); }
+
 PyMethodDef functions[] = {
+    {"pytext_split_args", (PyCFunction)split_args, METH_VARARGS,
+     "pytext_split_args(split_args, text): pytext.split_args, compiled for ASCII text"},
+    {"pytext_dims", (PyCFunction)dims, METH_VARARGS,
+     "pytext_dims(dims, text): pytext.dims, compiled for ASCII text"},
     {"wrapper_source_end", (PyCFunction)source_end, METH_VARARGS,
      "wrapper_source_end(texts, start): index of the next line closing a kernel's source"},
     {"wrapper_top_next", (PyCFunction)top_next, METH_VARARGS,

@@ -190,3 +190,34 @@ class TestScans:
                 assert t.strip() and (not t.isascii() or t.strip().startswith("#") or any(
                     w in t for w in ("async_compile.", "def call(", "rand_strided("))), t
             i = j + 1
+
+
+class TestPytext:
+    """The compiled split_args and dims give pytext's pieces, quirks included."""
+
+    EDGES = ["", ",", " , ,", "a,,b", "a,,b(", "(a, b), c", "[1, 2], [3]", "((4, 32), ",
+             "'a,b', c", '"a\\",b", c', "'a\\\\',b", "'\\\\\\'',x", "a\\,b", "f(x,", "x),y",
+             "\x1ca,\x1fb\x0b", " (32, ) ", "[s0, 2*s1]", "torch.float32, device='cuda:0'",
+             "\u00e9, a", "a,\u00a0b", "(\u3000)", "{a: (1, 2)}, b"]
+
+    def strings(self) -> list[str]:
+        rnd = random.Random(7)
+        alphabet = "()[]{},'\"\\ ab1\t\x1c"
+        out = list(self.EDGES)
+        for _ in range(3000):
+            out.append("".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12))))
+        return out
+
+    def test_split_args(self):
+        from tlview.ingest.pytext import split_args
+
+        core = native.module()
+        for t in self.strings():
+            assert core.pytext_split_args(split_args, t) == split_args(t), repr(t)
+
+    def test_dims(self):
+        from tlview.ingest.pytext import dims
+
+        core = native.module()
+        for t in self.strings():
+            assert core.pytext_dims(dims, t) == dims(t), repr(t)
