@@ -168,7 +168,37 @@ PyObject* split_or_dims(PyObject* args, bool is_dims) {
 PyObject* split_args(PyObject*, PyObject* args) { return split_or_dims(args, false); }
 PyObject* dims(PyObject*, PyObject* args) { return split_or_dims(args, true); }
 
+// log_take_run(batch, i, meta, texts, numbers) -> j: torch_log.parse_log_lines handing
+// an open section's parser (one that only keeps its lines) the run of LogLines from i
+// that are of the same record as the line it just took (the same `meta` object: undress
+// makes one per record), none foreign nor starting a record: their texts and numbers
+// appended; j is the index of the first line not taken.
+PyObject* take_run(PyObject*, PyObject* args) {
+    PyObject *batch, *meta, *texts, *numbers;
+    Py_ssize_t i;
+    if (!PyArg_ParseTuple(args, "O!nOO!O!", &PyList_Type, &batch, &i, &meta, &PyList_Type,
+                          &texts, &PyList_Type, &numbers))
+        return nullptr;
+    Py_ssize_t n = PyList_GET_SIZE(batch);
+    for (; i < n; ++i) {
+        PyObject* line = PyList_GET_ITEM(batch, i);
+        if (!PyTuple_Check(line) || PyTuple_GET_SIZE(line) < 6) {
+            PyErr_SetString(PyExc_TypeError, "log_take_run: expected LogLines");
+            return nullptr;
+        }
+        if (PyTuple_GET_ITEM(line, 3) != meta || PyTuple_GET_ITEM(line, 4) != Py_False ||
+            PyTuple_GET_ITEM(line, 5) != Py_False)
+            break;
+        if (PyList_Append(texts, PyTuple_GET_ITEM(line, 1)) < 0 ||
+            PyList_Append(numbers, PyTuple_GET_ITEM(line, 0)) < 0)
+            return nullptr;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 PyMethodDef functions[] = {
+    {"log_take_run", (PyCFunction)take_run, METH_VARARGS,
+     "log_take_run(batch, i, meta, texts, numbers): an open section's run of lines"},
     {"pytext_split_args", (PyCFunction)split_args, METH_VARARGS,
      "pytext_split_args(split_args, text): pytext.split_args, compiled for ASCII text"},
     {"pytext_dims", (PyCFunction)dims, METH_VARARGS,

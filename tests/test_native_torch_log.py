@@ -238,13 +238,13 @@ class TestMutated:
 def test_python_when_disabled(tmp_path, monkeypatch):
     """TLVIEW_NATIVE=0 parses without the compiled core; 1 uses it."""
     calls = []
-    real = torch_log.undress_native
+    real = torch_log.undress_batches
 
     def spy(*a: Any) -> Any:
         calls.append(1)
         return real(*a)
 
-    monkeypatch.setattr(torch_log, "undress_native", spy)
+    monkeypatch.setattr(torch_log, "undress_batches", spy)
     src = TORCH / "inplace_mutation.log"
     monkeypatch.setenv("TLVIEW_NATIVE", "0")
     python = list(records_for(src, "torch_log"))

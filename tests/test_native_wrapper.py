@@ -221,3 +221,29 @@ class TestPytext:
         core = native.module()
         for t in self.strings():
             assert core.pytext_dims(dims, t) == dims(t), repr(t)
+
+
+class TestRuns:
+    """parse_log_lines handing the keeping parsers whole runs of a record's lines
+    (torch_log.Runs, log_take_run) gives the records of feeding them line by line,
+    whatever the batch boundaries, interleaved lines and record starts."""
+
+    @pytest.mark.parametrize("chunk", [1, 3, 50, 100000])
+    @pytest.mark.parametrize("name", ["conv_net.log", "mlp_train.short.log",
+                                      "inplace_mutation.log"])
+    def test_runs(self, name, chunk, monkeypatch):
+        from tlview.ingest.lines import read_lines
+        from tlview.ingest.torch_log import Runs, parse_log_lines, undress_batches
+
+        monkeypatch.setenv("TLVIEW_NATIVE", "1")
+        core = native.module()
+        lines = [t for _, t in read_lines(TORCH / name)]
+        # foreign lines inside sections: a warning, a traceback, a bare print
+        lines[40:40] = ["/x/y.py:12: UserWarning: careful", "  warnings.warn(msg)"]
+        lines[90:90] = ["Traceback (most recent call last):", '  File "a.py", line 3', "E: x"]
+        lines[150:150] = ["plain text from print()"]
+        chunks = [lines[i:i + chunk] for i in range(0, len(lines), chunk)]
+        flat = list(parse_log_lines(
+            (ln for b in undress_batches(core, chunks) for ln in b), "w.log"))
+        runs = list(parse_log_lines(Runs(core, undress_batches(core, chunks)), "w.log"))
+        assert runs == flat and len(runs) > 10
