@@ -438,18 +438,23 @@ class WrapperParser:
             return
         m = _CALL.match(first)
         if m:
-            callee = m["callee"]
-            if callee == "assert_size_stride":
-                a = self._split_args(m["args"])
-                if len(a) >= 3:
-                    self._assert(a[0], self._dims(a[1]), self._dims(a[2]))
-                return
-            if callee in _IGNORED_CALLS:
-                return
-            kind = self._launch_kind(callee)
-            if kind is not None:
-                self._launch(callee, kind, m["args"], None, number)
-                return
+            self._call(m["callee"], m["args"], number, s)
+            return
+        self._keep_unknown(number, s)
+
+    def _call(self, callee: str, args: str, number: int, s: str) -> None:
+        """A statement that is a call: an assert, an ignored call, a launch or unknown."""
+        if callee == "assert_size_stride":
+            a = self._split_args(args)
+            if len(a) >= 3:
+                self._assert(a[0], self._dims(a[1]), self._dims(a[2]))
+            return
+        if callee in _IGNORED_CALLS:
+            return
+        kind = self._launch_kind(callee)
+        if kind is not None:
+            self._launch(callee, kind, args, None, number)
+            return
         self._keep_unknown(number, s)
 
     def _launch_kind(self, callee: str) -> str | None:
@@ -958,6 +963,22 @@ class CompiledWrapperParser(WrapperParser):
         self._texts: list[str] = []
         self._numbers: list[int] = []
 
+    def _statement(self, s: str, number: int) -> None:
+        """WrapperParser._statement, its first tests done by the core for the common shapes
+        (native/torch_wrapper.cpp, wrapper_statement); the rest as it does."""
+        got = self._core.wrapper_statement(s)
+        if got is None:
+            super()._statement(s, number)
+        elif got:
+            kind = got[0]
+            if kind == "a":
+                self._assign(got[1], got[2], got[3], got[4], number, s)
+            elif kind == "c":
+                self._call(got[1], got[2], number, s)
+            else:  # "d"
+                for n in got[1]:
+                    self._del(n, number, reuse=False)
+
     def feed(self, line: Any) -> list[Record]:
         self._texts.append(line.text)
         self._numbers.append(line.number)
@@ -990,6 +1011,6 @@ def wrapper_parser(path: str, names: Any, **kwargs: Any) -> WrapperParser:
     from . import native
 
     core = native.module()
-    if core is None or not hasattr(core, "pytext_dims"):  # not built, or built before
+    if core is None or not hasattr(core, "wrapper_statement"):  # not built, or built before
         return WrapperParser(path, names, **kwargs)
     return CompiledWrapperParser(core, path, names, **kwargs)

@@ -10,7 +10,9 @@
 #include <Python.h>
 
 #include <cstring>
+#include <cctype>
 #include <string_view>
+#include <vector>
 
 #include "common.hpp"
 
@@ -196,7 +198,149 @@ PyObject* take_run(PyObject*, PyObject* args) {
     return PyLong_FromSsize_t(i);
 }
 
+inline bool is_word(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+inline bool starts(std::string_view s, std::string_view p) {
+    return s.size() >= p.size() && s.substr(0, p.size()) == p;
+}
+
+// pytext.split_semicolons, pieces stripped and the empty ones dropped (as _statement
+// takes them).
+void statements(std::string_view code, std::vector<std::string_view>* out) {
+    auto put = [out](std::string_view piece) {
+        piece = strip(piece);
+        if (!piece.empty()) out->push_back(piece);
+    };
+    if (code.find(';') == std::string_view::npos) {
+        put(code);
+        return;
+    }
+    int depth = 0;
+    char quote = 0;
+    size_t start = 0;
+    for (size_t i = 0; i < code.size(); ++i) {
+        char ch = code[i];
+        if (quote) {
+            if (ch == quote) quote = 0;
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (ch == '(' || ch == '[' || ch == '{') {
+            ++depth;
+        } else if (ch == ')' || ch == ']' || ch == '}') {
+            --depth;
+        } else if (ch == ';' && depth == 0) {
+            put(code.substr(start, i - start));
+            start = i + 1;
+        }
+    }
+    put(code.substr(start));
+}
+
+PyObject* sv(std::string_view s) {
+    return PyUnicode_FromStringAndSize(s.data(), (Py_ssize_t)s.size());
+}
+
+// wrapper_statement(s): what WrapperParser._statement's first tests make of one ASCII
+// statement of call(args)'s body, for the shapes nearly every statement has:
+//   0                                   nothing to do (empty, `pass...`, `if __name__...`)
+//   ("d", [names])                      del statements only
+//   ("a", lhs, rhs, [dels], comment)    an assignment (_assign's arguments)
+//   ("c", callee, args)                 a call statement
+// None for any other statement (a comment, return, with, the unpacking of args,
+// get_raw_stream, what no pattern takes) and any non-ASCII one: _statement reads those.
+PyObject* statement(PyObject*, PyObject* arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "wrapper_statement: expected a str");
+        return nullptr;
+    }
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
+    std::string_view s(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(arg)),
+                       (size_t)PyUnicode_GET_LENGTH(arg));
+    if (starts(s, "#") || s.find('\n') != std::string_view::npos) Py_RETURN_NONE;
+    // pytext.split_comment
+    std::string_view code = s, comment;
+    if (s.find('#') != std::string_view::npos) {
+        char quote = 0;
+        for (size_t i = 0; i < s.size(); ++i) {
+            char ch = s[i];
+            if (quote) {
+                if (ch == quote) quote = 0;
+            } else if (ch == '\'' || ch == '"') {
+                quote = ch;
+            } else if (ch == '#') {
+                code = s.substr(0, i);
+                while (!code.empty() && py_space(code.back())) code.remove_suffix(1);
+                comment = strip(s.substr(i + 1));
+                break;
+            }
+        }
+    }
+    std::vector<std::string_view> stmts;
+    statements(code, &stmts);
+    if (stmts.empty()) return PyLong_FromLong(0);
+    std::string_view first = stmts[0];
+    if (starts(first, "return")) Py_RETURN_NONE;
+    if (starts(first, "del ")) {
+        PyObject* names = PyList_New(0);
+        if (!names) return nullptr;
+        for (std::string_view st : stmts) {
+            if (!starts(st, "del ")) {  // a del beside something else
+                Py_DECREF(names);
+                Py_RETURN_NONE;
+            }
+            if (split_args_ascii(st.substr(4), names, false) < 0) {
+                Py_DECREF(names);
+                return nullptr;
+            }
+        }
+        PyObject* out = Py_BuildValue("(sN)", "d", names);
+        return out;
+    }
+    if (starts(first, "with ")) Py_RETURN_NONE;  // a device guard, or ignored
+    if (starts(first, "pass") || starts(first, "if __name__")) return PyLong_FromLong(0);
+    // the unpacking of args (_UNPACK ends with its source), get_raw_stream (_RAW_STREAM)
+    if ((first.size() >= 4 && first.substr(first.size() - 4) == "args") ||
+        first.find("get_raw_stream(") != std::string_view::npos)
+        Py_RETURN_NONE;
+    // _ASSIGN: name \s* = \s* rhs
+    size_t i = 0;
+    if (!first.empty() && (std::isalpha((unsigned char)first[0]) || first[0] == '_')) {
+        while (i < first.size() && is_word(first[i])) ++i;
+        size_t lhs_end = i;
+        while (i < first.size() && py_space(first[i])) ++i;
+        if (i < first.size() && first[i] == '=' && !starts(first, "assert_size_stride(") &&
+            !starts(first, "assert_alignment(") &&
+            first.substr(0, first.find('(')).find("==") == std::string_view::npos) {
+            PyObject* dels = PyList_New(0);
+            if (!dels) return nullptr;
+            for (size_t k = 1; k < stmts.size(); ++k) {
+                if (starts(stmts[k], "del ") && append_str(dels, strip(stmts[k].substr(4))) < 0) {
+                    Py_DECREF(dels);
+                    return nullptr;
+                }
+            }
+            return Py_BuildValue("(sNNNN)", "a", sv(first.substr(0, lhs_end)),
+                                 sv(strip(first.substr(i + 1))), dels, sv(comment));
+        }
+    }
+    // _CALL: callee ( args ) at the end
+    i = 0;
+    if (!first.empty() && (std::isalpha((unsigned char)first[0]) || first[0] == '_')) {
+        while (i < first.size() && (is_word(first[i]) || first[i] == '.')) ++i;
+        if (i < first.size() && first[i] == '(' && first.size() >= i + 2 &&
+            first.back() == ')')
+            return Py_BuildValue("(sNN)", "c", sv(first.substr(0, i)),
+                                 sv(first.substr(i + 1, first.size() - i - 2)));
+    }
+    Py_RETURN_NONE;
+}
+
 PyMethodDef functions[] = {
+    {"wrapper_statement", (PyCFunction)statement, METH_O,
+     "wrapper_statement(s): a body statement's shape as WrapperParser._statement reads it"},
     {"log_take_run", (PyCFunction)take_run, METH_VARARGS,
      "log_take_run(batch, i, meta, texts, numbers): an open section's run of lines"},
     {"pytext_split_args", (PyCFunction)split_args, METH_VARARGS,

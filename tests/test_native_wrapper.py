@@ -122,6 +122,21 @@ EDITS = [
     "    (", ")", "# AOT ID: ['9_forward']",
 ]
 
+STATEMENTS = [
+    "buf1 = buf0; del buf0  # reuse", "x == y", "a = b == c", "passed = 1", "pass",
+    "returned = buf0", "del buf0; foo()", "del (buf0)", "del buf0, buf1", "s0 = 4*s1",
+    "buf2 = reinterpret_tensor(buf1, (4, ), (1, ), 0); del buf1  # reuse", "f(x)  # c",
+    "extern_kernels.mm(buf0, buf1, out=buf2)", "x = '#'; del buf0", "a, b = args",
+    "stream0 = get_raw_stream(0)", "assert_size_stride(buf0, (4, ), (1, ))", "buf3 = buf2[0]",
+    "g()extra", "f(a) ; ", ";", "with torch.cuda._DeviceGuard(0):", "torch.cuda.set_device(0)",
+    "buf9 = empty_strided_cuda((4, 4), (4, 1), torch.float16)", "x\x1c=\x1cy", "buf0 =",
+    "_x = f(1)", "1x = f(1)", "a.b = c", "f()", "f.g.h(1, (2, 3))", "x = 'a;b'; del y",
+    "x = \"#\" # c", "buf4 = buf3  #", "del", "del  buf0", "if __name__ == 1: f()",
+    "buf5 = empty_strided_cpu((2, ), (1, ), torch.float32); del buf5",
+    "buf6 = caf\u00e9(1)", "\u00e9 = 1", "x = y # \u00e9", "assert_alignment(buf0, 16)",
+    "buf7 = torch.ops.aten.mm.default(buf0, buf1)", "args.clear()", "f(x)\x0b",
+]
+
 
 def mutated(seed: int) -> tuple[dict[str, Any], list[str], list[int]]:
     """One fixture module with 1-4 random edits (dropped, doubled, swapped, cut, inserted
@@ -131,7 +146,8 @@ def mutated(seed: int) -> tuple[dict[str, Any], list[str], list[int]]:
     texts = list(texts)
     for _ in range(rnd.randint(1, 4)):
         i = rnd.randrange(len(texts))
-        kind = rnd.choice(["drop", "dup", "swap", "cut", "insert", "edit", "indent"])
+        kind = rnd.choice(["drop", "dup", "swap", "cut", "insert", "edit", "indent",
+                           "statement", "statement"])
         if kind == "drop" and len(texts) > 1:
             del texts[i]
         elif kind == "dup":
@@ -148,13 +164,19 @@ def mutated(seed: int) -> tuple[dict[str, Any], list[str], list[int]]:
             k = rnd.randrange(len(t) + 1)
             texts[i] = t[:k] + rnd.choice(["'''", "#", "(", ")", " ", "\u00e9", "\u3000",
                                            "async_compile.", "def call(", "rand_strided("]) + t[k:]
+        elif kind == "statement":  # into call(args)'s body, at its indent
+            body = [k for k, t in enumerate(texts) if t.startswith("        ") and any(
+                "def call(" in u for u in texts[:k])] or [i]
+            k = rnd.choice(body)
+            indent = texts[k][:len(texts[k]) - len(texts[k].lstrip())]
+            texts.insert(k, indent + rnd.choice(STATEMENTS))
         elif kind == "indent":
             texts[i] = rnd.choice(["", "    ", "\t", "\u00a0"]) + texts[i].lstrip()
     return kw, texts, list(range(numbers[0], numbers[0] + len(texts)))
 
 
 class TestMutated:
-    @pytest.mark.parametrize("seed", range(400))
+    @pytest.mark.parametrize("seed", range(600))
     def test_mutated_module(self, seed):
         same(*both(*mutated(seed)))
 
@@ -247,3 +269,21 @@ class TestRuns:
             (ln for b in undress_batches(core, chunks) for ln in b), "w.log"))
         runs = list(parse_log_lines(Runs(core, undress_batches(core, chunks)), "w.log"))
         assert runs == flat and len(runs) > 10
+
+
+class TestStatements:
+    """Each hand-written statement in a real module's body, after its first statements:
+    the compiled front of _statement reads it as _statement does."""
+
+    @pytest.mark.parametrize("stmt", STATEMENTS)
+    @pytest.mark.parametrize("where", ["args.clear()", "return ("])
+    def test_statement(self, stmt, where):
+        mods = [m for m in MODULES if any(where in t for t in m[2])
+                and m[0].endswith(".log")]
+        _, kw, texts, numbers = mods[0]
+        k = next(i for i, t in enumerate(texts) if where in t)
+        indent = texts[k][:len(texts[k]) - len(texts[k].lstrip())]
+        k += where == "args.clear()"  # after the unpacking, or before the return
+        texts = texts[:k] + [indent + stmt] + texts[k:]
+        want, got = both(kw, texts, list(range(1, len(texts) + 1)))
+        same(want, got)
