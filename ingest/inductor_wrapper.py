@@ -187,6 +187,7 @@ class WrapperParser:
     # pytext's readers of argument lists (CompiledWrapperParser: compiled twins)
     _split_args = staticmethod(split_args)
     _dims = staticmethod(dims)
+    _balance = staticmethod(balance)
 
     def __init__(self, path: str, names: Any, *, header: Any = None,
                  fx_graphs: dict[str, Any] | None = None, default_name: str | None = None,
@@ -277,7 +278,7 @@ class WrapperParser:
             if self.partial is not None:
                 parts, start = self.partial
                 parts.append(text.strip())
-                if balance(" ".join(parts)) <= 0:
+                if self._balance(" ".join(parts)) <= 0:
                     self.partial = None
                     self._statement(" ".join(parts), start)
                 return
@@ -290,7 +291,7 @@ class WrapperParser:
                 self.body_indent = indent
             if indent >= self.body_indent:
                 s = text.strip()
-                if balance(s) > 0:
+                if self._balance(s) > 0:
                     self.partial = ([s], number)
                     return
                 self._statement(s, number)
@@ -960,6 +961,7 @@ class CompiledWrapperParser(WrapperParser):
         self._core = core
         self._split_args = functools.partial(core.pytext_split_args, split_args)
         self._dims = functools.partial(core.pytext_dims, dims)
+        self._balance = functools.partial(core.pytext_balance, balance)
         self._texts: list[str] = []
         self._numbers: list[int] = []
 
@@ -978,6 +980,19 @@ class CompiledWrapperParser(WrapperParser):
             else:  # "d"
                 for n in got[1]:
                     self._del(n, number, reuse=False)
+
+    def _comment(self, s: str, number: int) -> None:
+        """WrapperParser._comment, its patterns matched by the core (wrapper_comment)."""
+        got = self._core.wrapper_comment(s)
+        if got is None:
+            super()._comment(s, number)
+        elif got[0] == "t":
+            self.comments["source_nodes"] = got[1]
+            self.comments["original_aten"] = got[2]
+        elif got[0] == "p":
+            self.comments["provenance"] = got[1]
+        else:  # "k"
+            self.comments["kernel_path"] = got[1]
 
     def feed(self, line: Any) -> list[Record]:
         self._texts.append(line.text)
@@ -1011,6 +1026,6 @@ def wrapper_parser(path: str, names: Any, **kwargs: Any) -> WrapperParser:
     from . import native
 
     core = native.module()
-    if core is None or not hasattr(core, "wrapper_statement"):  # not built, or built before
+    if core is None or not hasattr(core, "wrapper_comment"):  # not built, or built before
         return WrapperParser(path, names, **kwargs)
     return CompiledWrapperParser(core, path, names, **kwargs)

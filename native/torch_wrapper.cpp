@@ -338,7 +338,118 @@ PyObject* statement(PyObject*, PyObject* arg) {
     Py_RETURN_NONE;
 }
 
+// pytext.balance(python, text): compiled for ASCII text, `python(text)` otherwise.
+PyObject* balance(PyObject*, PyObject* args) {
+    PyObject *python, *text;
+    if (!PyArg_ParseTuple(args, "OU", &python, &text)) return nullptr;
+    if (!PyUnicode_IS_ASCII(text)) return PyObject_CallOneArg(python, text);
+    std::string_view t(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(text)),
+                       (size_t)PyUnicode_GET_LENGTH(text));
+    long opened = 0, closed = 0;
+    for (char ch : t) {
+        opened += ch == '(' || ch == '[' || ch == '{';
+        closed += ch == ')' || ch == ']' || ch == '}';
+    }
+    if (opened == closed) return PyLong_FromLong(0);
+    long depth = 0;
+    char quote = 0;
+    for (char ch : t) {
+        if (quote) {
+            if (ch == quote) quote = 0;
+        } else if (ch == '\'' || ch == '"') {
+            quote = ch;
+        } else if (ch == '(' || ch == '[' || ch == '{') {
+            ++depth;
+        } else if (ch == ')' || ch == ']' || ch == '}') {
+            --depth;
+        }
+    }
+    return PyLong_FromLong(depth);
+}
+
+// Matches `lit` at s[*i], moving *i past it.
+bool eat(std::string_view s, size_t* i, std::string_view lit) {
+    if (s.substr(*i, lit.size()) != lit) return false;
+    *i += lit.size();
+    return true;
+}
+
+void skip_space(std::string_view s, size_t* i) {
+    while (*i < s.size() && py_space(s[*i])) ++*i;
+}
+
+// [x.strip() for x in text.split(",") if x.strip()]
+PyObject* stripped_items(std::string_view text) {
+    PyObject* out = PyList_New(0);
+    if (!out) return nullptr;
+    size_t start = 0;
+    while (true) {
+        size_t c = text.find(',', start);
+        std::string_view piece = strip(text.substr(start, c == std::string_view::npos
+                                                              ? std::string_view::npos
+                                                              : c - start));
+        if (!piece.empty() && append_str(out, piece) < 0) {
+            Py_DECREF(out);
+            return nullptr;
+        }
+        if (c == std::string_view::npos) return out;
+        start = c + 1;
+    }
+}
+
+// wrapper_comment(s): WrapperParser._comment's patterns on an ASCII comment line:
+//   ("t", [source nodes], [original aten])   _TOPO
+//   ("p", handles)                           _PROVENANCE
+//   ("k", path)                              _KERNEL_PATH
+// None for any other comment or a non-ASCII one (_comment reads those).
+PyObject* comment(PyObject*, PyObject* arg) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "wrapper_comment: expected a str");
+        return nullptr;
+    }
+    if (!PyUnicode_IS_ASCII(arg)) Py_RETURN_NONE;
+    std::string_view s(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(arg)),
+                       (size_t)PyUnicode_GET_LENGTH(arg));
+    if (s.find('\n') != std::string_view::npos) Py_RETURN_NONE;  // `.` stops there
+    size_t i = 0;
+    if (!eat(s, &i, "#")) Py_RETURN_NONE;
+    skip_space(s, &i);
+    size_t at = i;
+    if (eat(s, &i, "Topologically Sorted Source Nodes:")) {
+        skip_space(s, &i);
+        if (!eat(s, &i, "[")) Py_RETURN_NONE;
+        size_t close = s.find(']', i);
+        if (close == std::string_view::npos) Py_RETURN_NONE;
+        std::string_view nodes = s.substr(i, close - i);
+        i = close + 1;
+        if (!eat(s, &i, ",")) Py_RETURN_NONE;
+        skip_space(s, &i);
+        if (!eat(s, &i, "Original ATen:")) Py_RETURN_NONE;
+        skip_space(s, &i);
+        if (!eat(s, &i, "[")) Py_RETURN_NONE;
+        close = s.find(']', i);
+        if (close == std::string_view::npos) Py_RETURN_NONE;
+        std::string_view aten = s.substr(i, close - i);
+        return Py_BuildValue("(sNN)", "t", stripped_items(nodes), stripped_items(aten));
+    }
+    i = at;
+    if (eat(s, &i, "[Provenance debug handles]")) {
+        skip_space(s, &i);
+        return Py_BuildValue("(sN)", "p", sv(strip(s.substr(i))));
+    }
+    i = at;
+    if (eat(s, &i, "kernel path:")) {
+        skip_space(s, &i);
+        return Py_BuildValue("(sN)", "k", sv(strip(s.substr(i))));
+    }
+    Py_RETURN_NONE;
+}
+
 PyMethodDef functions[] = {
+    {"pytext_balance", (PyCFunction)balance, METH_VARARGS,
+     "pytext_balance(balance, text): pytext.balance, compiled for ASCII text"},
+    {"wrapper_comment", (PyCFunction)comment, METH_O,
+     "wrapper_comment(s): a comment's shape as WrapperParser._comment reads it"},
     {"wrapper_statement", (PyCFunction)statement, METH_O,
      "wrapper_statement(s): a body statement's shape as WrapperParser._statement reads it"},
     {"log_take_run", (PyCFunction)take_run, METH_VARARGS,

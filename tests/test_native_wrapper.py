@@ -135,6 +135,14 @@ STATEMENTS = [
     "buf5 = empty_strided_cpu((2, ), (1, ), torch.float32); del buf5",
     "buf6 = caf\u00e9(1)", "\u00e9 = 1", "x = y # \u00e9", "assert_alignment(buf0, 16)",
     "buf7 = torch.ops.aten.mm.default(buf0, buf1)", "args.clear()", "f(x)\x0b",
+    "# Topologically Sorted Source Nodes: [a, , b ], Original ATen: [aten.mm]",
+    "#Topologically Sorted Source Nodes:[x],Original ATen:[]  trailing",
+    "# Topologically Sorted Source Nodes: [x] , Original ATen: [y]",
+    "# Topologically Sorted Source Nodes: [x], Original ATen: [y",
+    "# [Provenance debug handles] triton_poi_0:3 ", "#\x1c[Provenance debug handles]",
+    "# kernel path: /tmp/x.py", "# kernel path:", "#  kernel path: \u00e9",
+    "# Source node to ATen node mapping:", "#   a => b", "# Graph fragment:", "#   %x",
+    "f(1, (2,", "    3))", "g([1, ']'", "])",
 ]
 
 
@@ -237,6 +245,13 @@ class TestPytext:
         for t in self.strings():
             assert core.pytext_split_args(split_args, t) == split_args(t), repr(t)
 
+    def test_balance(self):
+        from tlview.ingest.pytext import balance
+
+        core = native.module()
+        for t in self.strings():
+            assert core.pytext_balance(balance, t) == balance(t), repr(t)
+
     def test_dims(self):
         from tlview.ingest.pytext import dims
 
@@ -287,3 +302,27 @@ class TestStatements:
         texts = texts[:k] + [indent + stmt] + texts[k:]
         want, got = both(kw, texts, list(range(1, len(texts) + 1)))
         same(want, got)
+
+
+class TestComments:
+    """The compiled comment patterns leave the comments _comment leaves."""
+
+    @pytest.mark.parametrize("seed", range(5))
+    def test_comments(self, seed):
+        rnd = random.Random(seed)
+        comments = [t for t in STATEMENTS if t.startswith("#")]
+        for _ in range(300):
+            t = rnd.choice(comments)
+            k = rnd.randrange(len(t) + 1)
+            comments.append(t[:k] + rnd.choice(["", " ", "]", "[", ",", ":", "\x1c", "\u00e9",
+                                                "#", "\t"]) + t[k + rnd.randint(0, 2):])
+        want = iw.WrapperParser("w.log", _Names())
+        got = iw.CompiledWrapperParser(native.module(), "w.log", _Names())
+        for t in comments:
+            if not t.startswith("#"):
+                continue
+            want._comment(t, 1)
+            got._comment(t, 1)
+            assert got.comments == want.comments, repr(t)
+            if rnd.random() < 0.3:
+                want.comments, got.comments = {}, {}
