@@ -271,6 +271,11 @@ struct PyUndress {
     bool in_traceback, after_warning;
     PyObject* record_obj;  // `record` as an int, made once per record
     int64_t record_of;
+    // The prefix (up to the match's end) of the last glog line, where its pattern matched
+    // with both optional groups (compile id, artifact), so that nothing after it can
+    // change the match: a line that starts with the same bytes is of the same record.
+    // Empty where the record's key came otherwise.
+    std::string* prefix;
 };
 
 // LogLine(number, text, record, meta, starts_record, foreign) without a Python call:
@@ -336,6 +341,16 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
             return nullptr;
         }
     }
+    if (ascii && !self->prefix->empty() && s.size() >= self->prefix->size() &&
+        std::memcmp(s.data(), self->prefix->data(), self->prefix->size()) == 0) {
+        // The same prefix as the last glog line: the same match, the same record.
+        Py_ssize_t end = (Py_ssize_t)self->prefix->size();
+        if ((size_t)end < s.size() && s[(size_t)end] == ' ') ++end;
+        self->in_traceback = self->after_warning = false;
+        PyObject* text = substr(raw, end);
+        if (!text) return nullptr;
+        return make_line(self, number, text, false, false);
+    }
     Py_UCS4 first = PyUnicode_GET_LENGTH(raw) ? PyUnicode_READ_CHAR(raw, 0) : 0;
     // glog prefix
     if (first && first < 128 && std::strchr("[VIWEC", (int)first)) {
@@ -355,6 +370,10 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
                     self->dress = 1;
                     Py_XSETREF(self->meta, meta);
                 }
+                if (g.cid.has && g.artifact.has)
+                    self->prefix->assign(s.data(), g.end);
+                else
+                    self->prefix->clear();
                 self->in_traceback = self->after_warning = false;
                 PyObject* text = substr(raw, end);
                 if (!text) return nullptr;
@@ -375,6 +394,7 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
                     put_key(self->scratch, v != Py_None, std::string_view(b, (size_t)len));
                 }
                 bool starts = !self->have_key || *self->scratch != *self->key;
+                self->prefix->clear();
                 if (starts) {
                     PyObject* meta = PyTuple_GET_ITEM(m, 2);
                     Py_INCREF(meta);
@@ -414,6 +434,7 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
         if (meta) {
             ++self->record;
             self->have_key = false;
+            self->prefix->clear();
             self->dress = 2;
             Py_XSETREF(self->meta, meta);
             self->in_traceback = self->after_warning = false;
@@ -499,6 +520,8 @@ int init(PyUndress* self, PyObject* args, PyObject*) {
     self->record_of = -1;
     if (!self->key) self->key = new std::string();
     if (!self->scratch) self->scratch = new std::string();
+    if (!self->prefix) self->prefix = new std::string();
+    self->prefix->clear();
     self->key->clear();
     self->record = 0;
     self->have_key = false;
@@ -514,6 +537,7 @@ void dealloc(PyUndress* self) {
     Py_XDECREF(self->record_obj);
     delete self->key;
     delete self->scratch;
+    delete self->prefix;
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
