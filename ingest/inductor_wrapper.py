@@ -332,7 +332,8 @@ class WrapperParser:
         if m:
             a = self._split_args(m["args"])
             kw = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in a if "=" in x}
-            self.input_meta[m["name"]] = (self._dims(a[0]), self._dims(a[1]), _dtype(kw.get("dtype", "")))
+            self.input_meta[m["name"]] = (self._dims(a[0]), self._dims(a[1]),
+                                          _dtype(kw.get("dtype", "")))
 
     def _end_kernel(self, text: str) -> None:
         k = self.kernel

@@ -268,9 +268,7 @@ class TraceParser:
                 p.nbytes += len(data)
                 nums = numbers or range(first, first + len(texts))
                 if p.run is not None:
-                    out = p.run(texts, nums)
-                    if out:
-                        yield from out
+                    yield from p.run(texts, nums)
                     continue
                 for number, text in zip(nums, texts):
                     out = p.sink(number, text)

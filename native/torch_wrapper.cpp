@@ -1,16 +1,20 @@
-// Inductor output code (ingest/inductor_wrapper.py): finding the lines that matter.
+// Inductor output code (ingest/inductor_wrapper.py): finding and reading the lines that
+// matter.
 //
-// WrapperParser (Python) stays the whole parser and the specification. Most lines of a
-// wrapper module are kernel source (kept verbatim until the closing ''') and top-level
-// Python that the parser ignores (imports, helpers, benchmark code); the compiled
-// WrapperParser (inductor_wrapper.CompiledWrapperParser) keeps a module's lines and asks
-// these scans where the next line that needs the Python parser is, so that every line it
-// does get is one the line-by-line parser would have acted on. Each scan answers exactly
-// what the Python test it replaces would (tests/test_native_wrapper.py).
+// WrapperParser (Python) stays the parser and the specification. Most lines of a wrapper
+// module are kernel source (kept verbatim until the closing ''') and top-level Python
+// that the parser ignores (imports, helpers, benchmark code); the compiled-assisted
+// parser (inductor_wrapper.CompiledWrapperParser) keeps a module's lines (handed over a
+// record's run at a time: log_take_run) and asks these scans where the next line that
+// needs the Python parser is, so that every line it does get is one the line-by-line
+// parser would have acted on; those lines are read by WrapperParser's code, with the
+// first tests of a statement or comment (wrapper_statement, wrapper_comment) and pytext's
+// text functions (split_args, dims, balance) done here for ASCII text. Each function
+// answers exactly what the Python it replaces would (tests/test_native_wrapper.py).
 #include <Python.h>
 
-#include <cstring>
 #include <cctype>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
