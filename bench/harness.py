@@ -76,10 +76,12 @@ def ingest_file(path: str, db: str, fmt: str = "") -> int:
     """tlview's real ingest of one file into a fresh database; returns the event count."""
     from tlview.ingest import records_for
     from tlview.store import open_database, write_records
+    from tlview.store.writer import limit_ingest_memory
 
     if os.path.exists(db):
         os.remove(db)
     with open_database(db) as d:
+        limit_ingest_memory(d)  # as `tlview ingest` does: the close's checkpoint too
         summary = write_records(d, records_for(path, fmt or None))
     return sum(summary.counts.values())
 

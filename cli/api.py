@@ -17,6 +17,7 @@ from typing import Any
 
 from tlview.ingest import records_for
 from tlview.store import Database, open_database, write_records
+from tlview.store.writer import limit_ingest_memory
 
 
 class Session:
@@ -49,7 +50,10 @@ class Session:
         return self.db.con.sql(sql, params=params or None).to_arrow_table()
 
     def ingest(self, path: str | Path, fmt: str | None = None) -> list[int]:
-        """Ingest one file (one transaction); the new timeline ids. Needs ``write=True``."""
+        """Ingest one file (one transaction); the new timeline ids. Needs ``write=True``.
+        The session keeps the ingest's memory limit from then on, as `tlview ingest` does
+        (its close writes what the ingest appended)."""
+        limit_ingest_memory(self.db)
         summary = write_records(self.db, records_for(path, fmt))
         return list(summary.timeline_ids.values())
 

@@ -12,15 +12,16 @@ DELETE FROM _cache_allocator_curve WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_ranges_allocator_curve
 -- The curve is filled in ranges (store/caches.py): (timeline, lo, hi), in order: the start
--- (-1), then 2**18 entries at a time, each from the cache's row before it (each range is
--- 13 columns of Arrow in the process: 27 MB).
+-- (-1), then 245,760 entries at a time (two of DuckDB's row groups: each statement appends
+-- whole ones, which the checkpoint need not merge), each from the cache's row before it
+-- (13 columns of Arrow in the process: 26 MB).
 SELECT t.timeline_id, -1 AS lo, -1 AS hi
 FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
 UNION ALL
-SELECT e.timeline_id, r * 262144, r * 262144 + 262143
+SELECT e.timeline_id, r * 245760, r * 245760 + 245759
 FROM (SELECT timeline_id, max(step) AS last FROM events
       WHERE kind = 'allocator_action' AND timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id) e,
-     LATERAL (SELECT unnest(range(0, e.last // 262144 + 1)) AS r)
+     LATERAL (SELECT unnest(range(0, e.last // 245760 + 1)) AS r)
 ORDER BY 1, 2;
 
 -- name: cache_fill_allocator_curve
