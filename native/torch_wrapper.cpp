@@ -23,9 +23,10 @@
 namespace tlv {
 namespace {
 
-// First index >= `from` whose text, left-stripped (str.lstrip), starts with ''' : the
-// line that closes a kernel's source (WrapperParser._feed in state "source").
-PyObject* source_end(PyObject*, PyObject* args) {
+// First index >= `from` of the list of str in `args` (texts, from) whose text passes
+// `hit`; the list's length if none. `name` names the function in a type error.
+template <class Hit>
+PyObject* first_index(PyObject* args, const char* name, Hit hit) {
     PyObject* texts;
     Py_ssize_t from;
     if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &texts, &from)) return nullptr;
@@ -33,19 +34,28 @@ PyObject* source_end(PyObject*, PyObject* args) {
     for (Py_ssize_t i = from < 0 ? 0 : from; i < n; ++i) {
         PyObject* t = PyList_GET_ITEM(texts, i);
         if (!PyUnicode_Check(t)) {
-            PyErr_SetString(PyExc_TypeError, "wrapper_source_end: expected a list of str");
+            PyErr_Format(PyExc_TypeError, "%s: expected a list of str", name);
             return nullptr;
         }
-        Py_ssize_t len = PyUnicode_GET_LENGTH(t);
-        int kind = PyUnicode_KIND(t);
-        const void* data = PyUnicode_DATA(t);
-        Py_ssize_t a = 0;
-        while (a < len && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) ++a;
-        if (a + 3 <= len && PyUnicode_READ(kind, data, a) == '\'' &&
-            PyUnicode_READ(kind, data, a + 1) == '\'' && PyUnicode_READ(kind, data, a + 2) == '\'')
-            return PyLong_FromSsize_t(i);
+        if (hit(t)) return PyLong_FromSsize_t(i);
     }
     return PyLong_FromSsize_t(n);
+}
+
+// Does the text, left-stripped (str.lstrip), start with ''' ? The line that closes a
+// kernel's source (WrapperParser._feed in state "source").
+bool closes_source(PyObject* t) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(t);
+    int kind = PyUnicode_KIND(t);
+    const void* data = PyUnicode_DATA(t);
+    Py_ssize_t a = 0;
+    while (a < len && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, a))) ++a;
+    return a + 3 <= len && PyUnicode_READ(kind, data, a) == '\'' &&
+           PyUnicode_READ(kind, data, a + 1) == '\'' && PyUnicode_READ(kind, data, a + 2) == '\'';
+}
+
+PyObject* source_end(PyObject*, PyObject* args) {
+    return first_index(args, "wrapper_source_end", closes_source);
 }
 
 bool contains(std::string_view s, const char* what) {
@@ -72,19 +82,7 @@ bool top_ignored(PyObject* t) {
 
 // First index >= `from` of a line WrapperParser._top may act on (see top_ignored).
 PyObject* top_next(PyObject*, PyObject* args) {
-    PyObject* texts;
-    Py_ssize_t from;
-    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &texts, &from)) return nullptr;
-    Py_ssize_t n = PyList_GET_SIZE(texts);
-    for (Py_ssize_t i = from < 0 ? 0 : from; i < n; ++i) {
-        PyObject* t = PyList_GET_ITEM(texts, i);
-        if (!PyUnicode_Check(t)) {
-            PyErr_SetString(PyExc_TypeError, "wrapper_top_next: expected a list of str");
-            return nullptr;
-        }
-        if (!top_ignored(t)) return PyLong_FromSsize_t(i);
-    }
-    return PyLong_FromSsize_t(n);
+    return first_index(args, "wrapper_top_next", [](PyObject* t) { return !top_ignored(t); });
 }
 
 inline bool py_space(char c) {  // str.strip()'s whitespace, on ASCII

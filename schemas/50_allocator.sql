@@ -135,6 +135,19 @@ FROM events e
 WHERE e.kind = 'allocator_action' AND e.timeline_id = tid AND e.step BETWEEN lo AND hi
 WINDOW w AS (ORDER BY e.step ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 
+-- _allocator_cache_ranges(lo, hi, size): the pieces the store fills an allocator cache
+-- of the snapshot timelines lo..hi in, in order: (timeline_id, -1, -1) for what comes
+-- before the first entry, then (timeline_id, first, last) for `size` entries at a time.
+CREATE OR REPLACE MACRO _allocator_cache_ranges(lo, hi, size) AS TABLE
+SELECT t.timeline_id, -1 AS lo, -1 AS hi
+FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN lo AND hi
+UNION ALL
+SELECT e.timeline_id, r * size, r * size + size - 1
+FROM (SELECT timeline_id, max(step) AS last FROM events
+      WHERE kind = 'allocator_action' AND timeline_id BETWEEN lo AND hi GROUP BY timeline_id) e,
+     LATERAL (SELECT unnest(range(0, e.last // size + 1)) AS r)
+ORDER BY 1, 2;
+
 -- _allocator_curve_derived: the curve computed from the events (cached in
 -- _cache_allocator_curve by the same macro, range by range): the start (event -1), then
 -- every entry.

@@ -11,18 +11,11 @@ INSERT INTO stacks SELECT * FROM _tlview_rows;
 DELETE FROM _cache_allocator_curve WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_ranges_allocator_curve
--- The curve is filled in ranges (store/caches.py): (timeline, lo, hi), in order: the start
--- (-1), then 245,760 entries at a time (two of DuckDB's row groups: each statement appends
--- whole ones, which the checkpoint need not merge), each from the cache's row before it
--- (13 columns of Arrow in the process: 26 MB).
-SELECT t.timeline_id, -1 AS lo, -1 AS hi
-FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
-UNION ALL
-SELECT e.timeline_id, r * 245760, r * 245760 + 245759
-FROM (SELECT timeline_id, max(step) AS last FROM events
-      WHERE kind = 'allocator_action' AND timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id) e,
-     LATERAL (SELECT unnest(range(0, e.last // 245760 + 1)) AS r)
-ORDER BY 1, 2;
+-- The curve is filled in ranges (store/caches.py): the start (-1), then 245,760 entries at
+-- a time (two of DuckDB's row groups: each statement appends whole ones, which the close's
+-- checkpoint need not merge), each from the cache's row before it (13 columns of Arrow in
+-- the process: 26 MB).
+SELECT * FROM _allocator_cache_ranges($1, $2, 245760);
 
 -- name: cache_fill_allocator_curve
 -- Range -1: the start. The entries' ranges are filled by store/caches.py from
@@ -57,16 +50,9 @@ INSERT INTO _cache_allocator_curve BY NAME SELECT * FROM _tlview_rows;
 DELETE FROM _cache_allocator_blocks WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_ranges_allocator_blocks
--- The blocks are filled in ranges (store/caches.py): (timeline, lo, hi): those made before
--- the window (-1), then those allocated by 2**20 entries at a time.
-SELECT t.timeline_id, -1 AS lo, -1 AS hi
-FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
-UNION ALL
-SELECT e.timeline_id, r * 1048576, r * 1048576 + 1048575
-FROM (SELECT timeline_id, max(step) AS last FROM events
-      WHERE kind = 'allocator_action' AND timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id) e,
-     LATERAL (SELECT unnest(range(0, e.last // 1048576 + 1)) AS r)
-ORDER BY 1, 2;
+-- The blocks are filled in ranges (store/caches.py): those made before the window (-1),
+-- then those allocated by 2**20 entries at a time.
+SELECT * FROM _allocator_cache_ranges($1, $2, 1048576);
 
 -- name: cache_fill_allocator_blocks
 INSERT INTO _cache_allocator_blocks BY NAME
