@@ -39,6 +39,24 @@ def mutate(data: bytes, kind: str, rnd: random.Random) -> bytes:
     return b"\n".join(lines)
 
 
+def reshuffle(texts: list[str], kind: str, i: int, rnd: random.Random) -> list[str] | None:
+    """``texts`` (a module's or a graph's lines) after one structural edit of ``kind`` at
+    line ``i``: drop it, dup it, swap it with a random line, or cut after it; None for any
+    other kind (the caller's own edits)."""
+    if kind not in ("drop", "dup", "swap", "cut"):
+        return None
+    if kind == "drop" and len(texts) > 1:
+        del texts[i]
+    elif kind == "dup":
+        texts.insert(i, texts[i])
+    elif kind == "swap":
+        j = rnd.randrange(len(texts))
+        texts[i], texts[j] = texts[j], texts[i]
+    elif kind == "cut":
+        texts = texts[:i + 1]
+    return texts
+
+
 def check_consistent(db_path: str, timeline_ids: list[int]) -> None:
     """The invariants every successful ingest must satisfy, whatever its input."""
     con = duckdb.connect(db_path, read_only=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SEED_004
-from fuzzing import MUTATIONS, mutate
+from fuzzing import MUTATIONS, mutate, reshuffle
 from tlview.ingest import native, torch_log
 from tlview.ingest.lines import read_chunks, read_lines
 from tlview.ingest.source import records_for
@@ -373,15 +373,9 @@ def mutated_graph(seed: int) -> tuple[str, list[str], list[int]]:
     for _ in range(rnd.randint(1, 4)):
         i = rnd.randrange(len(texts))
         kind = rnd.choice(["drop", "dup", "swap", "cut", "garbage", "edit", "annot"])
-        if kind == "drop" and len(texts) > 1:
-            del texts[i]
-        elif kind == "dup":
-            texts.insert(i, texts[i])
-        elif kind == "swap":
-            j = rnd.randrange(len(texts))
-            texts[i], texts[j] = texts[j], texts[i]
-        elif kind == "cut":
-            texts = texts[:i + 1]
+        shuffled = reshuffle(texts, kind, i, rnd)
+        if shuffled is not None:
+            texts = shuffled
         elif kind == "garbage":
             texts.insert(i, rnd.choice(["x", "a = b = None", "return (", "    )",
                                         "y: \"f32[2][1]cpu\" = torch.ops.aten.t.default(x)",

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SEED_004
+from fuzzing import reshuffle
 from tlview.ingest import inductor_wrapper as iw
 from tlview.ingest import native
 from tlview.ingest.source import records_for
@@ -156,15 +157,9 @@ def mutated(seed: int) -> tuple[dict[str, Any], list[str], list[int]]:
         i = rnd.randrange(len(texts))
         kind = rnd.choice(["drop", "dup", "swap", "cut", "insert", "edit", "indent",
                            "statement", "statement"])
-        if kind == "drop" and len(texts) > 1:
-            del texts[i]
-        elif kind == "dup":
-            texts.insert(i, texts[i])
-        elif kind == "swap":
-            j = rnd.randrange(len(texts))
-            texts[i], texts[j] = texts[j], texts[i]
-        elif kind == "cut":
-            texts = texts[:i + 1]
+        shuffled = reshuffle(texts, kind, i, rnd)
+        if shuffled is not None:
+            texts = shuffled
         elif kind == "insert":
             texts.insert(i, rnd.choice(EDITS))
         elif kind == "edit":
