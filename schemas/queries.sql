@@ -103,23 +103,173 @@ INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?
 -- name: cache_clear_buffers
 DELETE FROM _cache_buffers WHERE timeline_id BETWEEN ? AND ?;
 
+-- name: cache_prepare_buffers
+-- _frees of the timelines refreshed, once (each piece below joins the part it needs).
+CREATE OR REPLACE TEMP TABLE _tlview_frees AS
+SELECT timeline_id, buffer, max(step) AS last_step, arg_max(reason, step) AS free_reason
+FROM events WHERE kind = 'buffer_freed' AND timeline_id BETWEEN $1 AND $2
+GROUP BY timeline_id, buffer;
+
+-- name: cache_ranges_buffers
+-- The pieces that fill the cache in its order (timeline, alloc_step, buffer), of at most
+-- $3 buffers (store/caches.py PIECE_ROWS) unless one step has more: consecutive whole
+-- timelines together (first, last timeline, -2**63, 2**63 - 1, true); a larger timeline
+-- by ranges of steps (timeline, timeline, first step, last step, false), then its
+-- buffers of no step (timeline, timeline, NULL, NULL, true). One sort of a piece's wide
+-- rows fits the ingest's memory limit (one sort of 1.7M XLA buffers spilled 1.2 GB).
+WITH s AS (
+    SELECT timeline_id, step, count(*) AS n FROM events
+    WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
+    GROUP BY timeline_id, step
+), t AS (
+    SELECT timeline_id, sum(n) AS n FROM s GROUP BY timeline_id
+), small AS (  -- grouped between two larger timelines (run: how many came before)
+    SELECT timeline_id, run, (upto - n) // $3 AS piece FROM (
+        SELECT timeline_id, n,
+               count(*) FILTER (WHERE n > $3) OVER o AS run,
+               sum(CASE WHEN n > $3 THEN 0 ELSE n END) OVER o AS upto
+        FROM t WINDOW o AS (ORDER BY timeline_id ROWS UNBOUNDED PRECEDING))
+    WHERE n <= $3
+), big AS (
+    SELECT s.timeline_id, s.step,
+           (sum(s.n) OVER (PARTITION BY s.timeline_id ORDER BY s.step
+                           ROWS UNBOUNDED PRECEDING) - s.n) // $3 AS piece
+    FROM s JOIN t USING (timeline_id) WHERE t.n > $3 AND s.step IS NOT NULL
+)
+SELECT min(timeline_id) AS first, max(timeline_id) AS last, -9223372036854775808 AS lo,
+       9223372036854775807 AS hi, true AS no_step
+FROM small GROUP BY run, piece
+UNION ALL
+SELECT timeline_id, timeline_id, min(step), max(step), false FROM big GROUP BY timeline_id, piece
+UNION ALL
+SELECT s.timeline_id, s.timeline_id, NULL, NULL, true
+FROM s JOIN t USING (timeline_id) WHERE t.n > $3 AND s.step IS NULL
+ORDER BY first, lo NULLS LAST;
+
 -- name: cache_fill_buffers
+-- One piece of _buffers_derived ($1..$5: cache_ranges_buffers), in the cache's order.
 INSERT INTO _cache_buffers BY NAME
-SELECT * FROM _buffers_derived WHERE timeline_id BETWEEN ? AND ? ORDER BY timeline_id, alloc_step, buffer;
+WITH a AS (
+    SELECT * FROM events
+    WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
+      AND (step BETWEEN $3 AND $4 OR ($5 AND step IS NULL))
+), f AS (
+    SELECT * FROM _tlview_frees
+    WHERE timeline_id BETWEEN $1 AND $2 AND (timeline_id, buffer) IN (
+        SELECT timeline_id, buffer FROM events
+        WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
+          AND (step BETWEEN $3 AND $4 OR ($5 AND step IS NULL)))
+)
+SELECT a.timeline_id, a.buffer, a.bytes, a.step AS alloc_step, f.last_step,
+       a.dtype, a.shape, a.stride, a.layout, a.device, a.node AS producer,
+       COALESCE(a.is_input, false) AS is_input, a.size_expr, a.allocation, a."offset",
+       f.free_reason, a.line, a.attrs
+FROM a LEFT JOIN f USING (timeline_id, buffer)
+ORDER BY a.timeline_id, alloc_step, a.buffer;
+
+-- name: cache_done_buffers
+DROP TABLE IF EXISTS temp._tlview_frees;
 
 -- name: cache_clear_memory_curve
 DELETE FROM _cache_memory_curve WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_memory_curve
+-- _memory_curve_derived with less work: deltas that are zero everywhere left out, and a
+-- shared allocation's segments merged into islands by ONE window (a new island where a
+-- value starts after the running end of those before it; an island ends at the running
+-- end before the next, or at the segment's last row), which equals the view's two
+-- windows and GROUP BY when no value ends before it starts; allocations holding such a
+-- value take the view's way.
 INSERT INTO _cache_memory_curve BY NAME
-SELECT * FROM _memory_curve_derived WHERE timeline_id BETWEEN ? AND ?
+WITH c AS (
+    SELECT timeline_id, alloc_step, last_step, bytes, allocation, "offset" FROM _counted
+    WHERE timeline_id BETWEEN $1 AND $2
+), inverted AS (
+    SELECT DISTINCT timeline_id, allocation FROM c
+    WHERE allocation IS NOT NULL AND last_step < alloc_step
+), segs AS (
+    SELECT * FROM _segments WHERE timeline_id BETWEEN $1 AND $2
+), fast AS (
+    SELECT s.*,
+           max(last_step) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end,
+           max(last_step) OVER (w ROWS UNBOUNDED PRECEDING) AS cur_end,
+           lead(alloc_step) OVER w IS NULL AS is_last
+    FROM segs s ANTI JOIN inverted USING (timeline_id, allocation)
+    WINDOW w AS (PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step)
+), slow AS (
+    WITH ordered AS (
+        SELECT *, max(last_step) OVER (
+                   PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+        FROM segs SEMI JOIN inverted USING (timeline_id, allocation)
+    ), islands AS (
+        SELECT *, sum(CASE WHEN prev_end IS NULL OR alloc_step > prev_end + 1 THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
+                        ROWS UNBOUNDED PRECEDING) AS island
+        FROM ordered
+    ), merged AS (
+        SELECT timeline_id, allocation, lo, hi, min(alloc_step) AS s, max(last_step) AS e
+        FROM islands GROUP BY timeline_id, allocation, lo, hi, island
+    )
+    SELECT timeline_id, s AS step, hi - lo AS delta FROM merged
+    UNION ALL
+    SELECT timeline_id, e + 1, lo - hi FROM merged
+), d0 AS (
+    SELECT timeline_id, alloc_step AS step,
+           CASE WHEN allocation IS NULL THEN COALESCE(bytes, 0) ELSE 0 END AS delta,
+           CASE WHEN bytes IS NULL THEN 1 ELSE 0 END AS unknown_delta,
+           COALESCE(bytes, 0) AS alloc_bytes, 0 AS freed_bytes
+    FROM c
+    UNION ALL
+    SELECT timeline_id, last_step + 1,
+           CASE WHEN allocation IS NULL THEN -COALESCE(bytes, 0) ELSE 0 END,
+           CASE WHEN bytes IS NULL THEN -1 ELSE 0 END, 0, 0
+    FROM c WHERE allocation IS NULL OR bytes IS NULL
+    UNION ALL
+    SELECT timeline_id, last_step, 0, 0, 0, COALESCE(bytes, 0) FROM c
+    UNION ALL
+    SELECT timeline_id, alloc_step, hi - lo, 0, 0, 0 FROM fast
+    WHERE prev_end IS NULL OR alloc_step > prev_end + 1
+    UNION ALL
+    SELECT timeline_id, prev_end + 1, lo - hi, 0, 0, 0 FROM fast
+    WHERE prev_end IS NOT NULL AND alloc_step > prev_end + 1
+    UNION ALL
+    SELECT timeline_id, cur_end + 1, lo - hi, 0, 0, 0 FROM fast WHERE is_last
+    UNION ALL
+    SELECT timeline_id, step, delta, 0, 0, 0 FROM slow
+), d AS (
+    SELECT timeline_id, step, sum(delta) AS delta, sum(unknown_delta) AS unknown_delta,
+           sum(alloc_bytes) AS alloc_bytes, sum(freed_bytes) AS freed_bytes
+    FROM d0 GROUP BY timeline_id, step
+)
+SELECT n.timeline_id, n.step, n.node,
+       CAST(sum(COALESCE(d.delta, 0)) OVER w AS BIGINT) AS live_bytes,
+       CAST(COALESCE(d.alloc_bytes, 0) AS BIGINT) AS alloc_bytes,
+       CAST(COALESCE(d.freed_bytes, 0) AS BIGINT) AS freed_bytes,
+       CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT) AS unknown_live
+FROM (SELECT timeline_id, step, node FROM events
+      WHERE kind = 'node_scheduled' AND timeline_id BETWEEN $1 AND $2) n
+LEFT JOIN d USING (timeline_id, step)
+WINDOW w AS (PARTITION BY n.timeline_id ORDER BY n.step ROWS UNBOUNDED PRECEDING)
 ORDER BY timeline_id, step;
 
 -- name: cache_clear_peak
 DELETE FROM _cache_peak WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_peak
-INSERT INTO _cache_peak BY NAME SELECT * FROM _peak_derived WHERE timeline_id BETWEEN ? AND ?;
+-- _peak_derived by aggregates (the view's row_number sorts the whole curve): the largest
+-- live_bytes, then the first step that reaches it.
+INSERT INTO _cache_peak BY NAME
+WITH m AS (
+    SELECT timeline_id, max(live_bytes) AS peak_bytes FROM memory_curve
+    WHERE timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id
+)
+SELECT c.timeline_id, arg_min(c.step, c.step) AS peak_step, m.peak_bytes,
+       arg_min(c.node, c.step) AS node
+FROM memory_curve c JOIN m ON c.timeline_id = m.timeline_id AND c.live_bytes = m.peak_bytes
+WHERE c.timeline_id BETWEEN $1 AND $2
+GROUP BY c.timeline_id, m.peak_bytes
+ORDER BY c.timeline_id;
 
 -- name: all_timeline_ids
 SELECT timeline_id FROM timeline_records ORDER BY timeline_id;
