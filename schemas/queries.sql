@@ -104,10 +104,15 @@ INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?
 DELETE FROM _cache_buffers WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_prepare_buffers
--- _frees of the timelines refreshed, once (each piece below joins the part it needs).
+-- _frees of the timelines that are filled in ranges of steps (those of more than $3
+-- buffers, see below), once: each range joins the part it needs.
 CREATE OR REPLACE TEMP TABLE _tlview_frees AS
 SELECT timeline_id, buffer, max(step) AS last_step, arg_max(reason, step) AS free_reason
-FROM events WHERE kind = 'buffer_freed' AND timeline_id BETWEEN $1 AND $2
+FROM events
+WHERE kind = 'buffer_freed' AND timeline_id BETWEEN $1 AND $2
+  AND timeline_id IN (SELECT timeline_id FROM events
+                      WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
+                      GROUP BY timeline_id HAVING count(*) > $3)
 GROUP BY timeline_id, buffer;
 
 -- name: cache_ranges_buffers
@@ -148,14 +153,21 @@ ORDER BY first, lo NULLS LAST;
 
 -- name: cache_fill_buffers
 -- One piece of _buffers_derived ($1..$5: cache_ranges_buffers), in the cache's order.
+-- Whole timelines take their frees as the view does; a range of steps, the frees of its
+-- buffers from _tlview_frees (the branch that does not apply is planned away: its
+-- filter is constant).
 INSERT INTO _cache_buffers BY NAME
 WITH a AS (
     SELECT * FROM events
     WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
       AND (step BETWEEN $3 AND $4 OR ($5 AND step IS NULL))
 ), f AS (
+    SELECT * FROM _frees
+    WHERE timeline_id BETWEEN $1 AND $2 AND COALESCE($3, 0) = -9223372036854775808
+    UNION ALL
     SELECT * FROM _tlview_frees
-    WHERE timeline_id BETWEEN $1 AND $2 AND (timeline_id, buffer) IN (
+    WHERE timeline_id BETWEEN $1 AND $2 AND COALESCE($3, 0) <> -9223372036854775808
+      AND (timeline_id, buffer) IN (
         SELECT timeline_id, buffer FROM events
         WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
           AND (step BETWEEN $3 AND $4 OR ($5 AND step IS NULL)))

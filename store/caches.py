@@ -34,16 +34,16 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
     for lo, hi in runs:
         for name in CACHES:
             db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
+            params = [lo, hi] + ([PIECE_ROWS[name]] if name in PIECE_ROWS else [])
             prepare = db.queries.get(f"cache_prepare_{name}")
-            if prepare is not None:  # what every piece needs, computed once (temp tables)
-                db.con.execute(prepare, [lo, hi])
+            if prepare is not None:  # what the pieces need, computed once (temp tables)
+                db.con.execute(prepare, params)
             ranged = db.queries.get(f"cache_ranges_{name}")
             if ranged is None:
                 db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
             else:
                 # A cache too large to compute in one statement within the ingest's memory
                 # limit names its pieces (e.g. timeline, first, last), filled in order.
-                params = [lo, hi] + ([PIECE_ROWS[name]] if name in PIECE_ROWS else [])
                 for piece in db.con.execute(ranged, params).fetchall():
                     db.con.execute(db.queries[f"cache_fill_{name}"], list(piece))
             done = db.queries.get(f"cache_done_{name}")
