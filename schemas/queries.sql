@@ -104,7 +104,7 @@ INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?
 DELETE FROM _cache_buffers WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_prepare_buffers
--- _frees of the timelines that are filled in ranges of steps (those of more than $3
+-- _frees of the timelines that are filled in ranges of steps (those of more than 2 * $3
 -- buffers, see below), once: each range joins the part it needs.
 CREATE OR REPLACE TEMP TABLE _tlview_frees AS
 SELECT timeline_id, buffer, max(step) AS last_step, arg_max(reason, step) AS free_reason
@@ -112,16 +112,18 @@ FROM events
 WHERE kind = 'buffer_freed' AND timeline_id BETWEEN $1 AND $2
   AND timeline_id IN (SELECT timeline_id FROM events
                       WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
-                      GROUP BY timeline_id HAVING count(*) > $3)
+                      GROUP BY timeline_id HAVING count(*) > 2 * $3)
 GROUP BY timeline_id, buffer;
 
 -- name: cache_ranges_buffers
--- The pieces that fill the cache in its order (timeline, alloc_step, buffer), of at most
--- $3 buffers (store/caches.py PIECE_ROWS) unless one step has more: consecutive whole
--- timelines together (first, last timeline, -2**63, 2**63 - 1, true); a larger timeline
--- by ranges of steps (timeline, timeline, first step, last step, false), then its
--- buffers of no step (timeline, timeline, NULL, NULL, true). One sort of a piece's wide
--- rows fits the ingest's memory limit (one sort of 1.7M XLA buffers spilled 1.2 GB).
+-- The pieces that fill the cache in its order (timeline, alloc_step, buffer): consecutive
+-- whole timelines together, up to $3 buffers (store/caches.py PIECE_ROWS) or one timeline
+-- of up to 2 * $3 (first, last timeline, -2**63, 2**63 - 1, true); a larger timeline by
+-- ranges of steps of about $3 buffers (timeline, timeline, first step, last step, false),
+-- then its buffers of no step (timeline, timeline, NULL, NULL, true). One sort of a
+-- piece's rows fits the ingest's memory limit (one of 1.7M XLA buffers spilled 1.2 GB);
+-- cutting costs a scan per piece, so a timeline of narrow rows that would just fit
+-- (IR 500 MB: 503,875 buffers) stays whole.
 WITH s AS (
     SELECT timeline_id, step, count(*) AS n FROM events
     WHERE kind = 'buffer_allocated' AND timeline_id BETWEEN $1 AND $2
@@ -131,15 +133,15 @@ WITH s AS (
 ), small AS (  -- grouped between two larger timelines (run: how many came before)
     SELECT timeline_id, run, (upto - n) // $3 AS piece FROM (
         SELECT timeline_id, n,
-               count(*) FILTER (WHERE n > $3) OVER o AS run,
-               sum(CASE WHEN n > $3 THEN 0 ELSE n END) OVER o AS upto
+               count(*) FILTER (WHERE n > 2 * $3) OVER o AS run,
+               sum(CASE WHEN n > 2 * $3 THEN 0 ELSE n END) OVER o AS upto
         FROM t WINDOW o AS (ORDER BY timeline_id ROWS UNBOUNDED PRECEDING))
-    WHERE n <= $3
+    WHERE n <= 2 * $3
 ), big AS (
     SELECT s.timeline_id, s.step,
            (sum(s.n) OVER (PARTITION BY s.timeline_id ORDER BY s.step
                            ROWS UNBOUNDED PRECEDING) - s.n) // $3 AS piece
-    FROM s JOIN t USING (timeline_id) WHERE t.n > $3 AND s.step IS NOT NULL
+    FROM s JOIN t USING (timeline_id) WHERE t.n > 2 * $3 AND s.step IS NOT NULL
 )
 SELECT min(timeline_id) AS first, max(timeline_id) AS last, -9223372036854775808 AS lo,
        9223372036854775807 AS hi, true AS no_step
@@ -148,7 +150,7 @@ UNION ALL
 SELECT timeline_id, timeline_id, min(step), max(step), false FROM big GROUP BY timeline_id, piece
 UNION ALL
 SELECT s.timeline_id, s.timeline_id, NULL, NULL, true
-FROM s JOIN t USING (timeline_id) WHERE t.n > $3 AND s.step IS NULL
+FROM s JOIN t USING (timeline_id) WHERE t.n > 2 * $3 AND s.step IS NULL
 ORDER BY first, lo NULLS LAST;
 
 -- name: cache_fill_buffers
