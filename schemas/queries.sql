@@ -193,7 +193,8 @@ DELETE FROM _cache_memory_curve WHERE timeline_id BETWEEN ? AND ?;
 -- value starts after the running end of those before it; an island ends at the running
 -- end before the next, or at the segment's last row), which equals the view's two
 -- windows and GROUP BY when no value ends before it starts; allocations holding such a
--- value take the view's way.
+-- value take the view's way. The per-step sums are cast to BIGINT before the join and
+-- the window (HUGEINT states doubled what they carry: at 1.6M steps they spilled).
 INSERT INTO _cache_memory_curve BY NAME
 WITH c AS (
     SELECT timeline_id, alloc_step, last_step, bytes, allocation, "offset" FROM _counted
@@ -252,8 +253,10 @@ WITH c AS (
     UNION ALL
     SELECT timeline_id, step, delta, 0, 0, 0 FROM slow
 ), d AS (
-    SELECT timeline_id, step, sum(delta) AS delta, sum(unknown_delta) AS unknown_delta,
-           sum(alloc_bytes) AS alloc_bytes, sum(freed_bytes) AS freed_bytes
+    SELECT timeline_id, step, CAST(sum(delta) AS BIGINT) AS delta,
+           CAST(sum(unknown_delta) AS BIGINT) AS unknown_delta,
+           CAST(sum(alloc_bytes) AS BIGINT) AS alloc_bytes,
+           CAST(sum(freed_bytes) AS BIGINT) AS freed_bytes
     FROM d0 GROUP BY timeline_id, step
 )
 SELECT n.timeline_id, n.step, n.node,
