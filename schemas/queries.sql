@@ -294,9 +294,6 @@ SELECT timeline_id FROM timeline_records ORDER BY timeline_id;
 -- name: current_memory_limit
 SELECT current_setting('memory_limit');
 
--- name: current_force_compression
-SELECT current_setting('force_compression');
-
 -- name: current_threads
 SELECT current_setting('threads');
 

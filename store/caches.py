@@ -18,11 +18,6 @@ CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_block
 # cache_ranges_* query): 2**18 buffers (~90 MB of XLA rows) sort in memory within the
 # ingest's limit, where one sort of 1.7M buffers spilled 1.2 GB.
 PIECE_ROWS = {"buffers": 1 << 18}
-# Caches written with zstd: DuckDB's default choice for their strings (attrs JSON, buffer
-# and node names) analyses FSST and dictionary forms per segment, the largest part of a
-# fill's CPU; zstd is cheaper to write and smaller (XLA 106 MB: refresh + commit 2.43 ->
-# 1.60 CPU-s, file 61 -> 54 MB) and as quick to read back (live_at, whole scans).
-ZSTD = {"buffers", "memory_curve", "peak"}
 
 
 def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
@@ -36,39 +31,29 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
             runs[-1][1] = tid
         else:
             runs.append([tid, tid])
-    forced = db.scalar("current_force_compression")
-    try:
-        for lo, hi in runs:
-            _refresh_run(db, lo, hi, forced)
-    finally:
-        db.con.execute(f"SET force_compression = '{forced}'")
+    for lo, hi in runs:
+        for name in CACHES:
+            db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
+            params = [lo, hi] + ([PIECE_ROWS[name]] if name in PIECE_ROWS else [])
+            prepare = db.queries.get(f"cache_prepare_{name}")
+            if prepare is not None:  # what the pieces need, computed once (temp tables)
+                db.con.execute(prepare, params)
+            ranged = db.queries.get(f"cache_ranges_{name}")
+            if ranged is None:
+                db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
+            else:
+                # A cache too large to compute in one statement within the ingest's memory
+                # limit names its pieces (e.g. timeline, first, last), filled in order.
+                for piece in db.con.execute(ranged, params).fetchall():
+                    db.con.execute(db.queries[f"cache_fill_{name}"], list(piece))
+            done = db.queries.get(f"cache_done_{name}")
+            if done is not None:
+                db.con.execute(done)
+        # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
+        # timelines' events: recomputed with them.
+        from . import diff
 
-
-def _refresh_run(db: Any, lo: int, hi: int, forced: str) -> None:
-    """Every cache for the timelines lo..hi, in dependency order."""
-    for name in CACHES:
-        db.con.execute(f"SET force_compression = '{'zstd' if name in ZSTD else forced}'")
-        db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
-        params = [lo, hi] + ([PIECE_ROWS[name]] if name in PIECE_ROWS else [])
-        prepare = db.queries.get(f"cache_prepare_{name}")
-        if prepare is not None:  # what the pieces need, computed once (temp tables)
-            db.con.execute(prepare, params)
-        ranged = db.queries.get(f"cache_ranges_{name}")
-        if ranged is None:
-            db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
-        else:
-            # A cache too large to compute in one statement within the ingest's memory
-            # limit names its pieces (e.g. timeline, first, last), filled in order.
-            for piece in db.con.execute(ranged, params).fetchall():
-                db.con.execute(db.queries[f"cache_fill_{name}"], list(piece))
-        done = db.queries.get(f"cache_done_{name}")
-        if done is not None:
-            db.con.execute(done)
-    # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
-    # timelines' events: recomputed with them.
-    from . import diff
-
-    diff.refresh_pairs(db, lo, hi)
+        diff.refresh_pairs(db, lo, hi)
 
 
 def rebuild_all(db: Any) -> None:
