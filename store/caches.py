@@ -14,10 +14,6 @@ from typing import Any
 # Dependency order: buffers, then the curve computed from them, then its peak; the
 # allocator snapshot caches (schemas/50_allocator.sql) depend on the events alone.
 CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
-# Rows per piece of the caches filled in pieces whose size is ours to choose ($3 of their
-# cache_ranges_* query): 2**18 buffers (~90 MB of XLA rows) sort in memory within the
-# ingest's limit, where one sort of 1.7M buffers spilled 1.2 GB.
-PIECE_ROWS = {"buffers": 1 << 18}
 
 
 def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
@@ -34,21 +30,14 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
     for lo, hi in runs:
         for name in CACHES:
             db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
-            params = [lo, hi] + ([PIECE_ROWS[name]] if name in PIECE_ROWS else [])
-            prepare = db.queries.get(f"cache_prepare_{name}")
-            if prepare is not None:  # what the pieces need, computed once (temp tables)
-                db.con.execute(prepare, params)
             ranged = db.queries.get(f"cache_ranges_{name}")
             if ranged is None:
                 db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
-            else:
-                # A cache too large to compute in one statement within the ingest's memory
-                # limit names its pieces (e.g. timeline, first, last), filled in order.
-                for piece in db.con.execute(ranged, params).fetchall():
-                    db.con.execute(db.queries[f"cache_fill_{name}"], list(piece))
-            done = db.queries.get(f"cache_done_{name}")
-            if done is not None:
-                db.con.execute(done)
+                continue
+            # A cache too large to compute in one statement within the ingest's memory
+            # limit names its pieces: (timeline, first, last) of each.
+            for tid, first, last in db.con.execute(ranged, [lo, hi]).fetchall():
+                db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
         # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
         # timelines' events: recomputed with them.
         from . import diff

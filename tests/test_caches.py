@@ -1,11 +1,10 @@
 """The core caches hold exactly what their views derive from the events.
 
 ``_cache_buffers``, ``_cache_memory_curve`` and ``_cache_peak`` are filled by statements of
-their own (schemas/queries.sql, cheaper than the views, in pieces for large timelines);
-the ``_*_derived`` views (schemas/10_core_views.sql) are the specification. Compared as
-multisets (every row with its count), on every fixture and on events made to hit the
-corners: frees recorded twice, values freed before they start, steps with no node,
-buffers of no step, and timelines cut into many pieces.
+their own (schemas/queries.sql, cheaper than the views); the ``_*_derived`` views
+(schemas/10_core_views.sql) are the specification. Compared as multisets (every row with
+its count), on every fixture and on events made to hit the corners: frees recorded twice,
+values freed before they start, steps with no node, buffers of no step.
 """
 
 from __future__ import annotations
@@ -78,13 +77,10 @@ def test_every_fixture_caches_equal_the_views(all_fixtures):
         assert_caches_are_the_views(db.con)
 
 
-def test_rebuilt_in_small_pieces_the_caches_are_unchanged(all_fixtures, tmp_path,
-                                                         monkeypatch):
-    """All timelines refreshed at once, buffers cut into pieces of 7 rows: whole
-    timelines grouped, the larger cut by steps, each with its buffers of no step."""
+def test_rebuilt_at_once_the_caches_are_unchanged(all_fixtures, tmp_path):
+    """All timelines refreshed in one run (what `tlview migrate` does)."""
     path = tmp_path / "copy.duckdb"
     path.write_bytes(all_fixtures.read_bytes())
-    monkeypatch.setitem(caches.PIECE_ROWS, "buffers", 7)
     with open_database(path) as db:
         before = db.con.execute("SELECT * FROM _cache_buffers ORDER BY rowid").fetchall()
         db.con.execute("BEGIN")
@@ -101,7 +97,7 @@ def corner_records(n_wide: int = 40):
     one of unknown size, a free of a buffer never allocated; allocation 7 holds
     overlapping values and one freed before it starts (the views' slow way), allocation
     8 values whose lives touch or leave a gap. "w": ``n_wide`` buffers over 10 steps
-    plus 3 of no step, to be cut into pieces."""
+    plus 3 of no step."""
     yield Source(path="/corner", size=0, sha256="0" * 64, format="inductor_ir")
     yield Timeline(key="c", name="c", format="inductor_ir")
     for s in (0, 1, 2, 4):
@@ -135,9 +131,7 @@ def corner_records(n_wide: int = 40):
         yield BufferAllocated(timeline="w", step=None, buffer=f"p{i}", bytes=1, is_input=True)
 
 
-@pytest.mark.parametrize("piece_rows", [1, 3, 1 << 18])
-def test_corner_cases(tmp_path, monkeypatch, piece_rows):
-    monkeypatch.setitem(caches.PIECE_ROWS, "buffers", piece_rows)
+def test_corner_cases(tmp_path):
     with open_database(tmp_path / "c.duckdb") as db:
         write_records(db, corner_records())
         assert_caches_are_the_views(db.con)
