@@ -19,7 +19,7 @@ import duckdb
 from tlview.ingest import IngestError
 from tlview.ingest.discover import Skipped, survey
 from tlview.ingest.lines import stderr_progress
-from tlview.ingest.source import file_sha256, records_for
+from tlview.ingest.source import SHA256_LATER, file_sha256, records_for, sha256_beside
 from tlview.store import Database, IngestSummary, open_database, write_records
 from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
 from tlview.store.writer import limit_ingest_memory
@@ -196,22 +196,34 @@ def _report_skipped(folder: Path, skipped: tuple[Skipped, ...],
 
 def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False) -> list[int]:
     """Ingest one file in one transaction and print a summary; returns new timeline ids."""
+    progress = stderr_progress(Path(path).name)
+    if force or not db.scalar("sources_same_path_size", str(Path(path).resolve()),
+                              os.path.getsize(path)):
+        # not ingested before (no source of this path and size): hashed beside the ingest
+        later = sha256_beside(path)
+        summary = write_records(db, records_for(path, fmt, sha256=SHA256_LATER,
+                                                progress=progress), sha256=later)
+        _, note = check_again(db, path, later(), force=True, source_id=summary.source_id)
+        if note:
+            say(note)
+        return report_ingest(db, path, summary)
     sha = file_sha256(path)
     go, note = check_again(db, path, sha, force=force)
     if note:
         say(note)
     if not go:
         return []
-    progress = stderr_progress(Path(path).name)
     summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
     return report_ingest(db, path, summary)
 
 
-def check_again(db: Database, path: str, sha: str, *, force: bool) -> tuple[bool, str | None]:
+def check_again(db: Database, path: str, sha: str, *, force: bool,
+                source_id: int | None = None) -> tuple[bool, str | None]:
     """Whether to ingest ``path`` (bytes ``sha``) into ``db``, and what to say first: a
-    file already ingested (same path, same bytes) is skipped unless ``force``."""
+    file already ingested (same path, same bytes) is skipped unless ``force``
+    (``source_id``: the file's own source, when it is ingested already)."""
     resolved = str(Path(path).resolve())
-    same = db.query("sources_by_sha", sha)
+    same = [r for r in db.query("sources_by_sha", sha) if r[0] != source_id]
     again = [r for r in same if r[1] == resolved]
     if again and not force:
         return False, (f"{path}: already ingested as source {again[0][0]} "

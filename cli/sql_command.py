@@ -107,11 +107,16 @@ def _run_writing(db: Database, query: str,
                       f"{'s' if len(changed) != 1 else ''} changed ({shown}): their buffers, "
                       "memory_curve and peak_memory were recomputed", file=sys.stderr)
         db.con.execute("COMMIT")
-    except BaseException:
+    except BaseException as e:
         try:
             db.con.execute("ROLLBACK")
         except duckdb.Error:
             pass
+        if isinstance(e, duckdb.BinderException) and "base table" in str(e):
+            raise UsageError(  # a DELETE or UPDATE of a view
+                f"{str(e).splitlines()[0]}: the views (events among them) cannot be "
+                "changed; each kind of event is kept in a table of its own, "
+                "events_<kind> (events_buffer_allocated, ...)") from None
         raise
     return result
 

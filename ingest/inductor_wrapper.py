@@ -27,6 +27,7 @@ counted. Returned buffers are live at the ``return`` step.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -183,6 +184,11 @@ def profiler_name(kind: str, kernel: str) -> str:
 class WrapperParser:
     """One wrapper module, fed line by line; yields its timeline's records."""
 
+    # pytext's readers of argument lists (CompiledWrapperParser: compiled twins)
+    _split_args = staticmethod(split_args)
+    _dims = staticmethod(dims)
+    _balance = staticmethod(balance)
+
     def __init__(self, path: str, names: Any, *, header: Any = None,
                  fx_graphs: dict[str, Any] | None = None, default_name: str | None = None,
                  graph: dict[str, Any] | None = None) -> None:
@@ -272,7 +278,7 @@ class WrapperParser:
             if self.partial is not None:
                 parts, start = self.partial
                 parts.append(text.strip())
-                if balance(" ".join(parts)) <= 0:
+                if self._balance(" ".join(parts)) <= 0:
                     self.partial = None
                     self._statement(" ".join(parts), start)
                 return
@@ -285,7 +291,7 @@ class WrapperParser:
                 self.body_indent = indent
             if indent >= self.body_indent:
                 s = text.strip()
-                if balance(s) > 0:
+                if self._balance(s) > 0:
                     self.partial = ([s], number)
                     return
                 self._statement(s, number)
@@ -324,9 +330,10 @@ class WrapperParser:
             return
         m = _RAND_STRIDED.match(s)
         if m:
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             kw = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in a if "=" in x}
-            self.input_meta[m["name"]] = (dims(a[0]), dims(a[1]), _dtype(kw.get("dtype", "")))
+            self.input_meta[m["name"]] = (self._dims(a[0]), self._dims(a[1]),
+                                          _dtype(kw.get("dtype", "")))
 
     def _end_kernel(self, text: str) -> None:
         k = self.kernel
@@ -401,7 +408,7 @@ class WrapperParser:
                 if not st.startswith("del "):
                     self._keep_unknown(number, s)
                     continue
-                for n in split_args(st[4:]):
+                for n in self._split_args(st[4:]):
                     self._del(n.strip(), number, reuse=False)
             return
         m = _DEVICE_GUARD.match(first)
@@ -416,7 +423,7 @@ class WrapperParser:
             if graph is not None:
                 for n, meta in graph["inputs"].items():
                     self.input_meta.setdefault(n, meta)
-            for n in split_args(m["names"]):
+            for n in self._split_args(m["names"]):
                 self.inputs[n] = number
                 self._bind(_Name(n, Storage(n, -1, number, is_input=True, holders={n}),
                                  -1, number, "input"))
@@ -433,18 +440,23 @@ class WrapperParser:
             return
         m = _CALL.match(first)
         if m:
-            callee = m["callee"]
-            if callee == "assert_size_stride":
-                a = split_args(m["args"])
-                if len(a) >= 3:
-                    self._assert(a[0], dims(a[1]), dims(a[2]))
-                return
-            if callee in _IGNORED_CALLS:
-                return
-            kind = self._launch_kind(callee)
-            if kind is not None:
-                self._launch(callee, kind, m["args"], None, number)
-                return
+            self._call(m["callee"], m["args"], number, s)
+            return
+        self._keep_unknown(number, s)
+
+    def _call(self, callee: str, args: str, number: int, s: str) -> None:
+        """A statement that is a call: an assert, an ignored call, a launch or unknown."""
+        if callee == "assert_size_stride":
+            a = self._split_args(args)
+            if len(a) >= 3:
+                self._assert(a[0], self._dims(a[1]), self._dims(a[2]))
+            return
+        if callee in _IGNORED_CALLS:
+            return
+        kind = self._launch_kind(callee)
+        if kind is not None:
+            self._launch(callee, kind, args, None, number)
+            return
         self._keep_unknown(number, s)
 
     def _launch_kind(self, callee: str) -> str | None:
@@ -493,12 +505,12 @@ class WrapperParser:
         callee = m["callee"] if m else None
         if callee in _ALLOC_FNS or callee in _CONTIGUOUS_ALLOC_FNS:
             assert m is not None
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             pos = [x for x in a if "=" not in x.split("(")[0]]
             kw = {x.split("=", 1)[0].strip(): x.split("=", 1)[1] for x in a
                   if "=" in x.split("(")[0]}
             if callee in _CONTIGUOUS_ALLOC_FNS:
-                sizes = dims(pos[0]) if pos else []
+                sizes = self._dims(pos[0]) if pos else []
                 if len(pos) > 1 and not pos[0].startswith(("(", "[")):
                     sizes = [p for p in pos if not p.startswith("torch.")]
                 strides = _contiguous(sizes) if all(x.isdigit() for x in sizes) else \
@@ -507,7 +519,7 @@ class WrapperParser:
             else:
                 if len(pos) < 2:
                     raise self.error(number, f"expected {callee}(size, stride, dtype), got {rhs[:80]!r}")
-                sizes, strides = dims(pos[0]), dims(pos[1])
+                sizes, strides = self._dims(pos[0]), self._dims(pos[1])
                 dtype = _dtype(pos[2]) if len(pos) > 2 else _dtype(kw.get("dtype", ""))
             dev = _ALLOC_FNS.get(callee) if callee in _ALLOC_FNS else None
             if dev is None and "device" in kw:
@@ -526,20 +538,20 @@ class WrapperParser:
             return
         if callee == "alloc_from_pool":
             assert m is not None
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             pool = a[0].strip() if a else ""
-            self._alias(lhs, pool, "view", number, shape=_fmt(dims(a[3]))
+            self._alias(lhs, pool, "view", number, shape=_fmt(self._dims(a[3]))
                                    if len(a) > 3 else None,
-                                   stride=_fmt(dims(a[4])) if len(a) > 4 else None,
+                                   stride=_fmt(self._dims(a[4])) if len(a) > 4 else None,
                                    dtype=_dtype(a[2]) if len(a) > 2 else None, dels=dels)
             return
         if callee == "reinterpret_tensor":
             assert m is not None
-            a = split_args(m["args"])
+            a = self._split_args(m["args"])
             src = a[0].strip()
             self._alias(lhs, src, "reuse" if reuse else "view", number,
-                                   shape=_fmt(dims(a[1])) if len(a) > 1 else None,
-                                   stride=_fmt(dims(a[2])) if len(a) > 2 else None,
+                                   shape=_fmt(self._dims(a[1])) if len(a) > 1 else None,
+                                   stride=_fmt(self._dims(a[2])) if len(a) > 2 else None,
                                    dels=dels, attrs_={"offset": a[3].strip()} if len(a) > 3 else {})
             return
         if _NAME.match(rhs):
@@ -665,7 +677,7 @@ class WrapperParser:
             return a
         m = _CALL.match(a)
         if m and m["callee"] == "reinterpret_tensor":
-            inner = split_args(m["args"])
+            inner = self._split_args(m["args"])
             if inner and inner[0].strip() in self.bound:
                 return inner[0].strip()
         return None
@@ -675,7 +687,7 @@ class WrapperParser:
         step = self.step
         base = callee[:-len(".run")] if callee.endswith(".run") else callee
         kernel = self.kernels.get(base)
-        args = split_args(args_text)
+        args = self._split_args(args_text)
         pos: list[str] = []
         kw: dict[str, str] = {}
         for a in args:
@@ -845,7 +857,7 @@ class WrapperParser:
         if t.startswith("(") and t.endswith(")"):
             t = t[1:-1]
         returned = []
-        for a in split_args(t):
+        for a in self._split_args(t):
             b = self._arg_buffers(a)
             if b is not None:
                 returned.append(b)
@@ -935,3 +947,86 @@ def _kernel_kind(method: str) -> str:
     if method.startswith("cpp"):
         return "cpp"
     return method
+
+
+class CompiledWrapperParser(WrapperParser):
+    """A WrapperParser that keeps its module's lines and reads them at ``finish()``, where
+    the compiled core (native/torch_wrapper.cpp) finds the runs of lines the line-by-line
+    parser would only pass over (a kernel's source, ignored top-level code): each run is
+    taken whole, every other line goes through the same ``_feed``. The same records, note
+    and errors (tests/test_native_wrapper.py); the records come at ``finish()``, as a
+    module's records only complete by its end anyway."""
+
+    def __init__(self, core: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._core = core
+        self._split_args = functools.partial(core.pytext_split_args, split_args)
+        self._dims = functools.partial(core.pytext_dims, dims)
+        self._balance = functools.partial(core.pytext_balance, balance)
+        self._texts: list[str] = []
+        self._numbers: list[int] = []
+
+    def _statement(self, s: str, number: int) -> None:
+        """WrapperParser._statement, its first tests done by the core for the common shapes
+        (native/torch_wrapper.cpp, wrapper_statement); the rest as it does."""
+        got = self._core.wrapper_statement(s)
+        if got is None:
+            super()._statement(s, number)
+        elif got:
+            kind = got[0]
+            if kind == "a":
+                self._assign(got[1], got[2], got[3], got[4], number, s)
+            elif kind == "c":
+                self._call(got[1], got[2], number, s)
+            else:  # "d"
+                for n in got[1]:
+                    self._del(n, number, reuse=False)
+
+    def _comment(self, s: str, number: int) -> None:
+        """WrapperParser._comment, its patterns matched by the core (wrapper_comment)."""
+        got = self._core.wrapper_comment(s)
+        if got is None:
+            super()._comment(s, number)
+        elif got[0] == "t":
+            self.comments["source_nodes"] = got[1]
+            self.comments["original_aten"] = got[2]
+        elif got[0] == "p":
+            self.comments["provenance"] = got[1]
+        else:  # "k"
+            self.comments["kernel_path"] = got[1]
+
+    def feed(self, line: Any) -> list[Record]:
+        self._texts.append(line.text)
+        self._numbers.append(line.number)
+        return []
+
+    def finish(self) -> Iterator[Record]:
+        texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
+        source_end, top_next = self._core.wrapper_source_end, self._core.wrapper_top_next
+        feed = self._feed
+        i, n = 0, len(texts)
+        while i < n:
+            state = self.state
+            if state == "source":  # up to the line that closes the kernel's source
+                assert self.kernel is not None
+                j = source_end(texts, i)
+                self.kernel.source += texts[i:j]
+                i = j
+            elif state != "body" and self.key is not None:  # lines _top passes over
+                i = top_next(texts, i)
+            if i < n:
+                feed(numbers[i], texts[i])
+                i += 1
+        if n:
+            self.last_line = numbers[-1]
+        yield from super().finish()
+
+
+def wrapper_parser(path: str, names: Any, **kwargs: Any) -> WrapperParser:
+    """The compiled-assisted parser where the core is built (and TLVIEW_NATIVE is not 0)."""
+    from . import native
+
+    core = native.module()
+    if core is None or not hasattr(core, "wrapper_comment"):  # not built, or built before
+        return WrapperParser(path, names, **kwargs)
+    return CompiledWrapperParser(core, path, names, **kwargs)

@@ -120,15 +120,47 @@ def _undress_slow(raw: str) -> tuple[Any, ...]:
 def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
     """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
     tests/test_native_torch_log.py)."""
+    return itertools.chain.from_iterable(undress_batches(core, chunks))
+
+
+def undress_batches(core: Any, chunks: Iterable[list[str]]) -> Iterator[list[LogLine]]:
+    """:func:`undress_native`'s LogLines, a list per chunk."""
     u = core.TorchLogUndress(LogLine, _undress_slow)
+    number = 1
+    for parts in chunks:
+        yield u.feed(parts, number)
+        number += len(parts)
 
-    def batches() -> Iterator[list[LogLine]]:
-        number = 1
-        for parts in chunks:
-            yield u.feed(parts, number)
-            number += len(parts)
 
-    return itertools.chain.from_iterable(batches())
+class Runs:
+    """LogLine batches read line by line, or a run of one record's lines at once: what
+    :func:`parse_log_lines` hands a parser that only keeps its lines (the compiled FX and
+    wrapper parsers) is taken by the compiled core (``log_take_run``), not line by line."""
+
+    def __init__(self, core: Any, batches: Iterable[list[LogLine]]) -> None:
+        self._take = core.log_take_run
+        self._batches = iter(batches)
+        self._batch: list[LogLine] = []
+        self._i = 0
+
+    def __iter__(self) -> Runs:
+        return self
+
+    def __next__(self) -> LogLine:
+        while self._i >= len(self._batch):
+            self._batch, self._i = next(self._batches), 0
+        self._i += 1
+        return self._batch[self._i - 1]
+
+    def take(self, meta: Any, texts: list[str], numbers: list[int]) -> int | None:
+        """Append the texts and numbers of the lines that follow, up to the first line of
+        another ``meta`` (record), a foreign line or a record start, in this batch; the
+        number of the last line taken, or None where none was."""
+        j = self._take(self._batch, self._i, meta, texts, numbers)
+        if j == self._i:
+            return None
+        self._i = j
+        return self._batch[j - 1].number
 
 
 def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
@@ -237,8 +269,11 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
     more can be learned about it (an ``Output code written to:`` line follows its module).
     ``sink``: the compiled EventSink the FX graphs' rows go to (ingest/event_sink.py).
     """
-    from .fx_graph import FxGraphParser, fx_graph_parser
-    from .inductor_wrapper import WrapperParser
+    from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser
+    from .inductor_wrapper import CompiledWrapperParser, wrapper_parser
+
+    runs = loglines if isinstance(loglines, Runs) else None
+    keeping = (CompiledFxGraphParser, CompiledWrapperParser)  # feed() only keeps the line
 
     names = _Names()
     fx_by_aot: dict[str, Any] = {}  # aot id -> summary of its FX graph (for extern dtypes)
@@ -291,6 +326,12 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             out = current.parser.feed(line)
             if out:
                 yield from out
+            elif runs is not None and type(current.parser) in keeping:
+                # The rest of this record's lines, as feed() would keep them one by one.
+                p = current.parser
+                got = runs.take(line.meta, p._texts, p._numbers)
+                if got is not None:
+                    last = p.last_line = got
             continue
         # Not part of the open section: a new section, or text between sections.
         stripped = text.strip()
@@ -299,11 +340,11 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             continue
         if stripped == "Output code:":
             yield from open_section(
-                WrapperParser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph),
+                wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph),
                 line)
             continue
         if stripped.startswith("# AOT ID:"):
-            wrapper = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph)
+            wrapper = wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph)
             yield from open_section(wrapper, line)
             yield from wrapper.feed(line)
             continue
@@ -406,14 +447,18 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     core = native.module()
     if core is None or not hasattr(core, "TorchLogUndress"):  # not built, or built before
         return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
+
+    def loglines() -> Iterable[LogLine]:
+        if hasattr(core, "log_take_run"):
+            return Runs(core, undress_batches(core, read_chunks(path, progress)))
+        return undress_native(core, read_chunks(path, progress))  # a core built before
+
     if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
         from .event_sink import columnar
 
         return columnar(core, lambda sink: parse_log_lines(
-            undress_native(core, read_chunks(path, progress)), path,
-            graph=sibling_graph(path), sink=sink))
-    return parse_log_lines(undress_native(core, read_chunks(path, progress)), path,
-                           graph=sibling_graph(path))
+            loglines(), path, graph=sibling_graph(path), sink=sink))
+    return parse_log_lines(loglines(), path, graph=sibling_graph(path))
 
 
 def _spec() -> Any:

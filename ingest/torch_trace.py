@@ -60,8 +60,8 @@ from tlview.store.records import (
 
 from .errors import IngestError
 from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
-from .fx_graph import FxGraphParser, fx_graph_parser, graph_summary
-from .inductor_wrapper import _AOT_ID, WrapperParser
+from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser, graph_summary
+from .inductor_wrapper import _AOT_ID, CompiledWrapperParser, WrapperParser, wrapper_parser
 from .torch_log import LogLine, _Names
 
 FORMAT = "torch_trace"
@@ -126,6 +126,7 @@ class _RankNames(_Names):
 
 
 Done = Callable[["_Payload"], Iterator[Record]]
+RunSink = Callable[[list[str], Any], list[Record]]  # (texts, numbers) -> records
 Sink = Callable[[int, str], "list[Record] | None"]
 
 
@@ -134,16 +135,17 @@ class _Payload:
     (``keep``: all of it, a JSON payload to decode; up to ``cap`` bytes otherwise)."""
 
     __slots__ = ("kind", "name", "expect", "md5", "n", "nbytes", "start", "sink", "keep",
-                 "cap", "done")
+                 "cap", "done", "run")
 
     def __init__(self, kind: str, name: str | None, expect: str | None, start: int, *,
                  sink: Sink | None = None, keep: bool = False, cap: int | None = None,
-                 done: Done | None = None) -> None:
+                 done: Done | None = None, run: RunSink | None = None) -> None:
         self.kind, self.name, self.expect, self.start = kind, name, expect, start
         self.md5 = hashlib.md5(usedforsecurity=False)
         self.n = 0  # payload lines read
         self.nbytes = 0  # bytes of the payload text (newlines between lines included)
         self.sink = sink
+        self.run = run  # ``sink`` for a run of lines at once (parse_groups), if any
         self.keep: list[str] | None = [] if keep else None
         self.cap = cap
         self.done = done
@@ -264,7 +266,11 @@ class TraceParser:
             p.n += len(texts)
             if p.sink is not None:
                 p.nbytes += len(data)
-                for number, text in zip(numbers or range(first, first + len(texts)), texts):
+                nums = numbers or range(first, first + len(texts))
+                if p.run is not None:
+                    yield from p.run(texts, nums)
+                    continue
+                for number, text in zip(nums, texts):
                     out = p.sink(number, text)
                     if out:
                         yield from out
@@ -449,6 +455,14 @@ class TraceParser:
         def sink(n: int, text: str) -> list[Record]:
             return parser.feed(LogLine(n, text, 0, None))
 
+        def run(texts: list[str], numbers: Any) -> list[Record]:
+            if type(parser) is CompiledFxGraphParser:  # its feed() only keeps the line
+                parser._texts += texts
+                parser._numbers += numbers
+                parser.last_line = numbers[-1]
+                return []
+            return [r for n, t in zip(numbers, texts) for r in sink(n, t)]
+
         def done(p: _Payload) -> Iterator[Record]:
             yield from parser.finish()
             c = self.compiles.setdefault(_compile_key(env), _Compile())
@@ -459,7 +473,8 @@ class TraceParser:
                 note = TimelineNote(note.timeline, {**note.attrs, "payload_md5_mismatch": True})
             c.fx_notes.setdefault(graph, []).append(note)
 
-        return _Payload(kind, None, env.get("has_payload"), number, sink=sink, done=done)
+        return _Payload(kind, None, env.get("has_payload"), number, sink=sink, done=done,
+                        run=run)
 
     def _on_inductor_output_code(self, env: dict[str, Any], meta: Any, number: int,
                                  prefix: dict[str, Any]) -> Generator[Record, None, _Payload]:
@@ -480,11 +495,14 @@ class TraceParser:
             if w is None:  # the first line names the graph: # AOT ID: ['0_forward']
                 m = _AOT_ID.match(text.strip())
                 aot = m["id"].strip() if m else ""
-                parser = WrapperParser(self.path, self.names, header=header,
-                                       graph=self._graph_for(compile_, aot))
+                parser = wrapper_parser(self.path, self.names, header=header,
+                                        graph=self._graph_for(compile_, aot))
                 w = state["w"] = _Wrapper("", ckey, parser)
                 self._name_fx_graphs(compile_, aot)
-            out = w.parser.feed(LogLine(n, text, 0, None))
+            return launches(w, w.parser.feed(LogLine(n, text, 0, None)))
+
+        def launches(w: _Wrapper, out: list[Record]) -> list[Record]:
+            """Note the module's launches as its records go by."""
             for rec in out:
                 if type(rec) is NodeScheduled and rec.node_class != "return":
                     w.launches.append((rec.step, "extern" if rec.node_class == "extern"
@@ -492,19 +510,32 @@ class TraceParser:
                                        rec.attrs.get("provenance")))
             return out
 
+        def run(texts: list[str], numbers: Any) -> list[Record]:
+            k = 0
+            out: list[Record] = []
+            if "w" not in state:  # the first line makes the parser
+                out += sink(numbers[0], texts[0])
+                k = 1
+            parser = state["w"].parser
+            if type(parser) is CompiledWrapperParser:  # its feed() only keeps the line
+                parser._texts += texts[k:]
+                parser._numbers += numbers[k:]
+                return out
+            return out + [r for n, t in zip(numbers[k:], texts[k:]) for r in sink(n, t)]
+
         def done(p: _Payload) -> Iterator[Record]:
             w = state.get("w")
             if w is None:
                 raise IngestError(self.path, number, "inductor_output_code record without a "
                                   "payload: expected the output code on tab-indented lines")
-            yield from w.parser.finish()
+            yield from launches(w, list(w.parser.finish()))
             w.key = w.parser.key or ""
             if not p.md5_ok:
                 w.extra["payload_md5_mismatch"] = True
             self.wrapper = w
 
         return _Payload("inductor_output_code", None, env.get("has_payload"), number,
-                        sink=sink, done=done)
+                        sink=sink, done=done, run=run)
 
     def _graph_for(self, c: _Compile, aot: str) -> dict[str, Any] | None:
         """The FX graph summary for a wrapper: its AOT graph, then the post-grad graph."""

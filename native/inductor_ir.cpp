@@ -23,6 +23,7 @@
 
 #include "columns.hpp"
 #include "common.hpp"
+#include "inductor_ir_names.hpp"
 #include "inductor_ir_text.hpp"
 #include "pyjson.hpp"
 #include "str_map.hpp"
@@ -38,23 +39,73 @@ constexpr size_t BATCH_TEXT = 64u << 20;
 
 struct PyErrSet {};  // a Python exception is set (raised by code called with the GIL)
 
-// A dict[str, str] with Python's order: a repeated key keeps its first place.
+// A dict[str, str] with Python's order: a repeated key keeps its first place. Cleared
+// per node, its strings are kept for the next one (no allocation per field and node).
 struct Fields {
-    std::vector<std::pair<std::string, std::string>> kv;
+    using KV = std::pair<std::string, std::string>;
+    static constexpr size_t LINEAR = 16;  // past this many keys, looked up by a hash index
+    std::vector<KV> kv;
+    size_t n = 0;
+    mutable StrMap<size_t> idx;  // built when a key is added past LINEAR, then used
+    const KV* begin() const { return kv.data(); }
+    const KV* end() const { return kv.data() + n; }
+    bool empty() const { return n == 0; }
     const std::string* get(sv k) const {
-        for (auto& p : kv)
-            if (p.first == k) return &p.second;
+        if (!idx.empty()) {
+            size_t* i = idx.find(k);
+            return i ? &kv[*i].second : nullptr;
+        }
+        for (size_t i = 0; i < n; ++i)
+            if (kv[i].first == k) return &kv[i].second;
         return nullptr;
     }
     std::string& slot(sv k) {
-        for (auto& p : kv)
-            if (p.first == k) return p.second;
-        kv.emplace_back(std::string(k), std::string());
-        return kv.back().second;
+        if (n >= LINEAR) {
+            if (idx.empty())
+                for (size_t i = 0; i < n; ++i) *idx.emplace(kv[i].first).first = i;
+            auto [i, added] = idx.emplace(k);
+            if (!added) return kv[*i].second;
+            *i = n;
+        } else {
+            for (size_t i = 0; i < n; ++i)
+                if (kv[i].first == k) return kv[i].second;
+        }
+        if (n == kv.size()) kv.emplace_back();
+        KV& e = kv[n++];
+        e.first.assign(k.data(), k.size());
+        e.second.clear();
+        return e.second;
     }
     void set(sv k, sv v) { slot(k).assign(v.data(), v.size()); }
     bool has(sv k) const { return get(k) != nullptr; }
-    void clear() { kv.clear(); }
+    void clear() {
+        if (!idx.empty()) idx.clear();
+        n = 0;
+    }
+};
+
+// A vector whose elements are reset, not destroyed, when cleared (their strings keep
+// their memory): T has reset().
+template <class T>
+struct Pool {
+    std::vector<T> items;
+    size_t n = 0;
+    T& add() {
+        if (n == items.size()) items.emplace_back();
+        T& t = items[n++];
+        t.reset();
+        return t;
+    }
+    size_t size() const { return n; }
+    bool empty() const { return n == 0; }
+    void clear() { n = 0; }
+    T& operator[](size_t i) { return items[i]; }
+    const T& operator[](size_t i) const { return items[i]; }
+    T& back() { return items[n - 1]; }
+    T* begin() { return items.data(); }
+    T* end() { return items.data() + n; }
+    const T* begin() const { return items.data(); }
+    const T* end() const { return items.data() + n; }
 };
 
 // A JSON object being built, keys in Python dict order (a repeated key overwrites in
@@ -95,26 +146,35 @@ struct Buffer {
     std::string name, ir_class;
     int64_t line = 0;
     Fields fields;
+    void reset() { fields.clear(); }
 };
 
 struct Node {
     std::string name, cls, ir, prefix;
     int64_t line = 0;
     Fields fields;
-    std::vector<Buffer> buffers;
+    Pool<Buffer> buffers;
     std::vector<std::string> snodes;
-    std::vector<std::unique_ptr<Node>> subs;
+    std::vector<std::unique_ptr<Node>> subs;  // subs[:n_subs] (kept for reuse)
+    size_t n_subs = 0;
     Fields blocks;
     std::vector<std::string> unknown;
     void reset(sv n, sv c, sv i, int64_t ln) {
         name.assign(n); cls.assign(c); ir.assign(i); line = ln;
         prefix = name; prefix.push_back('.');
-        fields.clear(); buffers.clear(); snodes.clear(); subs.clear(); blocks.clear();
+        fields.clear(); buffers.clear(); snodes.clear(); n_subs = 0; blocks.clear();
         unknown.clear();
     }
 };
 
-// parse_layout's result.
+// tensors.storage_bytes's result.
+struct Storage {
+    std::optional<int64_t> bytes;
+    OptStr expr, reason;
+    std::string big;  // the byte count, when it does not fit 64 bits
+};
+
+// parse_layout's result, with what is derived from it alone (computed once per text).
 struct Layout {
     bool has_kind = false;
     std::string kind;
@@ -122,12 +182,9 @@ struct Layout {
     std::vector<std::string> size, stride;
     OptStr device, dtype;
     Fields extra;
-};
-
-struct Storage {
-    std::optional<int64_t> bytes;
-    OptStr expr, reason;
-    std::string big;  // the byte count, when it does not fit 64 bits
+    std::string shape_text, stride_text;  // "[8, 4]": the shape and stride columns
+    mutable bool has_storage = false, overflow = false;
+    mutable Storage storage;  // storage_bytes(size, stride, dtype), once asked
 };
 
 // ---- last-use tracking (ingest/last_use.py) ---------------------------------------------
@@ -142,7 +199,7 @@ struct OrderedMap {
         bool live;
     };
     std::vector<Slot> slots;
-    StrMap<size_t> idx;
+    NameMap<size_t> idx;
     size_t dead = 0, head = 0;
 
     size_t size() const { return idx.size(); }
@@ -160,11 +217,11 @@ struct OrderedMap {
         slots.push_back(Slot{k, std::move(v), true});
         return slots.back().val;
     }
-    V& get_or_add(const std::string& k) {
+    V& get_or_add(sv k) {
         auto [i, added] = idx.emplace(k);
         if (!added) return slots[*i].val;
         *i = slots.size();
-        slots.push_back(Slot{k, V(), true});
+        slots.push_back(Slot{std::string(k), V(), true});
         return slots.back().val;
     }
     bool pop(const std::string& k, V* out) {
@@ -180,14 +237,15 @@ struct OrderedMap {
         if (dead > 1024 && dead > 2 * idx.size()) compact();
         return true;
     }
-    void compact() {
-        std::vector<Slot> keep;
-        keep.reserve(idx.size());
-        for (auto& s : slots)
-            if (s.live) keep.push_back(std::move(s));
-        slots = std::move(keep);
-        idx.clear();
-        for (size_t i = 0; i < slots.size(); ++i) *idx.emplace(slots[i].key).first = i;
+    void compact() {  // drop popped slots; the index of each live key moves
+        size_t k = 0;
+        for (size_t i = 0; i < slots.size(); ++i) {
+            if (!slots[i].live) continue;
+            if (k != i) slots[k] = std::move(slots[i]);
+            *idx.find(slots[k].key) = k;
+            ++k;
+        }
+        slots.resize(k);
         dead = 0;
         head = 0;
     }
@@ -219,26 +277,26 @@ constexpr size_t RECENT_NODES = 65536;
 struct LastUse {
     OrderedMap<OpenBuf> open;
     OrderedMap<std::vector<std::string>> waiting;
-    StrMap<int64_t> recent;
+    NameMap<int64_t> recent;
     std::deque<std::string> recent_order;
     std::vector<Closed> closed;
     std::vector<std::string> candidates;
 
     // users: node names; an empty optional is an OUTPUT user.
     void buffer(const std::string& name, int64_t step,
-                const std::vector<std::optional<std::string>>& users, int64_t line,
+                const std::vector<std::pair<bool, sv>>& users, int64_t line,
                 std::optional<int64_t> nbytes, const std::string& producer) {
         OpenBuf nb;
         nb.own = step; nb.last = step; nb.line = line; nb.nbytes = nbytes;
         nb.producer = producer;
         OpenBuf& b = open.set(name, std::move(nb));
-        for (auto& u : users) {
-            if (!u) { b.to_end = true; continue; }
-            if (int64_t* seen = recent.find(*u)) {
+        for (auto& [output, u] : users) {
+            if (output) { b.to_end = true; continue; }
+            if (int64_t* seen = recent.find(u)) {
                 b.last = std::max(b.last, *seen);
             } else {
                 b.unseen += 1;
-                waiting.get_or_add(*u).push_back(name);
+                waiting.get_or_add(u).push_back(name);
             }
         }
         if (!b.unseen) candidates.push_back(name);
@@ -262,7 +320,7 @@ struct LastUse {
                     recent_order.pop_front();
                 }
             }
-            std::vector<std::string> bufs;
+            auto& bufs = bufs_;
             if (waiting.pop(name, &bufs)) {
                 for (auto& buf : bufs) {
                     OpenBuf* b = open.get(buf);
@@ -273,13 +331,16 @@ struct LastUse {
                 }
             }
         }
-        std::vector<std::string> cands;
+        auto& cands = cands_;  // empty: candidates keeps its memory
         cands.swap(candidates);
         for (auto& n : cands) {
             OpenBuf* b = open.get(n);
-            if (b && !b->unseen && !b->to_end && !b->dependents) close(n, "last use");
+            if (b && !b->unseen && !b->to_end && !b->dependents) close(n, LAST_USE);
         }
+        cands.clear();
     }
+    std::vector<std::string> bufs_, cands_;
+    inline static const std::string LAST_USE = "last use";
 
     void close(const std::string& name, const std::string& reason) {
         OpenBuf b;
@@ -438,14 +499,15 @@ struct Parser {
     bool in_outputs = false, skip_outputs = false;
     int64_t step = 0, last_line = 0;
     LastUse live;
-    StrMap<char> produced;
-    StrMap<std::optional<int64_t>> inputs;
+    NameMap<char> produced;
+    NameMap<std::optional<int64_t>> inputs;
     std::unordered_set<std::string> collective_nodes;
     OptStr device;
     std::vector<std::string> symbolic;
     std::unordered_map<std::string, std::pair<int64_t, std::vector<std::string>>> concat_views;
 
-    std::unordered_map<std::string, Layout> layout_cache;
+    StrMap<size_t> layout_index;  // layout text -> its parse in layout_cache
+    std::deque<Layout> layout_cache;
     std::unique_ptr<EventBatch> batch{new EventBatch()};
     std::vector<std::unique_ptr<EventBatch>> done;
     std::unique_ptr<EventBatch> spare;  // an exported batch, cleared: its memory reused
@@ -648,17 +710,17 @@ struct Parser {
     }
 
     const Layout& parse_layout(sv text) {
-        auto it = layout_cache.find(std::string(text));
-        if (it != layout_cache.end()) return it->second;
-        if (layout_cache.size() >= 8192) layout_cache.clear();
-        Layout L;
+        if (size_t* i = layout_index.find(text)) return layout_cache[*i];
+        if (layout_cache.size() >= 8192) { layout_index.clear(); layout_cache.clear(); }
+        *layout_index.emplace(text).first = layout_cache.size();
+        Layout& L = layout_cache.emplace_back();
         L.has_kind = true;
         sv t = strip(text);
         size_t we = ident_end(t, 0);
         if (we == sv::npos || we >= t.size() || t[we] != '(' || t.back() != ')' ||
             t.size() < we + 2) {
             L.kind.assign(t);
-            return layout_cache.emplace(std::string(text), std::move(L)).first->second;
+            return L;
         }
         L.kind.assign(t.substr(0, we));
         sv args = t.substr(we + 1, t.size() - 1 - (we + 1));
@@ -688,7 +750,19 @@ struct Parser {
                 L.device = dev;
             }
         }
-        return layout_cache.emplace(std::string(text), std::move(L)).first->second;
+        if (L.has_size) shape_text(L.shape_text, L.size);
+        if (L.has_stride) shape_text(L.stride_text, L.stride);
+        return L;
+    }
+
+    // storage_bytes of a layout, computed on its first use.
+    const Storage& layout_storage(const Layout& L, bool* overflow) {
+        if (!L.has_storage) {
+            L.storage = storage_bytes(L.size, L.stride, L.dtype, &L.overflow);
+            L.has_storage = true;
+        }
+        *overflow = L.overflow;
+        return L.storage;
     }
 
     // -- the regexes over field values ----------------------------------------------------
@@ -911,11 +985,8 @@ struct Parser {
                 starts(text.substr(we), " = ")) {
                 sv name = text.substr(0, we - 7);
                 sv value = text.substr(we + 3);
-                if (cur == &top) {
-                    top_layouts[std::string(name)].assign(value);
-                } else {
-                    top_layouts.emplace(std::string(name), std::string(value));
-                }
+                if (cur == &top) top_layouts.set(name, value);
+                else if (!top_layouts.has(name)) top_layouts.set(name, value);
                 return;
             }
         }
@@ -940,7 +1011,7 @@ struct Parser {
         }
         if (cur == &top) top.unknown.emplace_back(text);
     }
-    std::unordered_map<std::string, std::string> top_layouts;
+    Fields top_layouts;  // name -> layout text (order unused)
 
     // _HEADER: `name: Cls(ir)` then \s* to the end (the line ends with ")").
     bool header(int64_t number, sv text) {
@@ -955,11 +1026,12 @@ struct Parser {
         if (expect_snode_of) {
             Node* parent = expect_snode_of;
             expect_snode_of = nullptr;
-            auto sub = std::make_unique<Node>();
+            if (parent->n_subs == parent->subs.size())
+                parent->subs.push_back(std::make_unique<Node>());
+            Node* sub = parent->subs[parent->n_subs++].get();
             sub->reset(name, cls, ir, number);
             parent->snodes.emplace_back(name);
-            current = sub.get();
-            parent->subs.push_back(std::move(sub));
+            current = sub;
             return true;
         }
         if (has_top) finish_node();
@@ -1026,8 +1098,7 @@ struct Parser {
             if (w1 != sv::npos && starts(text.substr(w1), ": ")) {
                 size_t w2 = ident_end(text, w1 + 2);
                 if (w2 != sv::npos && only_space(text, w2)) {
-                    bufs.emplace_back();
-                    Buffer& b = bufs.back();
+                    Buffer& b = bufs.add();
                     b.name.assign(text.substr(s, w1 - s));
                     b.ir_class.assign(text.substr(w1 + 2, w2 - w1 - 2));
                     b.line = number;
@@ -1080,8 +1151,8 @@ struct Parser {
         if (gd && !gd->empty()) {
             dev = *gd;
         } else {
-            for (auto& s : node.subs) {
-                const std::string* sg = s->fields.get("group.device");
+            for (size_t i = 0; i < node.n_subs; ++i) {
+                const std::string* sg = node.subs[i]->fields.get("group.device");
                 if (sg) { dev = *sg; break; }
             }
         }
@@ -1134,7 +1205,7 @@ struct Parser {
                                        "group.device", "group.iteration", "sizes",
                                        "node.kernel"};
             bool any = false;
-            for (auto& kv : f.kv) {
+            for (auto& kv : f) {
                 if (std::find(std::begin(known), std::end(known), sv(kv.first)) !=
                     std::end(known))
                     continue;
@@ -1146,7 +1217,7 @@ struct Parser {
             }
             if (any) a.push_back('}');
         }
-        for (auto& kv : node.blocks.kv) {
+        for (auto& kv : node.blocks) {
             a.push_back(',');
             put_json_string(a, kv.first, true);
             a.push_back(':');
@@ -1311,14 +1382,13 @@ struct Parser {
     void declare_inputs(const Node& node, const std::vector<std::string>& names) {
         for (auto& name : names) {
             if (produced.contains(name) || inputs.contains(name)) continue;
-            auto li = top_layouts.find(name);
+            const std::string* li = top_layouts.get(name);
             static const Layout none;
-            const Layout& L = (li != top_layouts.end() && !li->second.empty())
-                                  ? parse_layout(li->second) : none;
+            const Layout& L = (li && !li->empty()) ? parse_layout(*li) : none;
             std::optional<Storage> stg;
             if (L.has_size && L.has_stride) {
                 bool overflow;
-                stg = storage_bytes(L.size, L.stride, L.dtype, &overflow);
+                stg = layout_storage(L, &overflow);
                 if (overflow) out_of_range(node.line, name, *stg);
             }
             inputs[name] = stg ? stg->bytes : std::nullopt;
@@ -1330,8 +1400,8 @@ struct Parser {
             e.node.set_null();
             if (L.has_kind) e.layout.set(L.kind); else e.layout.set_null();
             set_opt(e.dtype, L.dtype);
-            if (L.has_size) { shape_text(tmp, L.size); e.shape.set(tmp); } else e.shape.set_null();
-            if (L.has_stride) { shape_text(tmp, L.stride); e.stride.set(tmp); } else e.stride.set_null();
+            if (L.has_size) e.shape.set(L.shape_text); else e.shape.set_null();
+            if (L.has_stride) e.stride.set(L.stride_text); else e.stride.set_null();
             set_opt(e.device, L.device);
             set_opt(e.size_expr, stg ? stg->expr : std::nullopt);
             e.is_input.set(true);
@@ -1340,28 +1410,64 @@ struct Parser {
         }
     }
 
+    // A buffer's attrs written straight as JSON, or through a JObj when one of its fields
+    // has the name of a key allocate() sets itself (the dict then overwrites in place).
+    struct AttrWriter {
+        JObj* obj;
+        std::string& out;
+        bool first = true;
+        std::string& slot(sv k) {
+            if (obj) return obj->slot(k);
+            out.push_back(first ? '{' : ',');
+            first = false;
+            put_json_string(out, k, true);
+            out.push_back(':');
+            return out;
+        }
+        void str(sv k, sv v) { put_json_string(slot(k), v, true); }
+        void finish() {
+            if (obj) obj->write(out);
+            else out.append(first ? "{}" : "}");
+        }
+    };
+    static bool own_attr_key(sv k) {
+        static const sv keys[] = {"ir_class", "layout_args", "written_from_step",
+                                  "written_by_views", "owns_no_storage", "bytes_unknown",
+                                  "layout_rule"};
+        for (sv x : keys)
+            if (k == x) return true;
+        return false;
+    }
+    std::vector<std::pair<bool, sv>> users_;  // (is OUTPUT, node name)
+    std::string attrs_;
+
     void allocate(const Node& node, int64_t st, const Buffer& buf) {
         const std::string* lay_text = buf.fields.get("layout");
         if (!lay_text)
             fail(buf.line, "buffer " + buf.name + " of " + node.name + " has no .layout line");
         const Layout& L = parse_layout(*lay_text);
         const std::string& kind = L.kind;
-        std::vector<std::optional<std::string>> users;
+        auto& users = users_;
+        users.clear();
         if (const std::string* u = buf.fields.get("users")) {
             scan_users(*u, [&](bool output, sv name, sv rest) {
                 if (rest.find("is_weak=True") != sv::npos) return;
-                if (output) users.emplace_back(std::nullopt);
-                else users.emplace_back(std::string(name));
+                users.emplace_back(output, name);
             });
         }
         produced.emplace(buf.name);
-        JObj at;
+        bool clash = false;
+        for (auto& kv : buf.fields)
+            if (own_attr_key(kv.first)) clash = true;
+        JObj obj;
+        attrs_.clear();
+        AttrWriter at{clash ? &obj : nullptr, attrs_};
         at.str("ir_class", buf.ir_class);
-        if (!L.extra.kv.empty()) {
+        if (!L.extra.empty()) {
             std::string& s = at.slot("layout_args");
             s.push_back('{');
             bool first = true;
-            for (auto& kv : L.extra.kv) {
+            for (auto& kv : L.extra) {
                 if (!first) s.push_back(',');
                 first = false;
                 put_json_string(s, kv.first, true);
@@ -1370,13 +1476,13 @@ struct Parser {
             }
             s.push_back('}');
         }
-        for (auto& kv : buf.fields.kv)
+        for (auto& kv : buf.fields)
             if (kv.first != "layout" && kv.first != "users") at.str(kv.first, kv.second);
         int64_t alloc_step = st;
         auto views = concat_views.find(buf.name);
         if (views != concat_views.end()) {
             alloc_step = std::min(st, views->second.first);
-            at.slot("written_from_step") = std::to_string(views->second.first);
+            at.slot("written_from_step").append(std::to_string(views->second.first));
             json_str_list(at.slot("written_by_views"), views->second.second);
         }
         if (kind == "NonOwningLayout") {
@@ -1397,7 +1503,7 @@ struct Parser {
             nbytes = 0;
         } else if (L.has_size && L.has_stride) {
             bool overflow;
-            Storage s = storage_bytes(L.size, L.stride, L.dtype, &overflow);
+            const Storage& s = layout_storage(L, &overflow);
             if (overflow) out_of_range(buf.line, buf.name, s);
             nbytes = s.bytes;
             size_expr = s.expr;
@@ -1420,15 +1526,14 @@ struct Parser {
         e.node.set(node.name);
         e.layout.set(kind);
         set_opt(e.dtype, L.dtype);
-        if (L.has_size) { shape_text(tmp, L.size); e.shape.set(tmp); } else e.shape.set_null();
-        if (L.has_stride) { shape_text(tmp, L.stride); e.stride.set(tmp); } else e.stride.set_null();
+        if (L.has_size) e.shape.set(L.shape_text); else e.shape.set_null();
+        if (L.has_stride) e.stride.set(L.stride_text); else e.stride.set_null();
         set_opt(e.device, L.device);
         set_opt(e.size_expr, size_expr);
         e.is_input.set(false);
         e.line.set(buf.line);
-        std::string& as = e.attrs.begin();
-        at.write(as);
-        e.attrs.commit();
+        at.finish();
+        e.attrs.set(attrs_);
         end_row();
     }
 
@@ -1535,8 +1640,35 @@ struct Parser {
             fail(next_line + count_lines(text.substr(0, p)),
                  "NUL byte in a text dump: binary data?");
         }
+        if (text.find('\r') == sv::npos) {
+            // lines straight from the chunk; only a line cut by its end is copied (buf)
+            const char* base = text.data();
+            size_t i = 0;
+            if (!buf.empty()) {
+                const void* nl = std::memchr(base, '\n', text.size());
+                if (!nl) {
+                    buf.append(text);
+                    return;
+                }
+                size_t e = (size_t)((const char*)nl - base);
+                buf.append(base, e);
+                line(next_line, buf);
+                ++next_line;
+                i = e + 1;
+            }
+            while (true) {
+                const void* nl = std::memchr(base + i, '\n', text.size() - i);
+                if (!nl) break;
+                size_t e = (size_t)((const char*)nl - base);
+                line(next_line, sv(base + i, e - i));
+                ++next_line;
+                i = e + 1;
+            }
+            buf.assign(base + i, text.size() - i);
+            return;
+        }
         size_t start = buf.size();
-        if (text.find('\r') != sv::npos) {
+        {
             // text.replace("\r\n", "\n") within this chunk's text only
             buf.reserve(buf.size() + text.size());
             size_t i = 0;
@@ -1547,8 +1679,6 @@ struct Parser {
                 buf.push_back('\n');
                 i = r + 2;
             }
-        } else {
-            buf.append(text);
         }
         // every complete line
         size_t pos = 0;

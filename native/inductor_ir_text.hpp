@@ -140,16 +140,18 @@ inline bool ends(sv s, sv p) {
     return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
 
-// (text.count("[") + "(" + "{") - (closing ones)
+// (text.count("[") + "(" + "{") - (closing ones), by a table (no branch per byte).
+struct BalanceTable {
+    int8_t d[256] = {};
+    constexpr BalanceTable() {
+        d[(uint8_t)'['] = d[(uint8_t)'('] = d[(uint8_t)'{'] = 1;
+        d[(uint8_t)']'] = d[(uint8_t)')'] = d[(uint8_t)'}'] = -1;
+    }
+};
+inline constexpr BalanceTable BALANCE{};
 inline int64_t balance(sv s) {
     int64_t b = 0;
-    for (char c : s) {
-        switch (c) {
-            case '[': case '(': case '{': ++b; break;
-            case ']': case ')': case '}': --b; break;
-            default: break;
-        }
-    }
+    for (char c : s) b += BALANCE.d[(uint8_t)c];
     return b;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,9 +23,22 @@ struct StrMap {
     std::vector<Slot> slots;
     size_t n = 0, tombs = 0, mask = 0;
 
+    // 8 bytes a step (layout texts are keys too, ~80 bytes), then a final mix.
     static uint64_t hash(std::string_view k) {
-        uint64_t h = 1469598103934665603ull;
-        for (unsigned char c : k) { h ^= c; h *= 1099511628211ull; }
+        const char* p = k.data();
+        size_t n = k.size();
+        uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+        while (n >= 8) {
+            uint64_t w;
+            std::memcpy(&w, p, 8);
+            h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+            h ^= h >> 31;
+            p += 8;
+            n -= 8;
+        }
+        uint64_t w = 0;
+        std::memcpy(&w, p, n);
+        h = (h ^ w) * 0x94d049bb133111ebull;
         h ^= h >> 29;
         h *= 0xbf58476d1ce4e5b9ull;
         return h ^ (h >> 32);

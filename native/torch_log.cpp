@@ -269,19 +269,39 @@ struct PyUndress {
     int dress;  // 0 none, 1 glog, 2 short
     PyObject* meta;
     bool in_traceback, after_warning;
+    PyObject* record_obj;  // `record` as an int, made once per record
+    int64_t record_of;
+    // The prefix (up to the match's end) of the last glog line, where its pattern matched
+    // with both optional groups (compile id, artifact), so that nothing after it can
+    // change the match: a line that starts with the same bytes is of the same record.
+    // Empty where the record's key came otherwise.
+    std::string* prefix;
 };
 
-// LogLine(number, text, record, meta, starts_record, foreign) without a Python call.
+// LogLine(number, text, record, meta, starts_record, foreign) without a Python call:
+// allocated as the tuple subclass it is (a NamedTuple has no __dict__) and filled in.
 PyObject* make_line(PyUndress* self, PyObject* number, PyObject* text, bool starts,
                     bool foreign) {
-    PyObject* t = PyTuple_New(6);
-    if (!t) return nullptr;
+    PyTypeObject* cls = (PyTypeObject*)self->cls;
+    PyObject* t = cls->tp_alloc(cls, 6);
+    if (!t) {
+        Py_DECREF(text);
+        return nullptr;
+    }
     Py_INCREF(number);
     PyTuple_SET_ITEM(t, 0, number);
     PyTuple_SET_ITEM(t, 1, text);  // stolen
-    PyObject* rec = PyLong_FromLongLong(self->record);
-    if (!rec) { Py_DECREF(t); return nullptr; }
-    PyTuple_SET_ITEM(t, 2, rec);
+    if (!self->record_obj || self->record_of != self->record) {  // one int per record
+        PyObject* rec = PyLong_FromLongLong(self->record);
+        if (!rec) {
+            Py_DECREF(t);
+            return nullptr;
+        }
+        Py_XSETREF(self->record_obj, rec);
+        self->record_of = self->record;
+    }
+    Py_INCREF(self->record_obj);
+    PyTuple_SET_ITEM(t, 2, self->record_obj);
     PyObject* meta = self->meta ? self->meta : Py_None;
     Py_INCREF(meta);
     PyTuple_SET_ITEM(t, 3, meta);
@@ -291,12 +311,7 @@ PyObject* make_line(PyUndress* self, PyObject* number, PyObject* text, bool star
     b = foreign ? Py_True : Py_False;
     Py_INCREF(b);
     PyTuple_SET_ITEM(t, 5, b);
-    PyObject* args = PyTuple_Pack(1, t);
-    Py_DECREF(t);
-    if (!args) return nullptr;
-    PyObject* out = PyTuple_Type.tp_new((PyTypeObject*)self->cls, args, nullptr);
-    Py_DECREF(args);
-    return out;
+    return t;
 }
 
 PyObject* substr(PyObject* raw, Py_ssize_t start) {
@@ -326,6 +341,16 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
             return nullptr;
         }
     }
+    if (ascii && !self->prefix->empty() && s.size() >= self->prefix->size() &&
+        std::memcmp(s.data(), self->prefix->data(), self->prefix->size()) == 0) {
+        // The same prefix as the last glog line: the same match, the same record.
+        Py_ssize_t end = (Py_ssize_t)self->prefix->size();
+        if ((size_t)end < s.size() && s[(size_t)end] == ' ') ++end;
+        self->in_traceback = self->after_warning = false;
+        PyObject* text = substr(raw, end);
+        if (!text) return nullptr;
+        return make_line(self, number, text, false, false);
+    }
     Py_UCS4 first = PyUnicode_GET_LENGTH(raw) ? PyUnicode_READ_CHAR(raw, 0) : 0;
     // glog prefix
     if (first && first < 128 && std::strchr("[VIWEC", (int)first)) {
@@ -345,6 +370,10 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
                     self->dress = 1;
                     Py_XSETREF(self->meta, meta);
                 }
+                if (g.cid.has && g.artifact.has)
+                    self->prefix->assign(s.data(), g.end);
+                else
+                    self->prefix->clear();
                 self->in_traceback = self->after_warning = false;
                 PyObject* text = substr(raw, end);
                 if (!text) return nullptr;
@@ -365,6 +394,7 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
                     put_key(self->scratch, v != Py_None, std::string_view(b, (size_t)len));
                 }
                 bool starts = !self->have_key || *self->scratch != *self->key;
+                self->prefix->clear();
                 if (starts) {
                     PyObject* meta = PyTuple_GET_ITEM(m, 2);
                     Py_INCREF(meta);
@@ -404,6 +434,7 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
         if (meta) {
             ++self->record;
             self->have_key = false;
+            self->prefix->clear();
             self->dress = 2;
             Py_XSETREF(self->meta, meta);
             self->in_traceback = self->after_warning = false;
@@ -474,8 +505,10 @@ PyObject* feed(PyUndress* self, PyObject* args) {
 int init(PyUndress* self, PyObject* args, PyObject*) {
     PyObject *cls, *slow;
     if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &cls, &slow)) return -1;
-    if (!PyType_IsSubtype((PyTypeObject*)cls, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "TorchLogUndress: expected a tuple class (LogLine)");
+    if (!PyType_IsSubtype((PyTypeObject*)cls, &PyTuple_Type) ||
+        ((PyTypeObject*)cls)->tp_dictoffset != 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "TorchLogUndress: expected a tuple class without __dict__ (LogLine)");
         return -1;
     }
     Py_INCREF(cls);
@@ -483,8 +516,12 @@ int init(PyUndress* self, PyObject* args, PyObject*) {
     Py_INCREF(slow);
     Py_XSETREF(self->slow, slow);
     Py_CLEAR(self->meta);
+    Py_CLEAR(self->record_obj);
+    self->record_of = -1;
     if (!self->key) self->key = new std::string();
     if (!self->scratch) self->scratch = new std::string();
+    if (!self->prefix) self->prefix = new std::string();
+    self->prefix->clear();
     self->key->clear();
     self->record = 0;
     self->have_key = false;
@@ -497,8 +534,10 @@ void dealloc(PyUndress* self) {
     Py_XDECREF(self->cls);
     Py_XDECREF(self->slow);
     Py_XDECREF(self->meta);
+    Py_XDECREF(self->record_obj);
     delete self->key;
     delete self->scratch;
+    delete self->prefix;
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 

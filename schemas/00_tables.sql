@@ -1,6 +1,7 @@
--- tlview tables. The events table is the truth and is append-only: rows are
--- inserted by an ingest (one transaction per input file) and never updated or
--- deleted. Every other object is a view over it.
+-- tlview tables. The events (one table per kind, events_<kind>, read together through
+-- the view `events`) are the truth and append-only: rows are inserted by an ingest (one
+-- transaction per input file) and never updated or deleted. Every other object is a view
+-- over them.
 
 -- Key/value facts about the database itself; 'schema_version' is always present.
 CREATE TABLE IF NOT EXISTS tlview_meta (
@@ -42,56 +43,126 @@ CREATE TABLE IF NOT EXISTS timeline_notes (
 -- kind: node_scheduled | buffer_allocated | buffer_freed | buffer_aliased |
 --       collective_issued | collective_waited | kernel_measured | compile_event |
 --       allocator_action | allocator_segment | allocator_block | allocator_annotation
--- Columns not used by a kind are NULL; anything else the dump said is in attrs.
-CREATE TABLE IF NOT EXISTS events (
-    source_id   INTEGER NOT NULL,
-    timeline_id INTEGER NOT NULL,
-    seq         BIGINT NOT NULL,     -- order of emission within the source
-    kind        VARCHAR NOT NULL,
-    step        BIGINT,              -- schedule position; for buffer_freed the LAST live step
-    node        VARCHAR,
-    buffer      VARCHAR,
-    target      VARCHAR,             -- buffer_aliased: the buffer whose storage is shared
-    relation    VARCHAR,             -- buffer_aliased: mutation | alias | reuse | view
-    reason      VARCHAR,             -- buffer_freed: why here (last use, del, live range end)
-    node_class  VARCHAR,
-    ir_type     VARCHAR,
-    kernel      VARCHAR,
-    device      VARCHAR,
-    reads       VARCHAR[],
-    writes      VARCHAR[],
-    bytes       BIGINT,              -- NULL when unknown (symbolic), never 0 for unknown
-    layout      VARCHAR,
-    dtype       VARCHAR,
-    shape       VARCHAR,
-    stride      VARCHAR,
-    size_expr   VARCHAR,             -- symbolic byte expression when bytes is NULL
-    is_input    BOOLEAN,
-    allocation  BIGINT,              -- XLA allocation index
-    "offset"    BIGINT,              -- byte offset inside the allocation
-    op          VARCHAR,             -- collective op (all_gather_into_tensor_out, ...)
-    buffers     VARCHAR[],           -- collective: the buffers it touches
-    collective  VARCHAR,             -- collective_waited: the node that issued it
-    name        VARCHAR,             -- kernel_measured: kernel or op name
-    category    VARCHAR,             -- kernel_measured: kernel, gpu_memcpy, cpu_op, ...;
-                                     -- compile_event: chromium, metrics, estimate, ...
-    ts_ns       BIGINT,
-    dur_ns      BIGINT,
-    stream      BIGINT,
-    correlation BIGINT,
-    line        BIGINT,              -- line of the input file the event came from
-    -- zstd: the raw text of each event (a Kineto event's JSON, ~300 bytes) compresses
-    -- 2.7x smaller than DuckDB's default string compression and is written ~20% faster.
-    attrs       JSON USING COMPRESSION zstd,
-    -- Schema v3 (CUDA allocator snapshots, schemas/50_allocator.sql), at the end:
-    address     BIGINT,              -- allocator: device address of the block or segment
-    stack_id    INTEGER,             -- allocator: interned frames (stacks/frames, same source)
-    block_bytes BIGINT               -- allocator: the whole block handed out (bytes = requested)
+-- Each kind is kept in a table of its own, events_<kind>, holding only the columns that
+-- kind has (its record's fields in store/records.py); `events` below is their union,
+-- with every column. Why: DuckDB compresses every column of every row it appends, NULL
+-- or not, so one wide table made each event pay for ~25 columns it never uses (an
+-- allocator snapshot's 1.9M entries: 3.2 s to append 40 columns, 0.8 s for its 12).
+-- Anything else the dump said is in attrs. zstd for attrs: the raw text of each event
+-- (a Kineto event's JSON, ~300 bytes) compresses 2.7x smaller than DuckDB's default
+-- string compression and is written ~20% faster.
+CREATE TABLE IF NOT EXISTS events_node_scheduled (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, node_class VARCHAR, ir_type VARCHAR, kernel VARCHAR,
+    device VARCHAR, reads VARCHAR[], writes VARCHAR[], line BIGINT,
+    attrs JSON USING COMPRESSION zstd
 );
--- v2 -> v3: the same columns added at the end of an existing events table.
-ALTER TABLE events ADD COLUMN IF NOT EXISTS address BIGINT;
-ALTER TABLE events ADD COLUMN IF NOT EXISTS stack_id INTEGER;
-ALTER TABLE events ADD COLUMN IF NOT EXISTS block_bytes BIGINT;
+CREATE TABLE IF NOT EXISTS events_buffer_allocated (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, buffer VARCHAR, device VARCHAR, bytes BIGINT,
+    layout VARCHAR, dtype VARCHAR, shape VARCHAR, stride VARCHAR, size_expr VARCHAR,
+    is_input BOOLEAN, allocation BIGINT, "offset" BIGINT, line BIGINT,
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_buffer_freed (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, buffer VARCHAR, reason VARCHAR,
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_buffer_aliased (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, buffer VARCHAR, target VARCHAR, relation VARCHAR,
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_collective_issued (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, bytes BIGINT, op VARCHAR, buffers VARCHAR[],
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_collective_waited (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, collective VARCHAR,
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_kernel_measured (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, device VARCHAR, bytes BIGINT, name VARCHAR,
+    category VARCHAR, ts_ns BIGINT, dur_ns BIGINT, stream BIGINT, correlation BIGINT,
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_compile_event (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, node VARCHAR, kernel VARCHAR, name VARCHAR, category VARCHAR,
+    ts_ns BIGINT, dur_ns BIGINT, line BIGINT,
+    attrs JSON USING COMPRESSION zstd
+);
+CREATE TABLE IF NOT EXISTS events_allocator_action (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, device VARCHAR, bytes BIGINT, op VARCHAR, ts_ns BIGINT, stream BIGINT,
+    correlation BIGINT, attrs JSON USING COMPRESSION zstd, address BIGINT,
+    stack_id INTEGER, block_bytes BIGINT
+);
+CREATE TABLE IF NOT EXISTS events_allocator_segment (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    device VARCHAR, bytes BIGINT, stream BIGINT, correlation BIGINT,
+    attrs JSON USING COMPRESSION zstd, address BIGINT, stack_id INTEGER
+);
+CREATE TABLE IF NOT EXISTS events_allocator_block (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    device VARCHAR, bytes BIGINT, op VARCHAR, stream BIGINT, correlation BIGINT,
+    attrs JSON USING COMPRESSION zstd, address BIGINT, stack_id INTEGER, block_bytes BIGINT
+);
+CREATE TABLE IF NOT EXISTS events_allocator_annotation (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    device VARCHAR, name VARCHAR, ts_ns BIGINT,
+    attrs JSON USING COMPRESSION zstd
+);
+
+-- events: every event with every column (NULL where its kind has none), as one table
+-- read before schema v4. The first branch only fixes the columns' order and types.
+CREATE OR REPLACE VIEW events AS
+SELECT NULL::INTEGER AS source_id, NULL::INTEGER AS timeline_id, NULL::BIGINT AS seq,
+       NULL::VARCHAR AS kind,
+       NULL::BIGINT AS step,          -- schedule position; for buffer_freed the LAST live step
+       NULL::VARCHAR AS node, NULL::VARCHAR AS buffer,
+       NULL::VARCHAR AS target,       -- buffer_aliased: the buffer whose storage is shared
+       NULL::VARCHAR AS relation,     -- buffer_aliased: mutation | alias | reuse | view
+       NULL::VARCHAR AS reason,       -- buffer_freed: why here (last use, del, live range end)
+       NULL::VARCHAR AS node_class, NULL::VARCHAR AS ir_type, NULL::VARCHAR AS kernel,
+       NULL::VARCHAR AS device, NULL::VARCHAR[] AS reads, NULL::VARCHAR[] AS writes,
+       NULL::BIGINT AS bytes,         -- NULL when unknown (symbolic), never 0 for unknown
+       NULL::VARCHAR AS layout, NULL::VARCHAR AS dtype, NULL::VARCHAR AS shape,
+       NULL::VARCHAR AS stride,
+       NULL::VARCHAR AS size_expr,    -- symbolic byte expression when bytes is NULL
+       NULL::BOOLEAN AS is_input,
+       NULL::BIGINT AS allocation,    -- XLA allocation index
+       NULL::BIGINT AS "offset",      -- byte offset inside the allocation
+       NULL::VARCHAR AS op,           -- collective op; allocator action or block state
+       NULL::VARCHAR[] AS buffers,    -- collective: the buffers it touches
+       NULL::VARCHAR AS collective,   -- collective_waited: the node that issued it
+       NULL::VARCHAR AS name,         -- kernel_measured: kernel or op name
+       NULL::VARCHAR AS category,     -- kernel_measured: kernel, gpu_memcpy, cpu_op, ...;
+                                      -- compile_event: chromium, metrics, estimate, ...
+       NULL::BIGINT AS ts_ns, NULL::BIGINT AS dur_ns, NULL::BIGINT AS stream,
+       NULL::BIGINT AS correlation,
+       NULL::BIGINT AS line,          -- line of the input file the event came from
+       NULL::JSON AS attrs,
+       NULL::BIGINT AS address,       -- allocator: device address of the block or segment
+       NULL::INTEGER AS stack_id,     -- allocator: interned frames (stacks/frames, same source)
+       NULL::BIGINT AS block_bytes    -- allocator: the whole block handed out (bytes = requested)
+WHERE false
+UNION ALL BY NAME SELECT 'node_scheduled' AS kind, * FROM events_node_scheduled
+UNION ALL BY NAME SELECT 'buffer_allocated' AS kind, * FROM events_buffer_allocated
+UNION ALL BY NAME SELECT 'buffer_freed' AS kind, * FROM events_buffer_freed
+UNION ALL BY NAME SELECT 'buffer_aliased' AS kind, * FROM events_buffer_aliased
+UNION ALL BY NAME SELECT 'collective_issued' AS kind, * FROM events_collective_issued
+UNION ALL BY NAME SELECT 'collective_waited' AS kind, * FROM events_collective_waited
+UNION ALL BY NAME SELECT 'kernel_measured' AS kind, * FROM events_kernel_measured
+UNION ALL BY NAME SELECT 'compile_event' AS kind, * FROM events_compile_event
+UNION ALL BY NAME SELECT 'allocator_action' AS kind, * FROM events_allocator_action
+UNION ALL BY NAME SELECT 'allocator_segment' AS kind, * FROM events_allocator_segment
+UNION ALL BY NAME SELECT 'allocator_block' AS kind, * FROM events_allocator_block
+UNION ALL BY NAME SELECT 'allocator_annotation' AS kind, * FROM events_allocator_annotation;
 
 -- Caches: derived from the events table by the views in 10_core_views.sql, refreshed for
 -- the timelines an ingest touched, inside its transaction, and rebuilt whole by

@@ -173,29 +173,46 @@ SELECT c.timeline_id,
         FROM timeline_notes n WHERE n.timeline_id = c.timeline_id) AS consistent
 FROM allocator_curve c GROUP BY c.timeline_id;
 
--- _allocator_blocks_derived: every block's life (cached in _cache_allocator_blocks).
-CREATE OR REPLACE VIEW _allocator_blocks_derived AS
-WITH fc AS (SELECT * FROM allocator_events WHERE action = 'free_completed'),
-     fr AS (SELECT timeline_id, alloc_index, min(event_index) AS idx FROM allocator_events
-            WHERE action = 'free_requested' AND alloc_index IS NOT NULL
-            GROUP BY timeline_id, alloc_index)
+-- _allocator_blocks_window(tid, lo, hi): the lives of the blocks allocated by entries lo..hi
+-- of timeline tid, each with its free_completed and first free_requested (frees name
+-- their alloc in alloc_index). The store fills the cache range by range, so that the
+-- joins' tables stay within the ingest's memory.
+CREATE OR REPLACE MACRO _allocator_blocks_window(tid, lo, hi) AS TABLE
+WITH a AS (SELECT * FROM allocator_events
+           WHERE timeline_id = tid AND action = 'alloc' AND event_index BETWEEN lo AND hi),
+     fc AS (SELECT * FROM allocator_events
+            WHERE timeline_id = tid AND action = 'free_completed' AND alloc_index BETWEEN lo AND hi),
+     fr AS (SELECT alloc_index, min(event_index) AS idx FROM allocator_events
+            WHERE timeline_id = tid AND action = 'free_requested' AND alloc_index BETWEEN lo AND hi
+            GROUP BY alloc_index)
 SELECT a.timeline_id, a.source_id, a.address, a.block_bytes AS size, a.size AS requested_size,
        a.stream, a.event_index AS alloc_index, fr.idx AS free_requested_index,
        f.event_index AS free_index, a.time_us AS alloc_time_us, f.time_us AS free_time_us,
        a.stack_id, 'alloc' AS stack_from, 'window' AS origin
-FROM allocator_events a
-LEFT JOIN fc f ON f.timeline_id = a.timeline_id AND f.alloc_index = a.event_index
-LEFT JOIN fr ON fr.timeline_id = a.timeline_id AND fr.alloc_index = a.event_index
-WHERE a.action = 'alloc'
-UNION ALL
-SELECT f.timeline_id, f.source_id, f.address, f.block_bytes, f.size, f.stream, NULL,
-       NULL, f.event_index, NULL, f.time_us, f.stack_id, 'free', 'before_window'
-FROM fc f WHERE f.alloc_index IS NULL
+FROM a LEFT JOIN fc f ON f.alloc_index = a.event_index
+LEFT JOIN fr ON fr.alloc_index = a.event_index;
+
+-- _allocator_blocks_before: the blocks made before the window: freed in it (frames of the
+-- free), or alive through it (frames of the end state).
+CREATE OR REPLACE VIEW _allocator_blocks_before AS
+SELECT f.timeline_id, f.source_id, f.address, f.block_bytes AS size, f.size AS requested_size,
+       f.stream, NULL AS alloc_index, NULL AS free_requested_index, f.event_index AS free_index,
+       NULL AS alloc_time_us, f.time_us AS free_time_us, f.stack_id, 'free' AS stack_from,
+       'before_window' AS origin
+FROM allocator_events f WHERE f.action = 'free_completed' AND f.alloc_index IS NULL
 UNION ALL
 SELECT b.timeline_id, b.source_id, b.address, b.size, b.requested_size, b.stream, NULL,
        NULL, NULL, NULL, NULL, b.stack_id, 'end_state', 'before_window'
 FROM allocator_blocks_end b
 WHERE b.state <> 'inactive' AND b.alloc_index IS NULL;
+
+-- _allocator_blocks_derived: every block's life (cached in _cache_allocator_blocks).
+CREATE OR REPLACE VIEW _allocator_blocks_derived AS
+SELECT w.* FROM timeline_records t,
+     LATERAL _allocator_blocks_window(t.timeline_id, 0, 9223372036854775807) w
+WHERE t.format = 'cuda_snapshot'
+UNION ALL
+SELECT * FROM _allocator_blocks_before;
 
 -- allocator_blocks: one row per block the window saw alive.
 --   size: the whole block; requested_size: what was asked for; alloc_index /

@@ -17,7 +17,14 @@ INSERT INTO timeline_records SELECT * FROM _tlview_rows;
 INSERT INTO timeline_notes SELECT * FROM _tlview_rows;
 
 -- name: append_events
-INSERT INTO events SELECT * FROM _tlview_batch;
+-- {kind}: an event kind of store/records.py (the writer's own vocabulary, never input):
+-- each kind's rows go to its own table (schemas/00_tables.sql), in that table's columns.
+INSERT INTO events_{kind} SELECT * FROM _tlview_batch;
+
+-- name: sources_same_path_size
+-- Could the file at this path, of this size, have been ingested already? (If not, its
+-- sha256 is computed beside its ingest instead of before it.)
+SELECT count(*) FROM sources WHERE path = ? AND size = ?;
 
 -- name: sources_by_sha
 -- Re-ingest detection: the same file is the same path with the same bytes; another
@@ -92,6 +99,10 @@ SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records;
 
 -- name: has_meta_table
 SELECT count(*) FROM information_schema.tables WHERE table_name = 'tlview_meta';
+
+-- name: events_is_a_table
+-- A database before schema v4 keeps every event in one table named events.
+SELECT count(*) FROM duckdb_tables() WHERE table_name = 'events' AND schema_name = 'main';
 
 -- name: get_meta
 SELECT value FROM tlview_meta WHERE key = ?;

@@ -12,7 +12,52 @@ DELETE FROM _cache_allocator_curve WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_ranges_allocator_curve
 -- The curve is filled in ranges (store/caches.py): (timeline, lo, hi), in order: the start
--- (-1), then 2**20 entries at a time, each from the cache's row before it.
+-- (-1), then 2**18 entries at a time, each from the cache's row before it (each range is
+-- 13 columns of Arrow in the process: 27 MB).
+SELECT t.timeline_id, -1 AS lo, -1 AS hi
+FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
+UNION ALL
+SELECT e.timeline_id, r * 262144, r * 262144 + 262143
+FROM (SELECT timeline_id, max(step) AS last FROM events
+      WHERE kind = 'allocator_action' AND timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id) e,
+     LATERAL (SELECT unnest(range(0, e.last // 262144 + 1)) AS r)
+ORDER BY 1, 2;
+
+-- name: cache_fill_allocator_curve
+-- Range -1: the start. The entries' ranges are filled by store/caches.py from
+-- allocator_curve_deltas (a running sum in Arrow: what _allocator_curve_steps computes,
+-- without DuckDB's window, which cost 0.5-0.8 CPU-s per million entries).
+INSERT INTO _cache_allocator_curve BY NAME
+SELECT timeline_id, -1 AS event_index, first_time AS time_us, allocated_bytes, reserved_bytes,
+       active_blocks, block_bytes
+FROM _allocator_start WHERE timeline_id = $1 AND $2 = -1 AND $3 = -1;
+
+-- name: allocator_curve_before
+-- The cached curve's row before entry $2 of timeline $1: where range [$2, ...] starts from.
+SELECT allocated_bytes, reserved_bytes, active_blocks, block_bytes FROM _cache_allocator_curve
+WHERE timeline_id = $1 AND event_index = $2 - 1;
+
+-- name: allocator_curve_deltas
+-- Entries $2..$3 of timeline $1 in order: how each changes the curve's four sums
+-- (_allocator_curve_steps' terms).
+SELECT e.step AS event_index, e.ts_ns // 1000 AS time_us,
+       _allocator_delta(e.op, e.bytes)::BIGINT AS allocated_bytes,
+       _reserved_delta(e.op, e.bytes)::BIGINT AS reserved_bytes,
+       _allocator_delta(e.op, 1)::BIGINT AS active_blocks,
+       _allocator_delta(e.op, e.block_bytes)::BIGINT AS block_bytes
+FROM events e
+WHERE e.kind = 'allocator_action' AND e.timeline_id = $1 AND e.step BETWEEN $2 AND $3
+ORDER BY e.step;
+
+-- name: append_allocator_curve
+INSERT INTO _cache_allocator_curve BY NAME SELECT * FROM _tlview_rows;
+
+-- name: cache_clear_allocator_blocks
+DELETE FROM _cache_allocator_blocks WHERE timeline_id BETWEEN ? AND ?;
+
+-- name: cache_ranges_allocator_blocks
+-- The blocks are filled in ranges (store/caches.py): (timeline, lo, hi): those made before
+-- the window (-1), then those allocated by 2**20 entries at a time.
 SELECT t.timeline_id, -1 AS lo, -1 AS hi
 FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN $1 AND $2
 UNION ALL
@@ -22,23 +67,11 @@ FROM (SELECT timeline_id, max(step) AS last FROM events
      LATERAL (SELECT unnest(range(0, e.last // 1048576 + 1)) AS r)
 ORDER BY 1, 2;
 
--- name: cache_fill_allocator_curve
-INSERT INTO _cache_allocator_curve BY NAME
-SELECT timeline_id, -1 AS event_index, first_time AS time_us, allocated_bytes, reserved_bytes,
-       active_blocks, block_bytes
-FROM _allocator_start WHERE timeline_id = $1 AND $2 = -1
-UNION ALL
-SELECT c.* FROM (SELECT * FROM _cache_allocator_curve
-                 WHERE timeline_id = $1 AND event_index = $2 - 1 AND $2 >= 0) b,
-     LATERAL _allocator_curve_steps($1, $2, $3, b.allocated_bytes, b.reserved_bytes,
-                                    b.active_blocks, b.block_bytes) c;
-
--- name: cache_clear_allocator_blocks
-DELETE FROM _cache_allocator_blocks WHERE timeline_id BETWEEN ? AND ?;
-
 -- name: cache_fill_allocator_blocks
 INSERT INTO _cache_allocator_blocks BY NAME
-SELECT * FROM _allocator_blocks_derived WHERE timeline_id BETWEEN ? AND ?;
+SELECT * FROM _allocator_blocks_before WHERE timeline_id = $1 AND $2 = -1 AND $3 = -1
+UNION ALL
+SELECT * FROM _allocator_blocks_window($1, $2, $3) WHERE $2 >= 0;
 
 -- Content digest of a source's interned frames and stacks (store/digest.py), given only
 -- where the source has any, so that other sources' digests are unchanged.

@@ -11,6 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .db import insert_arrow
+
 # Dependency order: buffers, then the curve computed from them, then its peak; the
 # allocator snapshot caches (schemas/50_allocator.sql) depend on the events alone.
 CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
@@ -37,12 +42,50 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
             # A cache too large to compute in one statement within the ingest's memory
             # limit names its pieces: (timeline, first, last) of each.
             for tid, first, last in db.con.execute(ranged, [lo, hi]).fetchall():
+                if name == "allocator_curve" and first >= 0:
+                    fill_allocator_curve(db, tid, first, last)
+                    continue
                 db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
         # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
         # timelines' events: recomputed with them.
         from . import diff
 
         diff.refresh_pairs(db, lo, hi)
+
+
+CURVE_SUMS = ("allocated_bytes", "reserved_bytes", "active_blocks", "block_bytes")
+
+
+def fill_allocator_curve(db: Any, tid: int, lo: int, hi: int) -> None:
+    """The allocator curve's rows for entries ``lo``..``hi`` of timeline ``tid``, from the
+    cached row before ``lo``: ``_allocator_curve_steps`` (schemas/50_allocator.sql), its
+    windowed sums computed as running sums over the entries' deltas in Arrow."""
+    con = db.con
+    before = con.execute(db.queries["allocator_curve_before"], [tid, lo]).fetchall()
+    if not before:
+        return
+    deltas = con.sql(db.queries["allocator_curve_deltas"], params=[tid, lo, hi]).to_arrow_table()
+    if not deltas.num_rows:
+        return
+    cols: dict[str, Any] = {
+        "timeline_id": pa.repeat(pa.scalar(tid, pa.int32()), deltas.num_rows),
+        "event_index": deltas["event_index"], "time_us": deltas["time_us"]}
+    for name, start in zip(CURVE_SUMS, before[0]):
+        cols[name] = running_sum(deltas[name].combine_chunks(), start)
+    insert_arrow(con, db.queries["append_allocator_curve"], "_tlview_rows", pa.table(cols))
+
+
+def running_sum(deltas: pa.Array, start: int | None) -> pa.Array:
+    """``start + sum(deltas) OVER (ROWS UNBOUNDED PRECEDING)`` as SQL gives it: NULL deltas
+    are skipped, a row with only NULLs up to it is NULL, and so is every row of a NULL
+    ``start``; an overflow of BIGINT raises, as it does in SQL."""
+    if start is None:
+        return pa.nulls(len(deltas), pa.int64())
+    total = pc.cumulative_sum_checked(pc.fill_null(deltas, 0), start=pa.scalar(start, pa.int64()))
+    if deltas.null_count:
+        seen = pc.cumulative_sum(pc.cast(pc.is_valid(deltas), pa.int64()))
+        total = pc.if_else(pc.greater(seen, 0), total, pa.scalar(None, pa.int64()))
+    return total
 
 
 def rebuild_all(db: Any) -> None:

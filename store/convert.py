@@ -30,6 +30,18 @@ EVENT_SCHEMA = pa.schema([
     ("address", pa.int64()), ("stack_id", pa.int32()), ("block_bytes", pa.int64()),
 ])
 EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
+_OWNED = ("source_id", "timeline_id", "seq")
+
+
+def _kind_schema(cls: type) -> pa.Schema:
+    names = {f.name for f in attrs.fields(cls)}
+    return pa.schema([f for f in EVENT_SCHEMA if f.name in _OWNED or f.name in names])
+
+
+# The columns of each kind's table (events_<kind>, schemas/00_tables.sql): the writer's
+# three, then the record's fields, in the events view's order. No kind column: a table
+# holds one kind.
+KIND_SCHEMAS: dict[str, pa.Schema] = {kind: _kind_schema(cls) for cls, kind in EVENT_KINDS.items()}
 
 
 @cache
@@ -42,8 +54,6 @@ def converter() -> cattrs.Converter:
         c.register_unstructure_hook(cls, _row_function(cls))
     return c
 
-
-_OWNED = ("source_id", "timeline_id", "seq")
 
 
 def _row_function(cls: type) -> Any:

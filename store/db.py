@@ -6,28 +6,32 @@ itself, so the plain duckdb CLI can query the views without tlview installed.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 import duckdb
+import pyarrow as pa
 
 from . import storage
 from .locks import DatabaseLocked, lock_error
 
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
 #     frames and stacks tables; allocator caches (schemas/50_allocator.sql).
+# v4: one table per event kind (events_<kind>, only its columns); `events` is their
+#     union, a view with v3's columns (schemas/00_tables.sql, queries_migrate.sql).
 
 
 class SchemaError(Exception):
@@ -140,6 +144,29 @@ class Database:
 
 
 _QUERIES = _load_named_queries()
+
+
+def insert_arrow(con: duckdb.DuckDBPyConnection, query: str, name: str, table: Any) -> None:
+    """Run ``query`` (an INSERT ... FROM ``name``) with the Arrow ``table`` as ``name``.
+
+    DuckDB (2.0) keeps a registered Arrow object alive after ``unregister``, for as long
+    as the connection lives: a table registered as such stays in memory (the allocator
+    curve's ranges of a 1 GB snapshot grew the process by 1 GB). It is handed over as a
+    stream whose batches are let go as they are read, so only the spent stream stays.
+    """
+    batches = collections.deque(table.to_batches())
+    schema = table.schema
+    del table
+
+    def drained() -> Iterator[Any]:
+        while batches:
+            yield batches.popleft()
+
+    con.register(name, pa.RecordBatchReader.from_batches(schema, drained()))
+    try:
+        con.execute(query).fetchall()
+    finally:
+        con.unregister(name)
 
 
 def _scalar(con: duckdb.DuckDBPyConnection, name: str, *params: Any) -> Any:
@@ -328,7 +355,12 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
             return
     con.execute("BEGIN TRANSACTION")
     try:
+        wide = bool(_scalar(con, "events_is_a_table"))  # v2/v3: moved to events_<kind>
+        if wide:
+            con.execute(_QUERIES["migrate_events_rename"])
         con.execute(schema_sql())
+        if wide:
+            _split_events(con, path)
         con.execute(_QUERIES["set_schema_version"], [str(SCHEMA_VERSION), _views_sha()])
         from . import caches
 
@@ -337,3 +369,14 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
     except Exception:
         con.execute("ROLLBACK")
         raise
+
+
+def _split_events(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Move the rows of a v2/v3 database's one events table to the per-kind tables."""
+    con.execute(_QUERIES["migrate_events_split"])
+    left = con.execute(_QUERIES["migrate_events_left"]).fetchall()
+    if left:
+        kinds = ", ".join(f"{k} ({n:,} rows)" for k, n in left)
+        raise SchemaError(f"{path}: events of kinds this tlview has no table for: {kinds}; "
+                          "nothing was changed")
+    con.execute(_QUERIES["migrate_events_drop"])

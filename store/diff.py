@@ -15,7 +15,7 @@ import pyarrow as pa
 from attrs import frozen
 
 from . import align
-from .db import Database
+from .db import Database, insert_arrow
 
 # Bumped whenever align.py or the signatures change what an alignment holds: a stored pair
 # of another version is recomputed.
@@ -116,11 +116,7 @@ def ensure_alignment(db: Database, a: int, b: int) -> AlignmentInfo:
     row = (ALIGN_VERSION, sa.kind, *counts)
     db.con.execute(db.queries["alignment_delete_rows"], [a, b])
     db.con.execute(db.queries["alignment_delete_pair"], [a, b])
-    db.con.register("_tlview_alignment", table)
-    try:
-        db.con.execute(db.queries["alignment_append_rows"])
-    finally:
-        db.con.unregister("_tlview_alignment")
+    insert_arrow(db.con, db.queries["alignment_append_rows"], "_tlview_alignment", table)
     db.con.execute(db.queries["alignment_insert_pair"], [a, b, *row])
     return _info(sa, sb, row, stored=not temp)
 

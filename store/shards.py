@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import caches, diff
-from .convert import EVENT_SCHEMA, dumps
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps
 from .db import SCHEMA_VERSION, Database, _schema_files, _template_path
 from .writer import IngestSummary, ingest_transaction
 
@@ -195,11 +195,17 @@ def delete_source(db: Database, source_id: int) -> None:
             where = "source_id = $1" if t.by_source else "timeline_id BETWEEN $2 AND $3"
             params = {k: v for k, v in (("1", source_id), ("2", lo), ("3", hi))
                       if f"${k}" in where}
-            con.execute(f"DELETE FROM {_quoted(t.table)} WHERE {where}", params)
+            for table in _stored(t.table, KIND_SCHEMAS):
+                con.execute(f"DELETE FROM {_quoted(table)} WHERE {where}", params)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+
+
+def _stored(table: str, kinds: Iterable[str]) -> list[str]:
+    """The tables that hold ``table``'s rows: the events view's are those of ``kinds``."""
+    return [f"events_{k}" for k in kinds] if table == "events" else [table]
 
 
 def init_set(folder: str | Path) -> Path:
@@ -224,7 +230,8 @@ def _check_manifest(root: Path) -> None:
         m = json.loads((root / MANIFEST).read_text())
     except (OSError, ValueError) as e:
         raise ShardError(f"{root}: not a tlview shard set ({MANIFEST}: {e})") from None
-    if m.get("layout") != LAYOUT or m.get("schema_version") != SCHEMA_VERSION:
+    # v4 split the database's events table by kind; a shard's files are as in v3.
+    if m.get("layout") != LAYOUT or m.get("schema_version") not in (3, SCHEMA_VERSION):
         raise ShardError(f"{root}: shard layout {m.get('layout')}, schema "
                          f"v{m.get('schema_version')}; this tlview reads layout {LAYOUT}, "
                          f"schema v{SCHEMA_VERSION}")
@@ -405,19 +412,30 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
                  if not (t.table.startswith("_cache_") and k in lean)]
         if not files:
             continue
-        cols = []
-        for c in _columns(con, t.table):
-            if c == "source_id":
-                cols.append("CAST($sids[source_id - $k0 + 1] AS INTEGER) AS source_id")
-            elif c == "timeline_id":
-                cols.append("CAST(timeline_id + $bases[source_id - $k0 + 1] AS INTEGER) "
-                            "AS timeline_id")
-            else:
-                cols.append(_quoted(c))
-        sql = (f"INSERT INTO {_quoted(t.table)} SELECT {', '.join(cols)} "
-               "FROM read_parquet($files, hive_partitioning = true)")
-        con.execute(sql, {**{k: v for k, v in params.items() if f"${k}" in sql},
-                          "files": files})
+        kinds: list[str] = []
+        if t.table == "events":  # each kind to its own table (schemas/00_tables.sql)
+            kinds = [r[0] for r in con.execute(
+                "SELECT DISTINCT kind FROM read_parquet($files, hive_partitioning = true) "
+                "ORDER BY kind", {"files": files}).fetchall()]
+            unknown = sorted(set(kinds) - KIND_SCHEMAS.keys())
+            if unknown:
+                raise ShardError(f"{folder}: events of kinds this tlview has no table for: "
+                                 f"{', '.join(map(str, unknown))}")
+        for table in _stored(t.table, kinds):
+            cols = []
+            for c in _columns(con, table):
+                if c == "source_id":
+                    cols.append("CAST($sids[source_id - $k0 + 1] AS INTEGER) AS source_id")
+                elif c == "timeline_id":
+                    cols.append("CAST(timeline_id + $bases[source_id - $k0 + 1] AS INTEGER) "
+                                "AS timeline_id")
+                else:
+                    cols.append(_quoted(c))
+            where = f" WHERE kind = '{table[len('events_'):]}'" if kinds else ""
+            sql = (f"INSERT INTO {_quoted(table)} SELECT {', '.join(cols)} "
+                   f"FROM read_parquet($files, hive_partitioning = true){where}")
+            con.execute(sql, {**{k: v for k, v in params.items() if f"${k}" in sql},
+                              "files": files})
     if lean:
         caches.refresh(db, [bases[k - k0] + j for k in lean  # type: ignore[operator]
                             for j in range(len(n_tl.get(k, ())))])

@@ -1,12 +1,12 @@
 """Appending an ingest's records to the database: one transaction per input file.
 
 Events become Arrow batches (records through the cattrs converter's generated row
-functions; profiler traces hand whole columnar ``MeasuredBatch``es) and go in as ONE
-INSERT that DuckDB feeds by pulling batches from the parser, so the memory of an
-ingest stays flat whatever the input's size. The parser runs in a thread while
-DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
-ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 256MB). Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the
-database is exactly as it was before.
+functions; profiler traces hand whole columnar ``MeasuredBatch``es) and go in as one
+INSERT per kind's table that DuckDB feeds by pulling batches from the parser, so the
+memory of an ingest stays flat whatever the input's size. The parser runs in a thread
+while DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
+ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 256MB). Any exception (bad input, Ctrl-C) rolls
+the whole ingest back, so the database is exactly as it was before.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import caches
-from .convert import EVENT_SCHEMA, converter, dumps
-from .db import Database
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS, converter, dumps
+from .db import Database, insert_arrow
 from .records import (
     EVENT_KINDS,
     EventColumns,
@@ -51,6 +51,10 @@ if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", INGEST_MEMORY_LIMIT):
     raise ValueError(f"TLVIEW_INGEST_MEMORY_LIMIT={INGEST_MEMORY_LIMIT!r}: expected e.g. 512MB")
 # DuckDB threads while the events INSERT runs (the parse thread has the other core).
 INSERT_THREADS = int(os.environ.get("TLVIEW_INGEST_INSERT_THREADS", "1"))
+# Events of the kinds not being inserted wait, up to this many rows of one kind (one
+# DuckDB row group), for that kind's own INSERT: each statement appends whole row groups
+# and the rows held stay bounded whatever the input.
+HOLD_ROWS = 122_880
 
 
 @attrs.frozen
@@ -64,11 +68,13 @@ class IngestSummary:
 
 def write_records(
     db: Database, records: Iterable[Record], *, batch_size: int = BATCH,
-    summary_attrs: dict[str, Any] | None = None,
+    summary_attrs: dict[str, Any] | None = None, sha256: Callable[[], str] | None = None,
 ) -> IngestSummary:
-    """Append one source's records atomically. The first record must be its Source."""
+    """Append one source's records atomically. The first record must be its Source;
+    ``sha256``, where given, is called at the end for the source's sha256 in place of the
+    record's (a file hashed while it is ingested)."""
     with ingest_transaction(db):
-        return _write(db, records, batch_size, summary_attrs)
+        return _write(db, records, batch_size, summary_attrs, sha256)
 
 
 def limit_ingest_memory(db: Database) -> None:
@@ -103,24 +109,27 @@ def ingest_transaction(db: Database) -> Iterator[None]:
 
 
 def _write(db: Database, records: Iterable[Record], batch_size: int,
-           summary_attrs: dict[str, Any] | None) -> IngestSummary:
+           summary_attrs: dict[str, Any] | None,
+           sha256: Callable[[], str] | None) -> IngestSummary:
     con = db.con
     rows = SourceRows(_in_background(records), db.scalar("next_source_id"),
                       db.scalar("next_timeline_id"), batch_size)
     source = rows.source
     source_id = rows.source_id
-    # ONE INSERT for the whole ingest, fed by DuckDB pulling batches from the parser:
-    # the process holds about one batch, whatever the input's size (separate INSERTs
-    # would keep every row of the open transaction in memory).
-    reader = pa.RecordBatchReader.from_batches(EVENT_SCHEMA, rows.batches())
-    con.register("_tlview_batch", reader)
+    # An INSERT per kind's stream (one for an input of one kind), fed by DuckDB pulling
+    # batches from the parser: the process holds a few batches, whatever the input's size.
+    kinds = _KindStreams(_by_kind(rows.batches()), rows.failed)
     threads = db.scalar("current_threads")
     try:
-        # The INSERT appends from one stream in one thread whatever the setting; more
+        # An INSERT appends from one stream in one thread whatever the setting; more
         # threads only add CPU (and workers contending with the parse thread for this
         # machine's two cores): a 1 GB Kineto trace 19.3 -> 16.3 s, 487 -> 442 MB RSS.
         con.execute(f"SET threads = {INSERT_THREADS}")
-        _interruptible(con, db.queries["append_events"], rows.stop)
+        while (kind := kinds.next_kind()) is not None:
+            reader = pa.RecordBatchReader.from_batches(KIND_SCHEMAS[kind], kinds.stream(kind))
+            con.register("_tlview_batch", reader)
+            _interruptible(con, db.queries["append_events"].format(kind=kind), rows.stop)
+            con.unregister("_tlview_batch")
     except BaseException:
         try:
             con.unregister("_tlview_batch")
@@ -130,13 +139,13 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
             raise rows.failed[0] from None
         raise
     con.execute(f"SET threads = {threads}")
-    con.unregister("_tlview_batch")
     append_side_tables(db, rows)
     caches.refresh(db, rows.tids.values())
     # The source row goes in last, so that it can carry the ingest's own summary.
     con.execute(
         db.queries["insert_source"],
-        [source_id, source.path, source.size, source.sha256, source.format,
+        [source_id, source.path, source.size, sha256() if sha256 else source.sha256,
+         source.format,
          source.tool_version, _dt.datetime.now(),
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(rows.counts)})],
     )
@@ -250,6 +259,96 @@ class SourceRows:
         except BaseException as e:  # DuckDB would re-raise it as its own error type
             self.failed.append(e)
             raise
+
+
+def _by_kind(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Each events batch (every column, ``EVENT_SCHEMA``) as one batch per kind it holds,
+    in the columns of that kind's table, rows in order."""
+    for batch in batches:
+        kinds = batch.column(3)
+        present = pc.unique(kinds)
+        if len(present) == 1:
+            yield present[0].as_py(), _narrow(batch, present[0].as_py(), None)
+            continue
+        for kind in present.to_pylist():
+            yield kind, _narrow(batch, kind, pc.equal(kinds, kind))
+
+
+def _narrow(batch: pa.RecordBatch, kind: str, rows: pa.Array | None) -> pa.RecordBatch:
+    """The ``rows`` (a mask; None: all) of ``batch``, all of ``kind``, in the columns of
+    ``kind``'s table. A value in a column the kind has not would be lost, so it is an
+    error (an ingester's bug)."""
+    schema = KIND_SCHEMAS.get(kind)
+    if schema is None:
+        raise ValueError(f"event kind {kind!r}: not one of tlview's ({', '.join(KIND_SCHEMAS)})")
+    n = len(batch)
+    for name, col in zip(batch.schema.names, batch.columns):
+        if name == "kind" or col.null_count == n or schema.get_field_index(name) >= 0:
+            continue
+        if rows is None or pc.filter(col, rows).null_count < pc.sum(rows).as_py():
+            raise ValueError(f"{kind} events with a value in column {name!r}, which that "
+                             "kind has not")
+    cols = [batch.column(f.name) for f in schema]
+    if rows is not None:
+        cols = [pc.filter(c, rows) for c in cols]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+class _KindStreams:
+    """The batches of ``_by_kind`` as a stream per kind, each for one INSERT: the stream
+    of one kind goes on while the next batches are of that kind; batches of other kinds
+    wait until one of those kinds holds ``HOLD_ROWS`` rows, which ends the stream so that
+    the full kind goes in next. An input of one kind is one INSERT; a mix goes in as
+    statements of whole row groups. An exception is kept in ``failed`` (DuckDB raises
+    its own error type when a stream it pulls from fails)."""
+
+    def __init__(self, pieces: Iterator[tuple[str, pa.RecordBatch]],
+                 failed: list[BaseException]) -> None:
+        self._pieces = pieces
+        self._failed = failed
+        self._held: dict[str, list[pa.RecordBatch]] = {}
+        self._rows: Counter[str] = Counter()
+        self._done = False
+
+    def _pull(self) -> tuple[str, pa.RecordBatch] | None:
+        if self._done:
+            return None
+        try:
+            piece = next(self._pieces, None)
+        except BaseException as e:
+            if not self._failed:
+                self._failed.append(e)
+            raise
+        if piece is None:
+            self._done = True
+        return piece
+
+    def _hold(self, kind: str, batch: pa.RecordBatch) -> None:
+        self._held.setdefault(kind, []).append(batch)
+        self._rows[kind] += len(batch)
+
+    def next_kind(self) -> str | None:
+        """The kind to insert next (a full one first, else the next batch's), or None
+        when every batch has gone in."""
+        full = next((k for k, n in self._rows.items() if n >= HOLD_ROWS), None)
+        if full is not None:
+            return full
+        piece = self._pull()
+        if piece is not None:
+            self._hold(*piece)
+            return piece[0]
+        return next((k for k, n in self._rows.items() if n), None)
+
+    def stream(self, kind: str) -> Iterator[pa.RecordBatch]:
+        yield from self._held.pop(kind, [])
+        self._rows[kind] = 0
+        while (piece := self._pull()) is not None:
+            if piece[0] == kind:
+                yield piece[1]
+                continue
+            self._hold(*piece)
+            if self._rows[piece[0]] >= HOLD_ROWS:
+                return
 
 
 # The side tables' rows as SourceRows keeps them: (name, query, columns, Arrow types).
@@ -441,8 +540,4 @@ def _append(con: Any, query: str, rows: list[tuple[Any, ...]], names: list[str],
         return
     table = pa.Table.from_arrays(
         [pa.array(col, type=t) for col, t in zip(zip(*rows), types)], names=names)
-    con.register("_tlview_rows", table)
-    try:
-        con.execute(query).fetchall()
-    finally:
-        con.unregister("_tlview_rows")
+    insert_arrow(con, query, "_tlview_rows", table)

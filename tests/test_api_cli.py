@@ -47,7 +47,7 @@ def test_sql_live_at_peak_seed_000_sums_to_peak(tmp_path):
 def test_sql_is_read_only_by_default(tmp_path):
     db = str(tmp_path / "c.duckdb")
     ingest_into(tmp_path / "c.duckdb", SEED_002)
-    p = run("sql", "--db", db, "DELETE FROM events")
+    p = run("sql", "--db", db, "DELETE FROM events_buffer_allocated")
     assert p.returncode == 2 and "read-only" in p.stderr.lower()
     con = duckdb.connect(db, read_only=True)
     assert con.execute("SELECT count(*) FROM events").fetchone()[0] > 0

@@ -7,6 +7,7 @@ processes, closed pipes, help and version, queries from files, migrate, --write.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import pickle
@@ -127,6 +128,11 @@ def test_identical_graphs_of_a_folder_are_both_ingested(tmp_path):
     again = tlview("ingest", str(tmp_path / "run"), "--db", str(db))
     assert again.stdout.count("already ingested") == 2
     assert count(db, "SELECT count(*) FROM timelines") == 2
+    # hashed beside the ingest (a new path), or before it (a path seen): the file's sha256
+    con = duckdb.connect(str(db), read_only=True)
+    shas = {r[0] for r in con.execute("SELECT sha256 FROM sources").fetchall()}
+    con.close()
+    assert shas == {hashlib.sha256(code).hexdigest()}
 
 
 def test_a_folder_says_what_it_skipped(tmp_path):
@@ -346,8 +352,11 @@ def test_sql_write_that_changes_events_refreshes_the_caches(tmp_path):
     1,114,112 B), and the cached views say so."""
     db = tmp_path / "w.duckdb"
     ingest_into(db, SEED_002)
+    assert "each kind of event is kept in a table of its own, events_<kind>" in one_line_error(
+        tlview("sql", "--write", "--db", str(db), "DELETE FROM events WHERE buffer = 'buf1'"))
     p = tlview("sql", "--write", "--db", str(db),
-               "DELETE FROM events WHERE buffer = 'buf1' AND kind LIKE 'buffer_%'")
+               "DELETE FROM events_buffer_allocated WHERE buffer = 'buf1'; "
+               "DELETE FROM events_buffer_freed WHERE buffer = 'buf1'")
     assert p.returncode == 0, p.stderr
     assert p.stderr == ("tlview: events of 1 timeline changed (1): their buffers, memory_curve "
                         "and peak_memory were recomputed\n")

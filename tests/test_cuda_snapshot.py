@@ -391,6 +391,57 @@ def test_curve_cache_is_the_view_and_ranges_chain(con, real_db):
         assert first + second == whole, name
 
 
+def _same_rows(con, a: str, b: str) -> bool:
+    """Tables/views ``a`` and ``b`` hold the same rows, duplicates counted."""
+    return one(con, f"SELECT count(*) FROM ((FROM {a} EXCEPT ALL FROM {b}) "
+                    f"UNION ALL (FROM {b} EXCEPT ALL FROM {a}))")[0] == 0
+
+
+def test_curve_and_blocks_filled_in_ranges_are_the_derived_views(real_db, tmp_path):
+    """The store fills the curve's ranges with running sums in Arrow, not the view's
+    window: on every real fixture, refilled in ranges of 7 entries (each from the row
+    before it), and with some sizes NULL (SQL's sum skips them; a range that has seen
+    only NULLs so far is NULL), the cache holds exactly what _allocator_curve_derived
+    computes; the blocks' cache, filled in ranges of 7 allocating entries, exactly what
+    _allocator_blocks_derived does."""
+    import shutil
+
+    from tlview.store import caches, open_database
+
+    db_path = tmp_path / "copy.duckdb"
+    shutil.copyfile(real_db[0], db_path)
+    with open_database(db_path) as db:
+        con = db.con
+        assert _same_rows(con, "_cache_allocator_curve", "_allocator_curve_derived")
+        for tid in real_db[1].values():
+            n = one(con, "SELECT count(*) FROM allocator_events WHERE timeline_id = ?", tid)[0]
+            con.execute("DELETE FROM _cache_allocator_curve WHERE timeline_id = ? "
+                        "AND event_index >= 0", [tid])
+            for lo in range(0, n, 7):
+                caches.fill_allocator_curve(db, tid, lo, lo + 6)
+        assert _same_rows(con, "_cache_allocator_curve", "_allocator_curve_derived")
+        # the blocks' cache, filled in ranges of 7 allocating entries, is its view too
+        assert _same_rows(con, "_cache_allocator_blocks", "_allocator_blocks_derived")
+        for tid in real_db[1].values():
+            n = one(con, "SELECT count(*) FROM allocator_events WHERE timeline_id = ?", tid)[0]
+            con.execute("DELETE FROM _cache_allocator_blocks WHERE timeline_id = ?", [tid])
+            for lo in (-1, *range(0, n, 7)):
+                con.execute(db.queries["cache_fill_allocator_blocks"],
+                            [tid, lo, -1 if lo < 0 else lo + 6])
+        assert one(con, "SELECT count(*) FROM _cache_allocator_blocks")[0] > 100
+        assert _same_rows(con, "_cache_allocator_blocks", "_allocator_blocks_derived")
+        # entries of unknown size: the first alloc of each timeline and every 5th event
+        con.execute("UPDATE events_allocator_action SET bytes = NULL, block_bytes = NULL "
+                    "WHERE step % 5 = 0 OR step = (SELECT min(step) FROM events_allocator_action "
+                    "a WHERE a.timeline_id = events_allocator_action.timeline_id "
+                    "AND a.op = 'alloc')")
+        caches.rebuild_all(db)
+        nulls = one(con, "SELECT count(*) FILTER (WHERE allocated_bytes IS NULL), count(*) "
+                         "FROM _cache_allocator_curve")
+        assert 0 < nulls[0] < nulls[1], nulls
+        assert _same_rows(con, "_cache_allocator_curve", "_allocator_curve_derived")
+
+
 def test_snapshot_queries_for_a_view(real_db):
     """The store's reads for a snapshot screen: the peak, the OOMs, the curve squeezed to
     columns, the point at the cursor, the live blocks by site summing to it, a stack."""

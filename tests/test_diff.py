@@ -426,8 +426,8 @@ def test_a_changed_timeline_has_its_stored_alignment_recomputed(tmp_path, capsys
                 DIFF / "cpu_wide" / "0_forward.ir_post_fusion.txt")
     with open_database(path) as d:
         ensure_alignment(d, 1, 2)
-    assert main(["sql", "--db", str(path), "--write", "DELETE FROM events WHERE "
-                 "timeline_id = 2 AND kind = 'node_scheduled' AND step = 9"]) == 0
+    assert main(["sql", "--db", str(path), "--write", "DELETE FROM events_node_scheduled "
+                 "WHERE timeline_id = 2 AND step = 9"]) == 0
     capsys.readouterr()
     with open_database(path, read_only=True) as d:
         row = d.query("alignment_pair", 1, 2)[0]

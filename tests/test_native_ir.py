@@ -205,6 +205,81 @@ class TestEdgeCases:
         assert same(bad, monkeypatch)[0] == "error"
 
 
+def _node(name: str, buf: str, users: list[str], reads: list[str] = (),
+          extra: str = "") -> str:
+    user_text = ", ".join(
+        "NodeUser(node=OUTPUT, can_inplace=False, is_weak=False)" if u == "OUTPUT"
+        else f"NodeUser(node=SchedulerNode(name='{u}'), can_inplace=False, is_weak=False)"
+        for u in users)
+    deps = ", ".join(f"MemoryDep('{r}', c0, {{c0: 8}})" for r in reads)
+    return (f"{name}: SchedulerNode(ComputedBuffer)\n"
+            f"{name}.writes = [MemoryDep('{buf}', c0, {{c0: 8}})]\n"
+            f"{name}.unmet_dependencies = [{deps}]\n"
+            f"{name}.met_dependencies = []\n"
+            f"{name}.outputs = [\n"
+            f"    {buf}: ComputedBuffer\n"
+            f"    {buf}.layout = FixedLayout('cuda:0', torch.float32, size=[8], stride=[1])\n"
+            f"{extra}"
+            f"    {buf}.users = [{user_text}]\n"
+            "]\n")
+
+
+class TestNames:
+    """``buf<N>``/``op<N>`` names are looked up by number (NameMap), other names by
+    hash: names that differ only in spelling (leading zeros, other digits, a number
+    past the dense range) stay distinct, as in the specification's dicts."""
+
+    @pytest.mark.parametrize("names", [
+        ("op1", "op01", "buf1", "buf01"),
+        ("op0", "op00", "buf0", "buf00"),
+        ("op", "op\u0661", "buf", "buf\u0661"),                    # no number; Arabic 1
+        ("op4294967296", "op2147483648", "buf99999999999", "buf2147483647"),
+        ("op7", "opx7", "buf7", "bufx7"),
+    ], ids=range(5))
+    def test_spellings(self, names, tmp_path, monkeypatch):
+        a, b, x, y = names
+        text = (_node(a, x, [b, "OUTPUT"]) + _node(b, y, [a], reads=[x])
+                + _node("op9", "buf9", [], reads=[y, x]))
+        p = tmp_path / "ir.txt"
+        p.write_text(text, encoding="utf-8")
+        got = same(p, monkeypatch)
+        assert got[0] == "records"
+
+    def test_many_nodes(self, tmp_path, monkeypatch):
+        """Thousands of numbered names, users seen before and after, across pages."""
+        rnd = random.Random(5)
+        order = list(range(3000))
+        parts = []
+        for i in order:
+            later = [f"op{j}" for j in rnd.sample(range(i + 1, 3001), k=min(2, 3000 - i))]
+            parts.append(_node(f"op{i * 3}" if i % 7 else f"op{i}", f"buf{i * 5000}",
+                               later, reads=[f"buf{(i - 1) * 5000}"] if i else []))
+        p = tmp_path / "ir.txt"
+        p.write_text("".join(parts), encoding="utf-8")
+        same(p, monkeypatch)
+
+    @pytest.mark.parametrize("field", ["ir_class", "bytes_unknown", "layout_rule",
+                                       "written_by_views", "owns_no_storage", "mutations"])
+    def test_buffer_field_named_like_an_attr(self, field, tmp_path, monkeypatch):
+        """A buffer field named as a key allocate() sets itself: the dict's order."""
+        text = _node("op0", "buf0", ["OUTPUT"], extra=f"    buf0.{field} = ['x']\n")
+        p = tmp_path / "ir.txt"
+        p.write_text(text.replace("FixedLayout('cuda:0', torch.float32, size=[8]",
+                                  "FlexibleLayout('cuda:0', torch.float32, size=[s0]"),
+                     encoding="utf-8")
+        assert same(p, monkeypatch)[0] == "records"
+
+    def test_many_layout_lines(self, tmp_path, monkeypatch):
+        """A node with more layout lines than the linear lookup holds, names repeated."""
+        reads = [f"arg{i}_1" for i in range(40)]
+        lays = "".join(f"arg{i % 30}_1_layout = FixedLayout('cpu', torch.int8, "
+                       f"size=[{i + 1}], stride=[1])\n" for i in range(40))
+        text = _node("op0", "buf0", ["OUTPUT"], reads=reads) + lays
+        p = tmp_path / "ir.txt"
+        p.write_text(text, encoding="utf-8")
+        assert same(p, monkeypatch)[0] == "records"
+
+
 class TestChunks:
     """Chunk boundaries (inside lines, characters, CR LF pairs) change nothing, and
     which of a bad byte and a bad line is reported first follows the chunks as in

@@ -144,6 +144,20 @@ EDGE_LINES = [
     "Traceback (most recent call last):",
     "\x1f",
     "RuntimeError: x",
+    # Lines that start with the last glog line's whole prefix (both optional groups):
+    # the compiled undress takes them as of its record without matching again.
+    f"{P} [0/0] [__output_code] a",
+    f"{P} [0/0] [__output_code] [__more] b",
+    f"{P} [0/0] [__output_code]",
+    f"{P} [0/0] [__output_code]x",
+    f"{P} [0/0] [__output_code]  two spaces",
+    f"{P} [0/0] [__output_code]\u00e9",
+    f"{P} [0/0] [__output_code]] c",
+    f"{P} [0/0] d",
+    f"{P} [0/0] [__output_code] e",
+    f"{P} [0/0] [__output_codes] f",
+    f"[rank1]:{P} [0/0] [__output_code] g",
+    f"{P} [1/0] [__output_code] h",
     # Non-ASCII lines: the patterns' Unicode classes (the Python regexes decide).
     "V1121 23:39:08.467000 \u0663\u0669\u0667 a.py:12] Arabic-Indic pid",
     "V1121 23:39:08.467000\u00a0597 a.py:12] no-break space",
@@ -238,13 +252,13 @@ class TestMutated:
 def test_python_when_disabled(tmp_path, monkeypatch):
     """TLVIEW_NATIVE=0 parses without the compiled core; 1 uses it."""
     calls = []
-    real = torch_log.undress_native
+    real = torch_log.undress_batches
 
     def spy(*a: Any) -> Any:
         calls.append(1)
         return real(*a)
 
-    monkeypatch.setattr(torch_log, "undress_native", spy)
+    monkeypatch.setattr(torch_log, "undress_batches", spy)
     src = TORCH / "inplace_mutation.log"
     monkeypatch.setenv("TLVIEW_NATIVE", "0")
     python = list(records_for(src, "torch_log"))

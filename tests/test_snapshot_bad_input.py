@@ -317,29 +317,50 @@ class TestPickleStream:
         assert len(interner.stacks) == 5 and len(interner.frames) == 24
 
 
-def test_v2_database_migrates_to_v3(tmp_path):
-    """A database written before the allocator columns: `tlview migrate` appends them (its
-    events untouched, their digest unchanged), then a snapshot ingests into it."""
+def _wide_events_database(db: Path, version: int) -> None:
+    """Turn a current database into the layout of schema ``version`` (2 or 3): every
+    event in one table named events (v2: without the allocator columns, frames, stacks)."""
+    con = duckdb.connect(str(db))
+    kinds = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() "
+                                       "WHERE table_name LIKE 'events\\_%' ESCAPE '\\'").fetchall()]
+    assert len(kinds) == 12, kinds
+    con.execute("CREATE TABLE _wide AS SELECT * FROM events ORDER BY source_id, seq")
+    con.execute("DROP VIEW events")
+    for t in kinds:
+        con.execute(f"DROP TABLE {t}")
+    con.execute("ALTER TABLE _wide RENAME TO events")
+    if version == 2:
+        for col in ("address", "stack_id", "block_bytes"):
+            con.execute(f"ALTER TABLE events DROP COLUMN {col}")
+        con.execute("DROP TABLE frames")
+        con.execute("DROP TABLE stacks")
+    con.execute("UPDATE tlview_meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    con.close()
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_database_of_one_events_table_migrates_to_v4(tmp_path, version):
+    """A database written before v4 (v2: also before the allocator columns): `tlview
+    migrate` moves every event to its kind's table (the digest of its events unchanged,
+    the events view with v3's columns), then a snapshot ingests into it."""
     from conftest import SEED_002
 
     db = tmp_path / "old.duckdb"
     ingest_into(db, SEED_002)
     with open_database(db, read_only=True) as d:
         before = source_digest(d, 1)
-    con = duckdb.connect(str(db))
-    for col in ("address", "stack_id", "block_bytes"):
-        con.execute(f"ALTER TABLE events DROP COLUMN {col}")
-    con.execute("DROP TABLE frames")
-    con.execute("DROP TABLE stacks")
-    con.execute("UPDATE tlview_meta SET value = '2' WHERE key = 'schema_version'")
-    con.close()
+        columns = d.sql("SELECT column_name, data_type FROM duckdb_columns() "
+                        "WHERE table_name = 'events' ORDER BY column_index").fetchall()
+        n = d.sql("SELECT count(*) FROM events").fetchone()[0]
+    _wide_events_database(db, version)
     p = run("migrate", "--db", str(db))
-    assert p.returncode == 0 and "migrated from schema v2 to v3" in p.stdout, p.stderr
+    assert p.returncode == 0 and f"migrated from schema v{version} to v4" in p.stdout, p.stderr
     ingest_into(db, SNAP / "frag_oom.pickle")
     with open_database(db, read_only=True) as d:
         assert source_digest(d, 1) == before
-        cols = [r[0] for r in d.sql("SELECT column_name FROM information_schema.columns "
-                                    "WHERE table_name = 'events' ORDER BY ordinal_position"
-                                    ).fetchall()]
-        assert cols[-4:] == ["attrs", "address", "stack_id", "block_bytes"]
+        assert d.sql("SELECT count(*) FROM events WHERE source_id = 1").fetchone()[0] == n
+        assert d.sql("SELECT column_name, data_type FROM duckdb_columns() "
+                     "WHERE table_name = 'events' ORDER BY column_index").fetchall() == columns
+        assert d.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_events_v3'"
+                     ).fetchone()[0] == 0
         assert d.sql("SELECT allocated_bytes FROM allocator_peak").fetchone() == (629_145_600,)
