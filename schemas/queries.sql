@@ -122,15 +122,105 @@ SELECT * FROM _buffers_derived WHERE timeline_id BETWEEN ? AND ? ORDER BY timeli
 DELETE FROM _cache_memory_curve WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_memory_curve
+-- _memory_curve_derived with less work: deltas that are zero everywhere left out, and a
+-- shared allocation's segments merged into islands by ONE window (a new island where a
+-- value starts after the running end of those before it; an island ends at the running
+-- end before the next, or at the segment's last row), which equals the view's two
+-- windows and GROUP BY when no value ends before it starts; allocations holding such a
+-- value take the view's way. The per-step sums are cast to BIGINT before the join and
+-- the window (HUGEINT states doubled what they carry: at 1.6M steps they spilled).
 INSERT INTO _cache_memory_curve BY NAME
-SELECT * FROM _memory_curve_derived WHERE timeline_id BETWEEN ? AND ?
+WITH c AS (
+    SELECT timeline_id, alloc_step, last_step, bytes, allocation, "offset" FROM _counted
+    WHERE timeline_id BETWEEN $1 AND $2
+), inverted AS (
+    SELECT DISTINCT timeline_id, allocation FROM c
+    WHERE allocation IS NOT NULL AND last_step < alloc_step
+), segs AS (
+    SELECT * FROM _segments WHERE timeline_id BETWEEN $1 AND $2
+), fast AS (
+    SELECT s.*,
+           max(last_step) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end,
+           max(last_step) OVER (w ROWS UNBOUNDED PRECEDING) AS cur_end,
+           lead(alloc_step) OVER w IS NULL AS is_last
+    FROM segs s ANTI JOIN inverted USING (timeline_id, allocation)
+    WINDOW w AS (PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step)
+), slow AS (
+    WITH ordered AS (
+        SELECT *, max(last_step) OVER (
+                   PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+        FROM segs SEMI JOIN inverted USING (timeline_id, allocation)
+    ), islands AS (
+        SELECT *, sum(CASE WHEN prev_end IS NULL OR alloc_step > prev_end + 1 THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY timeline_id, allocation, lo ORDER BY alloc_step, last_step
+                        ROWS UNBOUNDED PRECEDING) AS island
+        FROM ordered
+    ), merged AS (
+        SELECT timeline_id, allocation, lo, hi, min(alloc_step) AS s, max(last_step) AS e
+        FROM islands GROUP BY timeline_id, allocation, lo, hi, island
+    )
+    SELECT timeline_id, s AS step, hi - lo AS delta FROM merged
+    UNION ALL
+    SELECT timeline_id, e + 1, lo - hi FROM merged
+), d0 AS (
+    SELECT timeline_id, alloc_step AS step,
+           CASE WHEN allocation IS NULL THEN COALESCE(bytes, 0) ELSE 0 END AS delta,
+           CASE WHEN bytes IS NULL THEN 1 ELSE 0 END AS unknown_delta,
+           COALESCE(bytes, 0) AS alloc_bytes, 0 AS freed_bytes
+    FROM c
+    UNION ALL
+    SELECT timeline_id, last_step + 1,
+           CASE WHEN allocation IS NULL THEN -COALESCE(bytes, 0) ELSE 0 END,
+           CASE WHEN bytes IS NULL THEN -1 ELSE 0 END, 0, 0
+    FROM c WHERE allocation IS NULL OR bytes IS NULL
+    UNION ALL
+    SELECT timeline_id, last_step, 0, 0, 0, COALESCE(bytes, 0) FROM c
+    UNION ALL
+    SELECT timeline_id, alloc_step, hi - lo, 0, 0, 0 FROM fast
+    WHERE prev_end IS NULL OR alloc_step > prev_end + 1
+    UNION ALL
+    SELECT timeline_id, prev_end + 1, lo - hi, 0, 0, 0 FROM fast
+    WHERE prev_end IS NOT NULL AND alloc_step > prev_end + 1
+    UNION ALL
+    SELECT timeline_id, cur_end + 1, lo - hi, 0, 0, 0 FROM fast WHERE is_last
+    UNION ALL
+    SELECT timeline_id, step, delta, 0, 0, 0 FROM slow
+), d AS (
+    SELECT timeline_id, step, CAST(sum(delta) AS BIGINT) AS delta,
+           CAST(sum(unknown_delta) AS BIGINT) AS unknown_delta,
+           CAST(sum(alloc_bytes) AS BIGINT) AS alloc_bytes,
+           CAST(sum(freed_bytes) AS BIGINT) AS freed_bytes
+    FROM d0 GROUP BY timeline_id, step
+)
+SELECT n.timeline_id, n.step, n.node,
+       CAST(sum(COALESCE(d.delta, 0)) OVER w AS BIGINT) AS live_bytes,
+       CAST(COALESCE(d.alloc_bytes, 0) AS BIGINT) AS alloc_bytes,
+       CAST(COALESCE(d.freed_bytes, 0) AS BIGINT) AS freed_bytes,
+       CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT) AS unknown_live
+FROM (SELECT timeline_id, step, node FROM events
+      WHERE kind = 'node_scheduled' AND timeline_id BETWEEN $1 AND $2) n
+LEFT JOIN d USING (timeline_id, step)
+WINDOW w AS (PARTITION BY n.timeline_id ORDER BY n.step ROWS UNBOUNDED PRECEDING)
 ORDER BY timeline_id, step;
 
 -- name: cache_clear_peak
 DELETE FROM _cache_peak WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_peak
-INSERT INTO _cache_peak BY NAME SELECT * FROM _peak_derived WHERE timeline_id BETWEEN ? AND ?;
+-- _peak_derived by aggregates (the view's row_number sorts the whole curve): the largest
+-- live_bytes, then the first step that reaches it.
+INSERT INTO _cache_peak BY NAME
+WITH m AS (
+    SELECT timeline_id, max(live_bytes) AS peak_bytes FROM memory_curve
+    WHERE timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id
+)
+SELECT c.timeline_id, arg_min(c.step, c.step) AS peak_step, m.peak_bytes,
+       arg_min(c.node, c.step) AS node
+FROM memory_curve c JOIN m ON c.timeline_id = m.timeline_id AND c.live_bytes = m.peak_bytes
+WHERE c.timeline_id BETWEEN $1 AND $2
+GROUP BY c.timeline_id, m.peak_bytes
+ORDER BY c.timeline_id;
 
 -- name: all_timeline_ids
 SELECT timeline_id FROM timeline_records ORDER BY timeline_id;
