@@ -52,9 +52,12 @@ if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", INGEST_MEMORY_LIMIT):
 # DuckDB threads while the events INSERT runs (the parse thread has the other core).
 INSERT_THREADS = int(os.environ.get("TLVIEW_INGEST_INSERT_THREADS", "1"))
 # Events of the kinds not being inserted wait, up to this many rows of one kind (one
-# DuckDB row group), for that kind's own INSERT: each statement appends whole row groups
-# and the rows held stay bounded whatever the input.
+# DuckDB row group) or this many bytes, for that kind's own INSERT: each statement
+# appends whole row groups where the rows are small, and what is held stays bounded
+# whatever the input (an XLA dump's buffers, ~600 bytes a row, held by the row count:
+# 490 MB peak at 106 MB instead of 406).
 HOLD_ROWS = 122_880
+HOLD_BYTES = 16 << 20
 
 
 @attrs.frozen
@@ -297,7 +300,8 @@ def _narrow(batch: pa.RecordBatch, kind: str, rows: pa.Array | None) -> pa.Recor
 class _KindStreams:
     """The batches of ``_by_kind`` as a stream per kind, each for one INSERT: the stream
     of one kind goes on while the next batches are of that kind; batches of other kinds
-    wait until one of those kinds holds ``HOLD_ROWS`` rows, which ends the stream so that
+    wait until one of those kinds holds ``HOLD_ROWS`` rows or ``HOLD_BYTES``, which ends
+    the stream so that
     the full kind goes in next. An input of one kind is one INSERT; a mix goes in as
     statements of whole row groups. An exception is kept in ``failed`` (DuckDB raises
     its own error type when a stream it pulls from fails)."""
@@ -308,6 +312,7 @@ class _KindStreams:
         self._failed = failed
         self._held: dict[str, list[pa.RecordBatch]] = {}
         self._rows: Counter[str] = Counter()
+        self._bytes: Counter[str] = Counter()
         self._done = False
 
     def _pull(self) -> tuple[str, pa.RecordBatch] | None:
@@ -326,11 +331,15 @@ class _KindStreams:
     def _hold(self, kind: str, batch: pa.RecordBatch) -> None:
         self._held.setdefault(kind, []).append(batch)
         self._rows[kind] += len(batch)
+        self._bytes[kind] += batch.nbytes
+
+    def _full(self, kind: str) -> bool:
+        return self._rows[kind] >= HOLD_ROWS or self._bytes[kind] >= HOLD_BYTES
 
     def next_kind(self) -> str | None:
         """The kind to insert next (a full one first, else the next batch's), or None
         when every batch has gone in."""
-        full = next((k for k, n in self._rows.items() if n >= HOLD_ROWS), None)
+        full = next((k for k in self._rows if self._full(k)), None)
         if full is not None:
             return full
         piece = self._pull()
@@ -341,13 +350,13 @@ class _KindStreams:
 
     def stream(self, kind: str) -> Iterator[pa.RecordBatch]:
         yield from self._held.pop(kind, [])
-        self._rows[kind] = 0
+        self._rows[kind] = self._bytes[kind] = 0
         while (piece := self._pull()) is not None:
             if piece[0] == kind:
                 yield piece[1]
                 continue
             self._hold(*piece)
-            if self._rows[piece[0]] >= HOLD_ROWS:
+            if self._full(piece[0]):
                 return
 
 
