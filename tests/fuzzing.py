@@ -7,6 +7,8 @@ random point, flipped bytes, a line dropped or repeated, binary noise, an enormo
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 import duckdb
 
@@ -55,6 +57,24 @@ def reshuffle(texts: list[str], kind: str, i: int, rnd: random.Random) -> list[s
     elif kind == "cut":
         texts = texts[:i + 1]
     return texts
+
+
+def feed_lines(parser: Any, texts: list[str], numbers: list[int],
+               state: Callable[[Any], tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Feed a line parser (wrapper, FX graph) the lines as log lines, then finish it:
+    ("ok", records, *state(parser)) or ("error", type, path, line, message), what two
+    implementations of it must agree on."""
+    from tlview.ingest.torch_log import LogLine
+
+    out: list[Any] = []
+    try:
+        for n, t in zip(numbers, texts):
+            out += parser.feed(LogLine(n, t, 0, None))
+        out += list(parser.finish())
+    except Exception as e:  # noqa: BLE001 - any failure must be the same failure
+        return ("error", type(e).__name__, getattr(e, "path", None), getattr(e, "line", None),
+                str(e))
+    return ("ok", out, *state(parser))
 
 
 def check_consistent(db_path: str, timeline_ids: list[int]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SEED_004
-from fuzzing import MUTATIONS, mutate, reshuffle
+from fuzzing import MUTATIONS, feed_lines, mutate, reshuffle
 from tlview.ingest import native, torch_log
 from tlview.ingest.lines import read_chunks, read_lines
 from tlview.ingest.source import records_for
@@ -310,14 +310,7 @@ def python_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any,
 
 def run_graph(p: Any, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
     """Feed a graph parser the lines; ("ok", records, note, summary) or its error."""
-    out: list[Any] = []
-    try:
-        for n, t in zip(numbers, texts):
-            out += p.feed(LogLine(n, t, 0, None))
-        out += list(p.finish())
-    except Exception as e:  # noqa: BLE001
-        return ("error", type(e).__name__, getattr(e, "line", None), str(e))
-    return ("ok", out, p.note, p.summary())
+    return feed_lines(p, texts, numbers, lambda g: (g.note, g.summary()))
 
 
 def compiled_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:

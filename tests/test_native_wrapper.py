@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SEED_004
-from fuzzing import reshuffle
+from fuzzing import feed_lines, reshuffle
 from tlview.ingest import inductor_wrapper as iw
 from tlview.ingest import native
 from tlview.ingest.source import records_for
-from tlview.ingest.torch_log import LogLine, _Names
+from tlview.ingest.torch_log import _Names
 
 pytestmark = pytest.mark.skipif(native.module() is None or not hasattr(
     native.module(), "wrapper_source_end"), reason="the compiled ingest core is not built")
@@ -60,16 +60,9 @@ MODULES = _modules() if pytestmark.args[0] is False else []
 
 
 def run(parser: Any, texts: list[str], numbers: list[int]) -> tuple[Any, ...]:
-    """Feed a wrapper parser the lines; ("ok", records, note) or its error."""
-    out: list[Any] = []
-    try:
-        for n, t in zip(numbers, texts):
-            out += parser.feed(LogLine(n, t, 0, None))
-        out += list(parser.finish())
-    except Exception as e:  # noqa: BLE001 - any failure must be the same failure
-        return ("error", type(e).__name__, getattr(e, "path", None), getattr(e, "line", None),
-                str(e))
-    return ("ok", out, parser.note, parser.key, parser.n_unknown, parser.interleaved)
+    """Feed a wrapper parser the lines; ("ok", records, note, ...) or its error."""
+    return feed_lines(parser, texts, numbers,
+                      lambda p: (p.note, p.key, p.n_unknown, p.interleaved))
 
 
 def both(kw: dict[str, Any], texts: list[str], numbers: list[int]
