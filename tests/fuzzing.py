@@ -77,6 +77,22 @@ def feed_lines(parser: Any, texts: list[str], numbers: list[int],
     return ("ok", out, *state(parser))
 
 
+def same_result(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
+    """Two ``feed_lines`` outcomes agree: equal records with equal attrs JSON (key order
+    included), equal note and state, or equal errors."""
+    from tlview.store.convert import dumps
+
+    assert got[0] == want[0], (got[:1], want)
+    if want[0] == "error":
+        assert got == want
+        return
+    assert got[1] == want[1]
+    assert [dumps(getattr(r, "attrs", None)) for r in got[1]] == \
+        [dumps(getattr(r, "attrs", None)) for r in want[1]]
+    assert got[2] == want[2] and dumps(got[2].attrs) == dumps(want[2].attrs)
+    assert got[3:] == want[3:]
+
+
 def check_consistent(db_path: str, timeline_ids: list[int]) -> None:
     """The invariants every successful ingest must satisfy, whatever its input."""
     con = duckdb.connect(db_path, read_only=True)

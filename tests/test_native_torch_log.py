@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SEED_004
-from fuzzing import MUTATIONS, feed_lines, mutate, reshuffle
+from fuzzing import MUTATIONS, feed_lines, mutate, reshuffle, same_result
 from tlview.ingest import native, torch_log
 from tlview.ingest.lines import read_chunks, read_lines
 from tlview.ingest.source import records_for
@@ -320,19 +320,7 @@ def compiled_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[An
                                            None), texts, numbers)
 
 
-def same_graph(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
-    """Equal records with equal attrs JSON (key order included), note and summary."""
-    from tlview.store.convert import dumps
-
-    assert got[0] == want[0]
-    if want[0] == "error":
-        assert got == want
-        return
-    assert got[1] == want[1]
-    assert [dumps(getattr(r, "attrs", None)) for r in got[1]] == \
-        [dumps(getattr(r, "attrs", None)) for r in want[1]]
-    assert got[2] == want[2] and dumps(got[2].attrs) == dumps(want[2].attrs)
-    assert got[3] == want[3]
+same_graph = same_result  # (fuzzing.same_result)
 
 
 class TestFxGraphs:

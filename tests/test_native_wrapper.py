@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SEED_004
-from fuzzing import feed_lines, reshuffle
+from fuzzing import feed_lines, reshuffle, same_result
 from tlview.ingest import inductor_wrapper as iw
 from tlview.ingest import native
 from tlview.ingest.source import records_for
@@ -73,19 +73,7 @@ def both(kw: dict[str, Any], texts: list[str], numbers: list[int]
     return want, got
 
 
-def same(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
-    """Equal records with equal attrs JSON (key order included), note, or equal errors."""
-    from tlview.store.convert import dumps
-
-    assert got[0] == want[0], (got[:1], want)
-    if want[0] == "error":
-        assert got == want
-        return
-    assert got[1] == want[1]
-    assert [dumps(getattr(r, "attrs", None)) for r in got[1]] == \
-        [dumps(getattr(r, "attrs", None)) for r in want[1]]
-    assert got[2] == want[2] and dumps(got[2].attrs) == dumps(want[2].attrs)
-    assert got[3:] == want[3:]
+same = same_result  # (fuzzing.same_result)
 
 
 class TestFixtures:
