@@ -37,7 +37,7 @@ def _modules() -> list[tuple[str, dict[str, Any], list[str], list[int]]]:
     init, finish = iw.CompiledWrapperParser.__init__, iw.CompiledWrapperParser.finish
 
     def spy_init(self: Any, core: Any, path: str, names: Any, **kw: Any) -> None:
-        self._spy_kw = kw
+        self._spy_kw = {k: v for k, v in kw.items() if k != "sink"}  # records, not rows
         init(self, core, path, names, **kw)
 
     def spy_finish(self: Any) -> Any:
