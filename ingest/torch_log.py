@@ -267,7 +267,8 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
 
     Each timeline gets exactly one TimelineNote (its summary), yielded once nothing
     more can be learned about it (an ``Output code written to:`` line follows its module).
-    ``sink``: the compiled EventSink the FX graphs' rows go to (ingest/event_sink.py).
+    ``sink``: the compiled EventSink the FX graphs' and wrapper modules' rows go to
+    (ingest/event_sink.py).
     """
     from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser
     from .inductor_wrapper import CompiledWrapperParser, wrapper_parser
@@ -339,12 +340,12 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             pending_title = line
             continue
         if stripped == "Output code:":
-            yield from open_section(
-                wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph),
-                line)
+            yield from open_section(wrapper_parser(
+                path, names, header=line, fx_graphs=fx_by_aot, graph=graph, sink=sink), line)
             continue
         if stripped.startswith("# AOT ID:"):
-            wrapper = wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot, graph=graph)
+            wrapper = wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot,
+                                     graph=graph, sink=sink)
             yield from open_section(wrapper, line)
             yield from wrapper.feed(line)
             continue
