@@ -90,6 +90,19 @@ class TestFixtures:
         same(want, got)
 
 
+def test_read_whole():
+    """Every fixture module is read by the compiled reader (native/wrapper_module.cpp), not
+    declined to the line-by-line path (whose records the tests above also compare)."""
+    core = native.module()
+    for _, kw, texts, numbers in MODULES:
+        p = iw.CompiledWrapperParser(core, "w.log", _Names(), **kw)
+        i = next(k for k, t in enumerate(texts) if t.strip())
+        p._feed(numbers[i], texts[i])
+        got = core.wrapper_module(texts, numbers, i + 1, p.key, iw._RECORD_CLASSES,
+                                  p._fx_graph())
+        assert got is not None and len(got[0]) > 3, texts[i]
+
+
 EDITS = [
     "'''", "    '''", "\u3000'''", "\u00a0 ''')", "''", " ''' x", "x '''",
     "triton_poi_0 = async_compile.triton('triton_poi_0', '''",
