@@ -906,10 +906,15 @@ class WrapperParser:
                 else:
                     st.attrs.pop("size_reason", None)
             yield from self._storage_rows(st)
-        never = sorted(k.name for k in self.kernels.values() if not k.launched)
+        self._make_note(len(self.kernels),
+                        sorted(k.name for k in self.kernels.values() if not k.launched))
+
+    def _make_note(self, kernels_defined: int, never: list[str]) -> None:
+        """The timeline's note, once the module is read (``kernels_defined`` kernels,
+        ``never`` the sorted names of those never launched)."""
         note: dict[str, Any] = {
             "n_steps": self.step, "device": self.device, "launches": self.n_launches,
-            "kernels_defined": len(self.kernels), "unknown_lines": self.n_unknown,
+            "kernels_defined": kernels_defined, "unknown_lines": self.n_unknown,
             "interleaved_lines": self.interleaved,
         }
         if never:
@@ -957,9 +962,10 @@ class CompiledWrapperParser(WrapperParser):
     and errors (tests/test_native_wrapper.py); the records come at ``finish()``, as a
     module's records only complete by its end anyway."""
 
-    def __init__(self, core: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, core: Any, *args: Any, sink: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._core = core
+        self._sink = sink  # an EventSink (ingest/event_sink.py): the events go there
         self._split_args = functools.partial(core.pytext_split_args, split_args)
         self._dims = functools.partial(core.pytext_dims, dims)
         self._balance = functools.partial(core.pytext_balance, balance)
@@ -1002,9 +1008,23 @@ class CompiledWrapperParser(WrapperParser):
 
     def finish(self) -> Iterator[Record]:
         texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
+        i, n = 0, len(texts)
+        if self.key is None and hasattr(self._core, "wrapper_module"):
+            # The module whole by the core (native/wrapper_module.cpp) after its # AOT ID
+            # line; where it declines, the lines go on through _feed from there.
+            while i < n and not texts[i].strip():
+                i += 1  # _feed passes over them before the module's first line
+            if i < n and _AOT_ID.match(texts[i].strip()):
+                self._feed(numbers[i], texts[i])
+                i += 1
+                sink = () if self._sink is None else (self._sink,)
+                got = self._core.wrapper_module(texts, numbers, i, self.key, _RECORD_CLASSES,
+                                                self._fx_graph(), *sink)
+                if got is not None:
+                    yield from self._read_whole(got, numbers[-1])
+                    return
         source_end, top_next = self._core.wrapper_source_end, self._core.wrapper_top_next
         feed = self._feed
-        i, n = 0, len(texts)
         while i < n:
             state = self.state
             if state == "source":  # up to the line that closes the kernel's source
@@ -1021,12 +1041,25 @@ class CompiledWrapperParser(WrapperParser):
             self.last_line = numbers[-1]
         yield from super().finish()
 
+    def _read_whole(self, got: tuple[Any, ...], last_line: int) -> Iterator[Record]:
+        """The records and note of a module the core read whole (wrapper_module)."""
+        (records, self.step, self.device, self.n_launches, kernels_defined, never,
+         self.n_unknown, self.unknown, self.warnings, self.symbols) = got
+        self.last_line = last_line
+        yield from self.flush()  # the Timeline, made by the module's first line
+        yield from records  # none where the rows went to the sink
+        self._make_note(kernels_defined, never)
 
-def wrapper_parser(path: str, names: Any, **kwargs: Any) -> WrapperParser:
-    """The compiled-assisted parser where the core is built (and TLVIEW_NATIVE is not 0)."""
+
+_RECORD_CLASSES = (NodeScheduled, BufferAllocated, BufferFreed, BufferAliased)
+
+
+def wrapper_parser(path: str, names: Any, *, sink: Any = None, **kwargs: Any) -> WrapperParser:
+    """The compiled-assisted parser where the core is built (and TLVIEW_NATIVE is not 0);
+    ``sink``: the EventSink its rows go to (ingest/event_sink.py), if any."""
     from . import native
 
     core = native.module()
     if core is None or not hasattr(core, "wrapper_comment"):  # not built, or built before
         return WrapperParser(path, names, **kwargs)
-    return CompiledWrapperParser(core, path, names, **kwargs)
+    return CompiledWrapperParser(core, path, names, sink=sink, **kwargs)

@@ -65,6 +65,10 @@ from .inductor_wrapper import _AOT_ID, CompiledWrapperParser, WrapperParser, wra
 from .torch_log import LogLine, _Names
 
 FORMAT = "torch_trace"
+# json.loads(text[, parse_float=Decimal]) without a decoder made per payload (the same
+# values, and the same ValueError for what is no JSON; a BOM is no JSON value either).
+_DECODER = json.JSONDecoder()
+_EXACT = json.JSONDecoder(parse_float=Decimal)
 KEPT_PAYLOAD = 64 * 1024  # payload text kept for a record of unknown kind
 MAX_LISTED = 50  # md5 mismatches and stray lines listed in the note (all are counted)
 
@@ -623,7 +627,7 @@ class TraceParser:
         written) and hand it to ``use``."""
         def done(p: _Payload) -> Iterator[Record]:
             try:
-                value = json.loads(p.text(), parse_float=Decimal if exact else None)
+                value = (_EXACT if exact else _DECODER).decode(p.text())
             except ValueError:
                 value = None  # a damaged payload: its md5 mismatch is reported
             yield from use(value, env, number, p)
@@ -789,12 +793,14 @@ def _us_to_ns(us: Any) -> int | None:
 
 
 def _floats(value: Any) -> Any:
-    """``value`` with Decimal numbers (an exact decode) back as floats, for attrs."""
-    if isinstance(value, Decimal):
+    """``value`` with Decimal numbers (an exact decode) back as floats, for attrs (the
+    values of a JSON decode: exactly these types)."""
+    t = type(value)
+    if t is Decimal:
         return float(value)
-    if isinstance(value, dict):
+    if t is dict:
         return {k: _floats(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if t is list:
         return [_floats(v) for v in value]
     return value
 

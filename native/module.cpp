@@ -12,6 +12,7 @@ int add_torch_fx(PyObject* module);
 int add_xla_buffer_assignment(PyObject* module);
 int add_inductor_ir(PyObject* module);
 int add_torch_wrapper(PyObject* module);
+int add_wrapper_module(PyObject* module);
 }
 
 static PyModuleDef native_module = {
@@ -25,7 +26,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0 ||
         tlv::add_torch_log(m) < 0 || tlv::add_torch_fx(m) < 0 ||
         tlv::add_xla_buffer_assignment(m) < 0 || tlv::add_inductor_ir(m) < 0 ||
-        tlv::add_torch_wrapper(m) < 0) {
+        tlv::add_torch_wrapper(m) < 0 || tlv::add_wrapper_module(m) < 0) {
         Py_DECREF(m);
         return nullptr;
     }

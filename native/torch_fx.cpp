@@ -20,6 +20,7 @@
 
 #include "columns.hpp"
 #include "common.hpp"
+#include "event_sink.hpp"
 #include "pyjson.hpp"
 
 namespace tlv {
@@ -1455,6 +1456,31 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 }  // namespace
+
+bool is_event_sink(PyObject* o) { return PyObject_TypeCheck(o, &SinkType); }
+
+int sink_write(PyObject* sink, PyObject* key, const std::vector<SinkRow>& rows) {
+    static const RowKind kinds[4] = {RowKind::node, RowKind::alloc, RowKind::freed,
+                                     RowKind::aliased};
+    auto* s = (PySink*)sink;
+    if (!s->batch) {
+        PyErr_SetString(PyExc_RuntimeError, "EventSink not initialised");
+        return -1;
+    }
+    try {
+        int32_t tl = sink_timeline(s, key);
+        for (auto& r : rows) write_row(*s->batch, tl, kinds[(int)r.kind], r.a, r.n);
+    } catch (const Fallback&) {
+        PyErr_SetString(PyExc_RuntimeError, "sink_write: a row did not fit the sink");
+        return -1;
+    } catch (const PyFail&) {
+        return -1;
+    } catch (const std::bad_alloc&) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
 
 int add_torch_fx(PyObject* module) {
     if (PyModule_AddFunctions(module, methods) < 0) return -1;

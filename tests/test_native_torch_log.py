@@ -254,9 +254,9 @@ def test_python_when_disabled(tmp_path, monkeypatch):
     calls = []
     real = torch_log.undress_batches
 
-    def spy(*a: Any) -> Any:
+    def spy(*a: Any, **kw: Any) -> Any:
         calls.append(1)
-        return real(*a)
+        return real(*a, **kw)
 
     monkeypatch.setattr(torch_log, "undress_batches", spy)
     src = TORCH / "inplace_mutation.log"
