@@ -222,7 +222,8 @@ class SourceRows:
                 known = of_class.get(cls)
                 if known is None and cls in EVENT_KINDS:
                     kind = EVENT_KINDS[cls]  # type: ignore[index]
-                    known = of_class[cls] = (kind, kind_row(cls), rows.setdefault(kind, []))
+                    known = of_class[cls] = (kind, kind_row(cls),  # type: ignore[arg-type]
+                                      rows.setdefault(kind, []))
                 if known is not None:
                     kind, row, mine = known
                     tid = tids.get(rec.timeline)  # type: ignore[union-attr]
