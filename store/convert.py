@@ -81,6 +81,19 @@ def _row_function(cls: type) -> Any:
     return scope["row"]
 
 
+@cache
+def kind_row(cls: type) -> Any:
+    """Generate ``row(event) -> tuple`` in the columns of the class's own table
+    (``KIND_SCHEMAS``, after the writer's three): what the writer appends."""
+    names = KIND_SCHEMAS[EVENT_KINDS[cls]].names[len(_OWNED):]
+    parts = ["(_dumps(e.attrs) if e.attrs else None)" if n == "attrs" else f"e.{n}"
+             for n in names]
+    src = f"def row(e):\n    return ({', '.join(parts)},)\n"
+    scope: dict[str, Any] = {"_dumps": dumps}
+    exec(compile(src, f"<tlview table row of {cls.__name__}>", "exec"), scope)  # noqa: S102
+    return scope["row"]
+
+
 def event_tuple(event: Event) -> tuple[Any, ...]:
     """The row of ``event`` without the writer-owned leading columns."""
     return converter().unstructure(event)

@@ -1,8 +1,8 @@
 """Appending an ingest's records to the database: one transaction per input file.
 
-Events become Arrow batches (records through the cattrs converter's generated row
-functions; profiler traces hand whole columnar ``MeasuredBatch``es) and go in as one
-INSERT per kind's table that DuckDB feeds by pulling batches from the parser, so the
+Events become Arrow batches in their kind's table's columns (records through generated
+row functions, ``convert.kind_row``; the compiled parsers and profiler traces hand whole
+columns, split by kind here) and go in as one INSERT per kind's table that DuckDB feeds by pulling batches from the parser, so the
 memory of an ingest stays flat whatever the input's size. The parser runs in a thread
 while DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
 ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 256MB). Any exception (bad input, Ctrl-C) rolls
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import caches
-from .convert import EVENT_SCHEMA, KIND_SCHEMAS, converter, dumps
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps, kind_row
 from .db import Database, insert_arrow
 from .records import (
     EVENT_KINDS,
@@ -121,7 +121,7 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     source_id = rows.source_id
     # An INSERT per kind's stream (one for an input of one kind), fed by DuckDB pulling
     # batches from the parser: the process holds a few batches, whatever the input's size.
-    kinds = _KindStreams(_by_kind(rows.batches()), rows.failed)
+    kinds = _KindStreams(rows.kind_batches(), rows.failed)
     threads = db.scalar("current_threads")
     try:
         # An INSERT appends from one stream in one thread whatever the setting; more
@@ -184,61 +184,76 @@ class SourceRows:
         self.stop = threading.Event()  # set on Ctrl-C: the batch generator stops
 
     def batches(self) -> Iterator[pa.RecordBatch]:
-        """Every event of the source as Arrow batches; timelines and notes set aside."""
+        """Every event of the source as batches of the events view's columns (a shard
+        set's one events file); timelines and notes set aside."""
+        for kind, batch in self.kind_batches():
+            yield _widen(kind, batch)
+
+    def kind_batches(self) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """Every event of the source as (kind, batch in that kind's table's columns), each
+        kind's rows in order; timelines and notes set aside."""
         source_id = self.source_id
         tids = self.tids
         counts = self.counts
-        row_of = converter().get_unstructure_hook
-        types = [f.type for f in EVENT_SCHEMA]
         batch_size = self.batch_size
-        rows: list[tuple[Any, ...]] = []
+        rows: dict[str, list[tuple[Any, ...]]] = {}  # each kind's rows not yet sent
+        of_class: dict[type, tuple[str, Any, list[tuple[Any, ...]]]] = {}
         seq = 0
 
-        def batch() -> pa.RecordBatch:
-            return pa.RecordBatch.from_arrays(
-                [pa.array(col, type=t) for col, t in zip(zip(*rows), types)],
-                schema=EVENT_SCHEMA)
+        def flush(kind: str) -> tuple[str, pa.RecordBatch]:
+            schema = KIND_SCHEMAS[kind]
+            mine = rows[kind]
+            batch = pa.RecordBatch.from_arrays(
+                [pa.array(col, type=f.type) for col, f in zip(zip(*mine), schema)],
+                schema=schema)
+            mine.clear()
+            return kind, batch
+
+        def flush_all() -> Iterator[tuple[str, pa.RecordBatch]]:
+            for kind, mine in rows.items():
+                if mine:
+                    yield flush(kind)
 
         try:
             for rec in self._it:
                 if self.stop.is_set():
                     raise KeyboardInterrupt
                 cls = type(rec)
-                if cls in EVENT_KINDS:
+                known = of_class.get(cls)
+                if known is None and cls in EVENT_KINDS:
+                    kind = EVENT_KINDS[cls]  # type: ignore[index]
+                    known = of_class[cls] = (kind, kind_row(cls),  # type: ignore[arg-type]
+                                      rows.setdefault(kind, []))
+                if known is not None:
+                    kind, row, mine = known
                     tid = tids.get(rec.timeline)  # type: ignore[union-attr]
                     if tid is None:
                         raise ValueError(f"event names timeline {rec.timeline!r} "  # type: ignore[union-attr]
                                          "before it was declared")
-                    rows.append((source_id, tid, seq, *row_of(cls)(rec)))
+                    mine.append((source_id, tid, seq, *row(rec)))
                     seq += 1
-                    counts[EVENT_KINDS[cls]] += 1
-                    if len(rows) >= batch_size:
-                        yield batch()
-                        rows = []
+                    counts[kind] += 1
+                    if len(mine) >= batch_size:
+                        yield flush(kind)
                 elif cls is MeasuredBatch:
-                    if rows:
-                        yield batch()
-                        rows = []
+                    yield from flush_all()
                     tid = tids.get(rec.timeline)  # type: ignore[union-attr]
                     if tid is None:
                         raise ValueError(f"events name timeline {rec.timeline!r} "  # type: ignore[union-attr]
                                          "before it was declared")
-                    yield _batch_arrow(rec, source_id, tid, seq)  # type: ignore[arg-type]
+                    yield "kernel_measured", _measured_arrow(rec, source_id, tid, seq)  # type: ignore[arg-type]
                     seq += len(rec)  # type: ignore[arg-type]
                     counts["kernel_measured"] += len(rec)  # type: ignore[arg-type]
                 elif cls is EventColumns:
-                    if rows:
-                        yield batch()
-                        rows = []
+                    yield from flush_all()
                     try:
                         ids = [tids[k] for k in rec.timelines]  # type: ignore[union-attr]
                     except KeyError as e:
                         raise ValueError(f"events name timeline {e.args[0]!r} "
                                          "before it was declared") from None
-                    arrow = _columns_arrow(rec, source_id, ids, seq)  # type: ignore[arg-type]
-                    for kind, n in zip(*pc.value_counts(arrow.column(3)).flatten()):
-                        counts[kind.as_py()] += n.as_py()
-                    yield arrow
+                    for kind, batch in _columns_by_kind(rec, source_id, ids, seq):  # type: ignore[arg-type]
+                        counts[kind] += len(batch)
+                        yield kind, batch
                     seq += len(rec)  # type: ignore[arg-type]
                 elif cls is Timeline:
                     if rec.key in tids:  # type: ignore[union-attr]
@@ -257,48 +272,28 @@ class SourceRows:
                                         rec.name, dumps(rec.attrs or None)))  # type: ignore[union-attr]
                 else:
                     raise TypeError(f"unexpected record {cls.__name__}")
-            if rows:
-                yield batch()
+            yield from flush_all()
         except BaseException as e:  # DuckDB would re-raise it as its own error type
             self.failed.append(e)
             raise
 
 
-def _by_kind(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """Each events batch (every column, ``EVENT_SCHEMA``) as one batch per kind it holds,
-    in the columns of that kind's table, rows in order."""
-    for batch in batches:
-        kinds = batch.column(3)
-        present = pc.unique(kinds)
-        if len(present) == 1:
-            yield present[0].as_py(), _narrow(batch, present[0].as_py(), None)
-            continue
-        for kind in present.to_pylist():
-            yield kind, _narrow(batch, kind, pc.equal(kinds, kind))
-
-
-def _narrow(batch: pa.RecordBatch, kind: str, rows: pa.Array | None) -> pa.RecordBatch:
-    """The ``rows`` (a mask; None: all) of ``batch``, all of ``kind``, in the columns of
-    ``kind``'s table. A value in a column the kind has not would be lost, so it is an
-    error (an ingester's bug)."""
-    schema = KIND_SCHEMAS.get(kind)
-    if schema is None:
-        raise ValueError(f"event kind {kind!r}: not one of tlview's ({', '.join(KIND_SCHEMAS)})")
+def _widen(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A kind's batch in every column of the events view (NULL where the kind has none)."""
     n = len(batch)
-    for name, col in zip(batch.schema.names, batch.columns):
-        if name == "kind" or col.null_count == n or schema.get_field_index(name) >= 0:
-            continue
-        if rows is None or pc.filter(col, rows).null_count < pc.sum(rows).as_py():
-            raise ValueError(f"{kind} events with a value in column {name!r}, which that "
-                             "kind has not")
-    cols = [batch.column(f.name) for f in schema]
-    if rows is not None:
-        cols = [pc.filter(c, rows) for c in cols]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
+    arrays = []
+    for field in EVENT_SCHEMA:
+        if field.name == "kind":
+            arrays.append(pa.repeat(pa.scalar(kind, pa.string()), n))
+        elif (i := batch.schema.get_field_index(field.name)) >= 0:
+            arrays.append(batch.column(i))
+        else:
+            arrays.append(pa.nulls(n, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=EVENT_SCHEMA)
 
 
 class _KindStreams:
-    """The batches of ``_by_kind`` as a stream per kind, each for one INSERT: the stream
+    """The batches of ``SourceRows.kind_batches`` as a stream per kind, each for one INSERT: the stream
     of one kind goes on while the next batches are of that kind; batches of other kinds
     wait until one of those kinds holds ``HOLD_ROWS`` rows or ``HOLD_BYTES``, which ends
     the stream so that
@@ -428,27 +423,33 @@ def _wait_until_free(con: Any, timeout: float = 5.0) -> None:
 _PROBE = "SELECT 1"  # the smallest statement: tells a busy connection from a free one
 
 
-def _batch_arrow(batch: MeasuredBatch, source_id: int, tid: int, seq: int) -> pa.RecordBatch:
-    """A columnar batch of kernel_measured events as one Arrow record batch."""
+def _owned(n: int, source_id: int, tid: int | pa.Array, seq: int) -> list[pa.Array]:
+    """The writer's three columns for ``n`` events: source_id, timeline_id (one id, or
+    an array of them), seq from ``seq`` on."""
+    tl = tid if isinstance(tid, pa.Array) else pa.repeat(pa.scalar(tid, pa.int32()), n)
+    return [pa.repeat(pa.scalar(source_id, pa.int32()), n), tl,
+            pc.add(_arange(n), pa.scalar(seq, pa.int64()))]
+
+
+def _measured_arrow(batch: MeasuredBatch, source_id: int, tid: int, seq: int
+                    ) -> pa.RecordBatch:
+    """A columnar batch of kernel_measured events in that kind's table's columns."""
+    schema = KIND_SCHEMAS["kernel_measured"]
     n = len(batch)
-    arrays = []
-    for field in EVENT_SCHEMA:
-        values = batch.columns.get(field.name)
-        if values is not None:
-            arrays.append(pa.array(values, type=field.type))
-        elif field.name == "source_id":
-            arrays.append(pa.array([source_id] * n, type=field.type))
-        elif field.name == "timeline_id":
-            arrays.append(pa.array([tid] * n, type=field.type))
-        elif field.name == "seq":
-            arrays.append(pa.array(range(seq, seq + n), type=field.type))
-        elif field.name == "kind":
-            arrays.append(pa.array(["kernel_measured"] * n, type=field.type))
-        else:
-            arrays.append(pa.nulls(n, type=field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENT_SCHEMA)
+    extra = set(batch.columns) - set(schema.names)
+    if extra:
+        raise ValueError(f"kernel_measured events with columns {sorted(extra)}, which that "
+                         "kind has not")
+    arrays = _owned(n, source_id, tid, seq)
+    for field in schema:
+        if field.name not in _OWNED:
+            values = batch.columns.get(field.name)
+            arrays.append(pa.nulls(n, type=field.type) if values is None
+                          else pa.array(values, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+_OWNED = frozenset({"source_id", "timeline_id", "seq"})
 _ARANGE: list[pa.Array] = [pa.array([], pa.int64())]
 
 
@@ -459,29 +460,42 @@ def _arange(n: int) -> pa.Array:
     return _ARANGE[0].slice(0, n)
 
 
-def _columns_arrow(batch: EventColumns, source_id: int, tids: list[int], seq: int
-                   ) -> pa.RecordBatch:
-    """Columnar events (the compiled parsers' output) as one events-table batch."""
+def _columns_by_kind(batch: EventColumns, source_id: int, tids: list[int], seq: int
+                     ) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Columnar events (the compiled parsers' output) as one batch per kind they hold, in
+    that kind's table's columns, rows in order. A value in a column the kind has not
+    would be lost, so it is an error (an ingester's bug)."""
     n = batch.n
     cols = batch.columns
-    arrays = []
-    for field in EVENT_SCHEMA:
-        name = field.name
-        if name == "source_id":
-            arrays.append(pa.repeat(pa.scalar(source_id, pa.int32()), n))
-        elif name == "timeline_id":
-            tl = cols.get("_tl")
-            if tl is None or len(tids) == 1:
-                arrays.append(pa.repeat(pa.scalar(tids[0], pa.int32()), n))
-            else:
-                arrays.append(pc.take(pa.array(tids, pa.int32()), tl))
-        elif name == "seq":
-            arrays.append(pc.add(_arange(n), pa.scalar(seq, pa.int64())))
-        elif name in cols:
-            arrays.append(cols[name])
-        else:
-            arrays.append(pa.nulls(n, type=field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=EVENT_SCHEMA)
+    tl = cols.get("_tl")
+    tid: int | pa.Array = (tids[0] if tl is None or len(tids) == 1
+                           else pc.take(pa.array(tids, pa.int32()), tl))
+    owned = dict(zip(("source_id", "timeline_id", "seq"), _owned(n, source_id, tid, seq)))
+    kinds = cols["kind"]
+    present = pc.value_counts(kinds)  # one pass: each kind, in order of first row
+    values, counts = present.field(0).to_pylist(), present.field(1).to_pylist()
+    for kind, count in zip(values, counts):
+        schema = KIND_SCHEMAS.get(kind)
+        if schema is None:
+            raise ValueError(f"event kind {kind!r}: not one of tlview's "
+                             f"({', '.join(KIND_SCHEMAS)})")
+        mask = None if count == n else pc.equal(kinds, kind)
+        for name, col in cols.items():
+            if (name in ("kind", "_tl") or col.null_count == n
+                    or schema.get_field_index(name) >= 0):
+                continue
+            if mask is None or pc.filter(col, mask).null_count < count:
+                raise ValueError(f"{kind} events with a value in column {name!r}, which "
+                                 "that kind has not")
+        arrays = []
+        for f in schema:
+            a = owned.get(f.name)
+            if a is None:
+                a = cols.get(f.name)
+            arrays.append(pa.nulls(n, type=f.type) if a is None else a)
+        if mask is not None:
+            arrays = [pc.filter(a, mask) for a in arrays]
+        yield kind, pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 _DONE = object()

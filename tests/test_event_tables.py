@@ -8,11 +8,12 @@ import pyarrow as pa
 import pytest
 from tlview.store import open_database, write_records
 from tlview.store import writer as w
-from tlview.store.convert import EVENT_COLUMNS, EVENT_SCHEMA, KIND_SCHEMAS
+from tlview.store.convert import EVENT_COLUMNS, KIND_SCHEMAS
 from tlview.store.records import (
     EVENT_KINDS,
     BufferAllocated,
     BufferFreed,
+    EventColumns,
     NodeScheduled,
     Source,
     Timeline,
@@ -89,43 +90,69 @@ def test_interleaved_kinds_go_in_as_bounded_statements_in_order(db_path, monkeyp
     assert held_max[0] <= 1_000 + 300, held_max  # a batch may top a kind over the limit
 
 
-def test_a_value_in_a_column_its_kind_has_not_is_refused(db_path):
-    """A batch whose node_scheduled row has a `bytes` (no column of that kind) would lose
-    it: the ingest fails and writes nothing."""
-    cols = {f.name: pa.nulls(1, f.type) for f in EVENT_SCHEMA}
-    cols.update(source_id=pa.array([0], pa.int32()), timeline_id=pa.array([0], pa.int32()),
-                seq=pa.array([0], pa.int64()), kind=pa.array(["node_scheduled"]),
-                step=pa.array([0], pa.int64()), node=pa.array(["op"]),
-                bytes=pa.array([8], pa.int64()))
-    batch = pa.RecordBatch.from_arrays(list(cols.values()), schema=EVENT_SCHEMA)
+def _split(cols: dict, tids=(5,), seq: int = 0) -> dict:
+    """The compiled parsers' columns split by the writer: {kind: column lists}."""
+    n = len(cols["kind"])
+    rec = EventColumns(tuple(f"t{i}" for i in range(len(tids))), n, cols)
+    return {k: b.to_pydict() for k, b in w._columns_by_kind(rec, 3, list(tids), seq)}
+
+
+def test_a_value_in_a_column_its_kind_has_not_is_refused():
+    """Columns whose node_scheduled row has a `bytes` (no column of that kind) would lose
+    it: refused (the ingest fails and writes nothing); so is a kind tlview has not."""
+    cols = dict(kind=pa.array(["node_scheduled"]), step=pa.array([0], pa.int64()),
+                node=pa.array(["op"]), bytes=pa.array([8], pa.int64()))
     with pytest.raises(ValueError, match="node_scheduled events with a value in column 'bytes'"):
-        list(w._by_kind([batch]))
+        _split(cols)
+    cols["bytes"] = pa.nulls(1, pa.int64())  # a column of NULLs is no value
+    assert _split(cols)["node_scheduled"]["node"] == ["op"]
     cols["kind"] = pa.array(["node_sheduled"])
-    batch = pa.RecordBatch.from_arrays(list(cols.values()), schema=EVENT_SCHEMA)
     with pytest.raises(ValueError, match="event kind 'node_sheduled': not one of tlview's"):
-        list(w._by_kind([batch]))
+        _split(cols)
 
 
-def test_a_batch_of_mixed_kinds_is_split_with_each_kinds_values():
-    """Rows of two kinds in one batch: each kind's rows, in its columns; `bytes` of the
-    buffer is kept, and the same `bytes` on the node's row is refused."""
-    def batch(node_bytes):
-        cols = {f.name: pa.nulls(3, f.type) for f in EVENT_SCHEMA}
-        cols.update(source_id=pa.array([0, 0, 0], pa.int32()),
-                    timeline_id=pa.array([0, 0, 0], pa.int32()),
-                    seq=pa.array([0, 1, 2], pa.int64()),
-                    kind=pa.array(["node_scheduled", "buffer_allocated", "node_scheduled"]),
+def test_columns_of_mixed_kinds_are_split_with_each_kinds_values():
+    """Rows of two kinds in one batch: each kind's rows, in its columns, with the writer's
+    ids and seq; `bytes` of the buffer is kept, the same `bytes` on a node's row refused."""
+    def cols(node_bytes):
+        return dict(kind=pa.array(["node_scheduled", "buffer_allocated", "node_scheduled"]),
                     step=pa.array([0, 0, 1], pa.int64()), node=pa.array(["a", "a", "b"]),
                     buffer=pa.array([None, "buf0", None]),
-                    bytes=pa.array([node_bytes, 64, None], pa.int64()))
-        return pa.RecordBatch.from_arrays(list(cols.values()), schema=EVENT_SCHEMA)
+                    bytes=pa.array([node_bytes, 64, None], pa.int64()),
+                    _tl=pa.array([1, 0, 1], pa.int32()))
 
-    got = {k: b.to_pydict() for k, b in w._by_kind([batch(None)])}
-    assert got["node_scheduled"]["seq"] == [0, 2] and got["node_scheduled"]["node"] == ["a", "b"]
-    assert got["buffer_allocated"]["bytes"] == [64] and got["buffer_allocated"]["seq"] == [1]
+    got = _split(cols(None), tids=(7, 9), seq=10)
+    assert list(got) == ["node_scheduled", "buffer_allocated"]  # in order of first row
+    assert got["node_scheduled"]["seq"] == [10, 12] and got["node_scheduled"]["node"] == ["a", "b"]
+    assert got["node_scheduled"]["timeline_id"] == [9, 9]
+    assert got["buffer_allocated"]["bytes"] == [64] and got["buffer_allocated"]["seq"] == [11]
+    assert got["buffer_allocated"]["timeline_id"] == [7]
+    assert got["buffer_allocated"]["source_id"] == [3]
     assert list(got["buffer_allocated"]) == KIND_SCHEMAS["buffer_allocated"].names
     with pytest.raises(ValueError, match="node_scheduled events with a value in column 'bytes'"):
-        list(w._by_kind([batch(8)]))
+        _split(cols(8))
+
+
+def test_records_go_in_their_kinds_columns_and_widen_to_the_view():
+    """attrs records become rows of their own table (``convert.kind_row``); a shard set's
+    wide batches are those rows with NULL elsewhere, equal to the 40-column row."""
+    from tlview.store.convert import event_tuple
+
+    recs = _events(3)
+    rows = w.SourceRows(iter(recs), 4, 1)
+    got = list(rows.kind_batches())
+    assert [k for k, _ in got] == ["node_scheduled", "buffer_allocated", "buffer_freed"]
+    for kind, b in got:
+        assert b.schema == KIND_SCHEMAS[kind]
+    assert dict(rows.counts) == {"node_scheduled": 3, "buffer_allocated": 3, "buffer_freed": 2}
+    wide = {}
+    for b in w.SourceRows(iter(recs), 4, 1).batches():
+        for r in b.to_pylist():
+            wide[r["seq"]] = tuple(r.values())
+    events = [r for r in recs if type(r) in EVENT_KINDS]
+    for seq, rec in enumerate(events):
+        want = (4, 1, seq, *(list(v) if isinstance(v, tuple) else v for v in event_tuple(rec)))
+        assert wide[seq] == want, seq
 
 
 def test_rows_handed_to_duckdb_are_let_go(db_path):
