@@ -74,7 +74,7 @@ def test_interrupted_ingest_leaves_database_unchanged(tmp_path, sig):
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
     else:
-        assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+        assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert snapshot(db) == before
     # And the database still takes a full ingest afterwards.
     ingest_into(db, SEED_000)

@@ -13,6 +13,7 @@ import time
 import duckdb
 import pytest
 from conftest import SEED_000, SEED_001, SEED_002, ingest_into
+from textual.worker import WorkerFailed
 from tlview.store import open_database, write_records
 from tlview.store.records import NodeScheduled, Source, Timeline
 from tlview.tui.app import TlviewApp
@@ -305,7 +306,10 @@ class TestDurations:
         con.close()
         app = TlviewApp(str(path))
         async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
+            try:
+                await settle(pilot)
+            except WorkerFailed:  # the durations read failing is the point: its worker
+                pass              # may still be listed when settle waits (a loaded machine)
             steps = app.screen.query_one(ExecutionList)
             await wait_for(pilot, lambda: len(steps.rows) > 5)
             assert not steps.timed and steps.durations == {}
