@@ -8,8 +8,8 @@ CREATE OR REPLACE VIEW timelines AS
 SELECT t.timeline_id, t.name, t.format, s.path AS source_path,
        COALESCE(t.device, (SELECT any_value(json_extract_string(n.attrs, '$.device'))
                            FROM timeline_notes n WHERE n.timeline_id = t.timeline_id)) AS device,
-       COALESCE((SELECT count(*) FROM events e
-                 WHERE e.timeline_id = t.timeline_id AND e.kind = 'node_scheduled'), 0) AS n_steps,
+       COALESCE((SELECT count(*) FROM events_node_scheduled e
+                 WHERE e.timeline_id = t.timeline_id), 0) AS n_steps,
        t.source_id, t.attrs,
        (SELECT any_value(n.attrs) FROM timeline_notes n WHERE n.timeline_id = t.timeline_id) AS notes
 FROM timeline_records t JOIN sources s USING (source_id);
@@ -21,12 +21,12 @@ FROM timeline_records t JOIN sources s USING (source_id);
 CREATE OR REPLACE VIEW nodes AS
 SELECT timeline_id, step, node, node_class, ir_type, kernel, device, reads, writes,
        line, attrs
-FROM events WHERE kind = 'node_scheduled';
+FROM events_node_scheduled;
 
 -- _frees: the last live step of each buffer (the latest, if several were recorded).
 CREATE OR REPLACE VIEW _frees AS
 SELECT timeline_id, buffer, max(step) AS last_step, arg_max(reason, step) AS free_reason
-FROM events WHERE kind = 'buffer_freed' GROUP BY timeline_id, buffer;
+FROM events_buffer_freed GROUP BY timeline_id, buffer;
 
 -- _buffers_derived: the buffers view computed from events (cached in _cache_buffers).
 CREATE OR REPLACE VIEW _buffers_derived AS
@@ -34,8 +34,7 @@ SELECT a.timeline_id, a.buffer, a.bytes, a.step AS alloc_step, f.last_step,
        a.dtype, a.shape, a.stride, a.layout, a.device, a.node AS producer,
        COALESCE(a.is_input, false) AS is_input, a.size_expr, a.allocation, a."offset",
        f.free_reason, a.line, a.attrs
-FROM events a LEFT JOIN _frees f USING (timeline_id, buffer)
-WHERE a.kind = 'buffer_allocated';
+FROM events_buffer_allocated a LEFT JOIN _frees f USING (timeline_id, buffer);
 
 -- buffers: one row per buffer, with its life.
 --   bytes: storage bytes (NULL = unknown/symbolic, see size_expr);
@@ -161,7 +160,5 @@ ORDER BY bytes DESC NULLS LAST, buffer;
 CREATE OR REPLACE VIEW collectives AS
 SELECT i.timeline_id, i.node, i.op, i.step AS issue_step, w.node AS wait_node,
        w.step AS wait_step, i.bytes, w.step - i.step AS steps_between, i.buffers
-FROM events i
-LEFT JOIN events w
-  ON w.kind = 'collective_waited' AND w.timeline_id = i.timeline_id AND w.collective = i.node
-WHERE i.kind = 'collective_issued';
+FROM events_collective_issued i
+LEFT JOIN events_collective_waited w ON w.timeline_id = i.timeline_id AND w.collective = i.node;

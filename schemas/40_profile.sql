@@ -15,16 +15,15 @@ SELECT e.timeline_id, e.seq, e.name, e.category, e.device, e.stream, e.ts_ns, e.
        CASE WHEN e.category IN ('runtime', 'cpu_op', 'comm_call')
             THEN TRY_CAST(json_extract(e.attrs, '$.args."External id"') AS BIGINT) END AS ext,
        TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, e.attrs
-FROM events e JOIN timeline_records t USING (timeline_id)
-WHERE e.kind = 'kernel_measured';
+FROM events_kernel_measured e JOIN timeline_records t USING (timeline_id);
 
 -- gpu_activity: what ran on a GPU: kernels, communication kernels, copies and fills.
 CREATE OR REPLACE VIEW gpu_activity AS
 SELECT e.timeline_id, e.seq, e.name, e.category, e.device, e.stream, e.ts_ns, e.dur_ns,
        e.ts_ns + e.dur_ns AS end_ns, e.correlation, e.bytes, CAST(NULL AS BIGINT) AS ext,
        TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, e.attrs
-FROM events e JOIN timeline_records t USING (timeline_id)
-WHERE e.kind = 'kernel_measured' AND e.category IN ('kernel', 'comm', 'memcpy', 'memset');
+FROM events_kernel_measured e JOIN timeline_records t USING (timeline_id)
+WHERE e.category IN ('kernel', 'comm', 'memcpy', 'memset');
 
 -- kernels_measured: per timeline and kernel name, its launches and durations.
 --   p50_ns / p99_ns are nearest-rank quantiles (the smallest duration with at

@@ -61,7 +61,7 @@ SELECT e.timeline_id, e.source_id, e.step AS event_index, e.op AS action, e.addr
        TRY_CAST(json_extract(e.attrs, '$.device_free') AS BIGINT) AS device_free,
        json_extract_string(e.attrs, '$.compile_context') AS compile_context,
        json_extract_string(e.attrs, '$.user_metadata') AS user_metadata, e.attrs
-FROM events e WHERE e.kind = 'allocator_action';
+FROM events_allocator_action e;
 
 -- allocator_segments_end, allocator_blocks_end: the allocator's state when the snapshot
 -- was taken. state: active_allocated | active_pending_free | inactive;
@@ -74,12 +74,12 @@ SELECT timeline_id, source_id, address, bytes AS size, stream, stack_id,
        attrs->'$.segment_pool_id' AS segment_pool_id,
        TRY_CAST(json_extract(attrs, '$.allocated_size') AS BIGINT) AS allocated_size,
        TRY_CAST(json_extract(attrs, '$.is_expandable') AS BOOLEAN) AS is_expandable, attrs
-FROM events WHERE kind = 'allocator_segment';
+FROM events_allocator_segment;
 
 CREATE OR REPLACE VIEW allocator_blocks_end AS
 SELECT timeline_id, source_id, address, block_bytes AS size, bytes AS requested_size,
        op AS state, stream, stack_id, correlation AS alloc_index, attrs
-FROM events WHERE kind = 'allocator_block';
+FROM events_allocator_block;
 
 -- _allocator_delta(op, n), _reserved_delta(op, n): how one trace entry changes the allocated
 -- bytes (n: its size; 1 for the active blocks; block_bytes for whole blocks) and the
@@ -109,7 +109,7 @@ ends AS (
            sum(_allocator_delta(op, 1)) AS d_n,
            sum(_reserved_delta(op, bytes)) AS d_res,
            min(ts_ns) // 1000 AS first_time
-    FROM events WHERE kind = 'allocator_action' GROUP BY timeline_id
+    FROM events_allocator_action GROUP BY timeline_id
 )
 SELECT tl.timeline_id,
        COALESCE(ends.allocated, 0) - COALESCE(net.d_alloc, 0) AS allocated_bytes,
@@ -131,8 +131,8 @@ SELECT e.timeline_id, e.step AS event_index, e.ts_ns // 1000 AS time_us,
        r0 + sum(_reserved_delta(e.op, e.bytes)) OVER w AS reserved_bytes,
        n0 + sum(_allocator_delta(e.op, 1)) OVER w AS active_blocks,
        b0 + sum(_allocator_delta(e.op, e.block_bytes)) OVER w AS block_bytes
-FROM events e
-WHERE e.kind = 'allocator_action' AND e.timeline_id = tid AND e.step BETWEEN lo AND hi
+FROM events_allocator_action e
+WHERE e.timeline_id = tid AND e.step BETWEEN lo AND hi
 WINDOW w AS (ORDER BY e.step ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW);
 
 -- _allocator_cache_ranges(lo, hi, size): the pieces the store fills an allocator cache
@@ -143,8 +143,8 @@ SELECT t.timeline_id, -1 AS lo, -1 AS hi
 FROM timeline_records t WHERE t.format = 'cuda_snapshot' AND t.timeline_id BETWEEN lo AND hi
 UNION ALL
 SELECT e.timeline_id, r * size, r * size + size - 1
-FROM (SELECT timeline_id, max(step) AS last FROM events
-      WHERE kind = 'allocator_action' AND timeline_id BETWEEN lo AND hi GROUP BY timeline_id) e,
+FROM (SELECT timeline_id, max(step) AS last FROM events_allocator_action
+      WHERE timeline_id BETWEEN lo AND hi GROUP BY timeline_id) e,
      LATERAL (SELECT unnest(range(0, e.last // size + 1)) AS r)
 ORDER BY 1, 2;
 

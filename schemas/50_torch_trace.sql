@@ -20,8 +20,7 @@ SELECT e.timeline_id, e.seq, e.category, e.name, e.step, e.node, e.kernel, e.ts_
        COALESCE(json_extract_string(e.attrs, '$.compile_id'),
                 json_extract_string(t.attrs, '$.compile_id')) AS compile_id,
        TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank, e.line, e.attrs
-FROM events e JOIN timeline_records t USING (timeline_id)
-WHERE e.kind = 'compile_event';
+FROM events_compile_event e JOIN timeline_records t USING (timeline_id);
 
 -- compile_phases: each phase of a compile that torch timed (dynamo, aot_trace_joint_graph,
 -- inductor_compile, code_gen, ...), from its chromium begin ('B') and end ('E') events.

@@ -47,8 +47,8 @@ WITH b AS (
            CAST(COALESCE(sum(dur_ns) FILTER (WHERE category IN ('kernel', 'comm')), 0)
                 AS BIGINT) AS kernel_ns,
            count(*) FILTER (WHERE category = 'comm') AS n_comm
-    FROM events
-    WHERE kind = 'kernel_measured' AND timeline_id BETWEEN $1 AND $2
+    FROM events_kernel_measured
+    WHERE timeline_id BETWEEN $1 AND $2
     GROUP BY timeline_id
 ), o AS (
     SELECT timeline_id, list(overlap_pct ORDER BY device) AS overlap_pct
@@ -202,8 +202,8 @@ SELECT n.timeline_id, n.step, n.node,
        CAST(COALESCE(d.alloc_bytes, 0) AS BIGINT) AS alloc_bytes,
        CAST(COALESCE(d.freed_bytes, 0) AS BIGINT) AS freed_bytes,
        CAST(sum(COALESCE(d.unknown_delta, 0)) OVER w AS BIGINT) AS unknown_live
-FROM (SELECT timeline_id, step, node FROM events
-      WHERE kind = 'node_scheduled' AND timeline_id BETWEEN $1 AND $2) n
+FROM (SELECT timeline_id, step, node FROM events_node_scheduled
+      WHERE timeline_id BETWEEN $1 AND $2) n
 LEFT JOIN d USING (timeline_id, step)
 WINDOW w AS (PARTITION BY n.timeline_id ORDER BY n.step ROWS UNBOUNDED PRECEDING)
 ORDER BY timeline_id, step;

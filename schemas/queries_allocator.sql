@@ -39,8 +39,8 @@ SELECT e.step AS event_index, e.ts_ns // 1000 AS time_us,
        _reserved_delta(e.op, e.bytes)::BIGINT AS reserved_bytes,
        _allocator_delta(e.op, 1)::BIGINT AS active_blocks,
        _allocator_delta(e.op, e.block_bytes)::BIGINT AS block_bytes
-FROM events e
-WHERE e.kind = 'allocator_action' AND e.timeline_id = $1 AND e.step BETWEEN $2 AND $3
+FROM events_allocator_action e
+WHERE e.timeline_id = $1 AND e.step BETWEEN $2 AND $3
 ORDER BY e.step;
 
 -- name: append_allocator_curve

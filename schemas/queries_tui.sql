@@ -89,8 +89,8 @@ WHERE timeline_id = ? AND step = ?;
 
 -- name: tui_buffer_facts
 -- Size and type of the buffers a node reads and writes (graph inputs included).
-SELECT buffer, bytes, dtype, shape, is_input FROM events
-WHERE kind = 'buffer_allocated' AND timeline_id = ? AND list_contains(?, buffer);
+SELECT buffer, bytes, dtype, shape, is_input FROM events_buffer_allocated
+WHERE timeline_id = ? AND list_contains(?, buffer);
 
 -- name: tui_xla_instruction
 SELECT operands, op_type, op_name, source, stack_frame_id, fusion_kind, calls
@@ -115,14 +115,14 @@ WHERE timeline_id = ? AND step > ? AND step < ? ORDER BY step LIMIT ?;
 -- First node, kernel or buffer whose name contains the text (case-insensitive), after
 -- step $3, wrapping around to the start. Buffers are found at their allocation step.
 WITH hits AS (
-    SELECT step, 'node' AS what, node AS name FROM events
-    WHERE kind = 'node_scheduled' AND timeline_id = $1 AND contains(lower(node), lower($2))
+    SELECT step, 'node' AS what, node AS name FROM events_node_scheduled
+    WHERE timeline_id = $1 AND contains(lower(node), lower($2))
     UNION ALL
-    SELECT step, 'kernel', kernel FROM events
-    WHERE kind = 'node_scheduled' AND timeline_id = $1 AND contains(lower(kernel), lower($2))
+    SELECT step, 'kernel', kernel FROM events_node_scheduled
+    WHERE timeline_id = $1 AND contains(lower(kernel), lower($2))
     UNION ALL
-    SELECT step, 'buffer', buffer FROM events
-    WHERE kind = 'buffer_allocated' AND timeline_id = $1 AND step IS NOT NULL
+    SELECT step, 'buffer', buffer FROM events_buffer_allocated
+    WHERE timeline_id = $1 AND step IS NOT NULL
       AND contains(lower(buffer), lower($2))
 )
 SELECT step, what, name FROM hits
@@ -146,7 +146,7 @@ WITH own AS (
 SELECT a.timeline_id, a.seq, a.kernel, e.ts_ns, a.dur_ns, a.method, a.confidence
 FROM kernel_attachments a
 JOIN target t ON a.graph_timeline_id = t.tid AND a.step = t.step
-JOIN events e ON e.kind = 'kernel_measured' AND e.timeline_id = a.timeline_id AND e.seq = a.seq
+JOIN events_kernel_measured e ON e.timeline_id = a.timeline_id AND e.seq = a.seq
 ORDER BY a.timeline_id, e.ts_ns, a.seq;
 
 -- name: tui_quiet

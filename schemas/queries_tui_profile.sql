@@ -7,7 +7,7 @@
 -- name: tui_trace_extent
 -- Per device, stream and category: events, first start, last end, longest duration.
 SELECT device, stream, category, count(*), min(ts_ns), max(ts_ns + dur_ns), max(dur_ns)
-FROM events WHERE kind = 'kernel_measured' AND timeline_id = ?
+FROM events_kernel_measured WHERE timeline_id = ?
 GROUP BY ALL;
 
 -- name: tui_lane_busy
@@ -16,8 +16,8 @@ GROUP BY ALL;
 -- part inside it; events of no duration count (n) without time.
 WITH e AS (
     SELECT device, stream, category, greatest(ts_ns, $2) AS s, least(ts_ns + dur_ns, $4) AS en
-    FROM events
-    WHERE kind = 'kernel_measured' AND timeline_id = $1
+    FROM events_kernel_measured
+    WHERE timeline_id = $1
       AND category IN ('kernel', 'comm', 'memcpy', 'memset')
       AND ts_ns < $4 AND ts_ns >= $2 - $5 AND ts_ns + dur_ns >= $2
 ), one AS (
@@ -37,23 +37,23 @@ SELECT device, stream, category, col, sum(ns), count(*) FROM (
 
 -- name: tui_kernel_at
 -- The GPU event of a stream running at $4, else the first one starting in [$4, $5).
-SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = $1 AND device IS NOT DISTINCT FROM $2
+SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events_kernel_measured
+WHERE timeline_id = $1 AND device IS NOT DISTINCT FROM $2
   AND stream = $3 AND category IN ('kernel', 'comm', 'memcpy', 'memset')
   AND ts_ns < $5 AND ts_ns >= $4 - $6 AND ts_ns + dur_ns > $4
 ORDER BY ts_ns > $4, ts_ns, seq LIMIT 1;
 
 -- name: tui_next_kernel
 -- The next GPU event of a stream after ($4, $5) in (ts_ns, seq) order, within $6 ns.
-SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = $1 AND device IS NOT DISTINCT FROM $2
+SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events_kernel_measured
+WHERE timeline_id = $1 AND device IS NOT DISTINCT FROM $2
   AND stream = $3 AND category IN ('kernel', 'comm', 'memcpy', 'memset')
   AND ts_ns >= $4 AND ts_ns <= $4 + $6 AND (ts_ns > $4 OR seq > $5)
 ORDER BY ts_ns, seq LIMIT 1;
 
 -- name: tui_prev_kernel
-SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = $1 AND device IS NOT DISTINCT FROM $2
+SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events_kernel_measured
+WHERE timeline_id = $1 AND device IS NOT DISTINCT FROM $2
   AND stream = $3 AND category IN ('kernel', 'comm', 'memcpy', 'memset')
   AND ts_ns <= $4 AND ts_ns >= $4 - $6 AND (ts_ns < $4 OR seq < $5)
 ORDER BY ts_ns DESC, seq DESC LIMIT 1;
@@ -62,15 +62,15 @@ ORDER BY ts_ns DESC, seq DESC LIMIT 1;
 -- The runtime call with the GPU event's correlation id, and its External id (as `measured`).
 SELECT name, ts_ns, stream,
        TRY_CAST(json_extract(attrs, '$.args."External id"') AS BIGINT) AS ext
-FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = ? AND category = 'runtime' AND correlation = ?
+FROM events_kernel_measured
+WHERE timeline_id = ? AND category = 'runtime' AND correlation = ?
 ORDER BY seq LIMIT 1;
 
 -- name: tui_cpu_op_of
 -- The CPU op with External id $2 (as kernel_launches joins it), started in [$3, $4];
 -- the innermost (latest started) where several carry it.
-SELECT name, seq FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = $1 AND category IN ('cpu_op', 'comm_call')
+SELECT name, seq FROM events_kernel_measured
+WHERE timeline_id = $1 AND category IN ('cpu_op', 'comm_call')
   AND ts_ns >= $3 AND ts_ns <= $4
   AND TRY_CAST(json_extract(attrs, '$.args."External id"') AS BIGINT) = $2
 ORDER BY ts_ns DESC, seq DESC LIMIT 1;
@@ -130,17 +130,17 @@ ORDER BY ts_ns DESC, seq DESC LIMIT 1;
 
 -- name: tui_search_kernel
 -- The first GPU event whose name contains $2 (case-insensitive) after ($3, $4), wrapping.
-SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = $1
+SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events_kernel_measured
+WHERE timeline_id = $1
   AND category IN ('kernel', 'comm', 'memcpy', 'memset')
   AND contains(lower(name), lower($2))
 ORDER BY (ts_ns, seq) <= ($3, $4), ts_ns, seq LIMIT 1;
 
 -- name: tui_kernel_by_seq
-SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = ? AND seq = ?;
+SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events_kernel_measured
+WHERE timeline_id = ? AND seq = ?;
 
 -- name: tui_kernels_by_seq
-SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events
-WHERE kind = 'kernel_measured' AND timeline_id = ? AND list_contains(?, seq)
+SELECT seq, name, category, device, stream, ts_ns, dur_ns, correlation FROM events_kernel_measured
+WHERE timeline_id = ? AND list_contains(?, seq)
 ORDER BY ts_ns, seq;

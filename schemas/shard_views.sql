@@ -14,6 +14,63 @@ FROM read_parquet(getvariable('tlview_shards') || '/events/*/*.parquet',
                   hive_partitioning = true) e
 JOIN _shard_bases b ON b.source_id = e.source_id;
 
+-- events_<kind>: each kind's events in the columns of its table in a database
+-- (schemas/00_tables.sql), which the views below read.
+CREATE OR REPLACE VIEW events_node_scheduled AS
+SELECT source_id, timeline_id, seq, step, node, node_class, ir_type, kernel, device,
+       reads, writes, line, attrs
+FROM events WHERE kind = 'node_scheduled';
+
+CREATE OR REPLACE VIEW events_buffer_allocated AS
+SELECT source_id, timeline_id, seq, step, node, buffer, device, bytes, layout, dtype,
+       shape, stride, size_expr, is_input, allocation, "offset", line, attrs
+FROM events WHERE kind = 'buffer_allocated';
+
+CREATE OR REPLACE VIEW events_buffer_freed AS
+SELECT source_id, timeline_id, seq, step, buffer, reason, attrs
+FROM events WHERE kind = 'buffer_freed';
+
+CREATE OR REPLACE VIEW events_buffer_aliased AS
+SELECT source_id, timeline_id, seq, step, node, buffer, target, relation, attrs
+FROM events WHERE kind = 'buffer_aliased';
+
+CREATE OR REPLACE VIEW events_collective_issued AS
+SELECT source_id, timeline_id, seq, step, node, bytes, op, buffers, attrs
+FROM events WHERE kind = 'collective_issued';
+
+CREATE OR REPLACE VIEW events_collective_waited AS
+SELECT source_id, timeline_id, seq, step, node, collective, attrs
+FROM events WHERE kind = 'collective_waited';
+
+CREATE OR REPLACE VIEW events_kernel_measured AS
+SELECT source_id, timeline_id, seq, step, node, device, bytes, name, category, ts_ns,
+       dur_ns, stream, correlation, attrs
+FROM events WHERE kind = 'kernel_measured';
+
+CREATE OR REPLACE VIEW events_compile_event AS
+SELECT source_id, timeline_id, seq, step, node, kernel, name, category, ts_ns, dur_ns,
+       line, attrs
+FROM events WHERE kind = 'compile_event';
+
+CREATE OR REPLACE VIEW events_allocator_action AS
+SELECT source_id, timeline_id, seq, step, device, bytes, op, ts_ns, stream, correlation,
+       attrs, address, stack_id, block_bytes
+FROM events WHERE kind = 'allocator_action';
+
+CREATE OR REPLACE VIEW events_allocator_segment AS
+SELECT source_id, timeline_id, seq, device, bytes, stream, correlation, attrs, address,
+       stack_id
+FROM events WHERE kind = 'allocator_segment';
+
+CREATE OR REPLACE VIEW events_allocator_block AS
+SELECT source_id, timeline_id, seq, device, bytes, op, stream, correlation, attrs,
+       address, stack_id, block_bytes
+FROM events WHERE kind = 'allocator_block';
+
+CREATE OR REPLACE VIEW events_allocator_annotation AS
+SELECT source_id, timeline_id, seq, device, name, ts_ns, attrs
+FROM events WHERE kind = 'allocator_annotation';
+
 CREATE OR REPLACE VIEW frames AS
 SELECT b.source_id, f.frame_id, f.filename, f.line, f.name, CAST(f.attrs AS JSON) AS attrs
 FROM read_parquet(getvariable('tlview_shards') || '/frames/*/*.parquet',

@@ -148,3 +148,25 @@ def test_rows_handed_to_duckdb_are_let_go(db_path):
             assert pa.total_allocated_bytes() - base < n, i  # all but scraps returned
         db.con.execute("COMMIT")
         assert db.sql("SELECT count(*), sum(a) FROM t").fetchone() == (3 * n, 3 * n * (n - 1) // 2)
+
+
+def test_a_shard_set_has_each_kind_as_a_view_in_its_tables_columns(tmp_path):
+    """The views read events_<kind> (not the events union: a dozen branches in every plan);
+    over a shard set those are views of its one Parquet events table, in the same columns
+    and with the same rows as the database's tables."""
+    from conftest import FIXTURES, SEED_002, ingest_into
+    from tlview.cli import main
+    from tlview.store.shards import open_shards
+
+    db = tmp_path / "k.duckdb"
+    snap = FIXTURES / "snapshot" / "frag_oom.pickle"
+    trace = next((FIXTURES / "profile" / "single").glob("*.json*"))
+    ingest_into(db, SEED_002, snap, trace)
+    out = tmp_path / "set"
+    assert main(["export", "--parquet", str(out), "--db", str(db)]) == 0
+    with open_database(db, read_only=True) as d, open_shards(out) as s:
+        for kind, schema in KIND_SCHEMAS.items():
+            q = f"SELECT * FROM events_{kind} ORDER BY source_id, seq"
+            assert [c[0] for c in s.sql(q).description] == schema.names, kind
+            assert s.sql(q).fetchall() == d.sql(q).fetchall(), kind
+        assert d.sql("SELECT count(DISTINCT kind) FROM events").fetchone()[0] >= 6
