@@ -17,8 +17,10 @@ compiled parser alone (records generated, nothing stored), tlview's full ingest 
 fresh DuckDB file with the compiled parser, and the same with the pure-Python parser
 (``TLVIEW_NATIVE=0``: the previous release's path; skipped above the size set by
 ``TLVIEW_BENCH_XLA_PY_MAX_MB``, it takes minutes per GB). Where both ingests run, the
-digests of their events rows must be equal (else the benchmark fails). The closing
-lines show peak RSS per size (flatness) and the compiled/Python ratio.
+digests of their events rows must be equal (else the benchmark fails). Beside the
+compiled ingest: its caches stage (wall, CPU), and the floor on the database's side, the
+same events inserted alone into a fresh database from Parquet, then their caches built.
+The closing lines show peak RSS per size (flatness) and the compiled/Python ratio.
 """
 
 from __future__ import annotations
