@@ -17,8 +17,10 @@ compiled parser alone (records generated, nothing stored), tlview's full ingest 
 fresh DuckDB file with the compiled parser, and the same with the pure-Python parser
 (``TLVIEW_NATIVE=0``: the previous release's path; skipped above the size set by
 ``TLVIEW_BENCH_XLA_PY_MAX_MB``, it takes minutes per GB). Where both ingests run, the
-digests of their events rows must be equal (else the benchmark fails). The closing
-lines show peak RSS per size (flatness) and the compiled/Python ratio.
+digests of their events rows must be equal (else the benchmark fails). Beside the
+compiled ingest: its caches stage (wall, CPU), and the floor on the database's side, the
+same events inserted alone into a fresh database from Parquet, then their caches built.
+The closing lines show peak RSS per size (flatness) and the compiled/Python ratio.
 """
 
 from __future__ import annotations
@@ -159,17 +161,78 @@ def digest(path: str, db: str, compiled: str) -> dict[str, object]:
     return {"events": sum(summary.counts.values()), "digest": hashlib.sha256(text).hexdigest()}
 
 
-def ingest(path: str, db: str, compiled: str) -> dict[str, float]:
+def ingest(path: str, db: str, compiled: str, keep: str = "") -> dict[str, float]:
     """tlview's full ingest (parse, load into DuckDB, caches) with the compiled (``"1"``)
-    or the Python (``"0"``) parser: the event count and the CPU seconds it took."""
+    or the Python (``"0"``) parser: the event count, the CPU seconds it took and those of
+    its caches stage (wall and CPU). The database is kept where ``keep`` is set."""
+    import time
+
     os.environ["TLVIEW_NATIVE"] = compiled
+    from tlview.store import caches
+
     from .harness import ingest_file
 
+    stage = {"caches_wall_s": 0.0, "caches_cpu_s": 0.0}
+    refresh = caches.refresh
+
+    def timed(*args: object) -> None:
+        w, c = time.perf_counter(), _cpu_s()
+        try:
+            refresh(*args)  # type: ignore[arg-type]
+        finally:
+            stage["caches_wall_s"] += time.perf_counter() - w
+            stage["caches_cpu_s"] += _cpu_s() - c
+
+    caches.refresh = timed  # type: ignore[assignment]
     t0 = _cpu_s()
     n = ingest_file(path, db, "xla_buffer_assignment")
     cpu = _cpu_s() - t0
-    os.remove(db)
-    return {"events": n, "cpu_s": cpu}
+    if not keep:
+        os.remove(db)
+    return {"events": n, "cpu_s": cpu, **stage}
+
+
+def database_alone(db: str, scratch: str) -> dict[str, float]:
+    """The floor on the database's side: the events of an ingested database (``db``),
+    written to Parquet (not timed), inserted into a fresh database as the ingest inserts
+    them (one transaction under its memory limit, one INSERT per kind in one thread), then
+    the caches of those events built (``caches.refresh``): wall and CPU seconds of each."""
+    import shutil
+    import time
+
+    import duckdb
+    from tlview.store import caches, open_database
+    from tlview.store.writer import INSERT_THREADS, ingest_transaction, limit_ingest_memory
+
+    pq = Path(scratch + ".parquet.d")
+    shutil.rmtree(pq, ignore_errors=True)
+    pq.mkdir()
+    with duckdb.connect(db, read_only=True) as con:
+        tables = [t for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'events_%' "
+            "AND estimated_size > 0").fetchall()]
+        for t in tables:
+            con.execute(f"COPY {t} TO '{pq / t}.parquet' (FORMAT parquet)")
+        tids = [t for (t,) in con.execute("SELECT DISTINCT timeline_id FROM timeline_records")
+                .fetchall()]
+    if os.path.exists(scratch):
+        os.remove(scratch)
+    out: dict[str, float] = {}
+    with open_database(scratch) as d:
+        limit_ingest_memory(d)
+        with ingest_transaction(d):
+            w, c = time.perf_counter(), _cpu_s()
+            d.con.execute(f"SET threads = {INSERT_THREADS}")
+            for t in tables:
+                d.con.execute(f"INSERT INTO {t} SELECT * FROM read_parquet('{pq / t}.parquet')")
+            d.con.execute("RESET threads")
+            out.update(insert_wall_s=time.perf_counter() - w, insert_cpu_s=_cpu_s() - c)
+            w, c = time.perf_counter(), _cpu_s()
+            caches.refresh(d, tids)
+            out.update(caches_wall_s=time.perf_counter() - w, caches_cpu_s=_cpu_s() - c)
+    os.remove(scratch)
+    shutil.rmtree(pq)
+    return out
 
 
 def main() -> list[Result]:
@@ -190,7 +253,9 @@ def measure(mb: float) -> list[Result]:
     db = str(OUT_DIR / "bench_xla.duckdb")
     scan = run_child("bench.harness:line_scan", str(path))
     parsed = run_child("bench.bench_xla:parse_only", str(path))
-    fast = run_child("bench.bench_xla:ingest", str(path), db, "1")
+    fast = run_child("bench.bench_xla:ingest", str(path), db, "1", "keep")
+    alone = run_child("bench.bench_xla:database_alone", db, db + ".alone")["result"]
+    os.remove(db)
     out = [
         Result("line scan (baseline)", label, size, scan["wall_s"], scan["peak_rss_mb"]),
         Result("parse only xla_buffer_assignment (compiled)", label, size, parsed["wall_s"],
@@ -220,6 +285,14 @@ def measure(mb: float) -> list[Result]:
             raise AssertionError(f"compiled and Python ingests differ on {path}: {a} vs {b}")
         print(f"{label}: events digest compiled == Python: {a['digest'][:16]} "
               f"({a['events']:,} events)")
+    f = fast["result"]
+    print(f"{label}: stages of the compiled ingest: caches {f['caches_wall_s']:.2f} s wall, "
+          f"{f['caches_cpu_s']:.2f} CPU-s; the rest (parse beside the INSERTs, commit) "
+          f"{fast['wall_s'] - f['caches_wall_s']:.2f} s wall, "
+          f"{f['cpu_s'] - f['caches_cpu_s']:.2f} CPU-s. The database alone (its events from "
+          f"Parquet, no parse): INSERT {alone['insert_wall_s']:.2f} s wall, "
+          f"{alone['insert_cpu_s']:.2f} CPU-s; caches {alone['caches_wall_s']:.2f} s wall, "
+          f"{alone['caches_cpu_s']:.2f} CPU-s")
     print(f"{label}: CPU " + ", ".join(
         f"{name} {r['result']['cpu_s']:.2f} s ({size / 1e6 / r['result']['cpu_s']:.1f} MB per "
         f"CPU-s; wall {r['wall_s']:.2f} s)" for name, r in cpu))

@@ -8,7 +8,7 @@ disagree with committed events), and rebuilt whole when the schema changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -41,9 +41,10 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
                 continue
             # A cache too large to compute in one statement within the ingest's memory
             # limit names its pieces: (timeline, first, last) of each.
+            python_fill = PYTHON_FILLS.get(name)
             for tid, first, last in db.con.execute(ranged, [lo, hi]).fetchall():
-                if name == "allocator_curve" and first >= 0:
-                    fill_allocator_curve(db, tid, first, last)
+                if python_fill is not None and first >= 0:
+                    python_fill(db, tid, first, last)
                     continue
                 db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
         # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
@@ -73,6 +74,14 @@ def fill_allocator_curve(db: Any, tid: int, lo: int, hi: int) -> None:
     for name, start in zip(CURVE_SUMS, before[0]):
         cols[name] = running_sum(deltas[name].combine_chunks(), start)
     insert_arrow(con, db.queries["append_allocator_curve"], "_tlview_rows", pa.table(cols))
+
+
+# Ranged caches whose pieces of entries (first >= 0) are filled in Python rather than by
+# their ``cache_fill_*`` statement: name -> fill(db, timeline, first, last). Their piece -1
+# (the state before the first entry) is the statement's, as every other cache's pieces.
+PYTHON_FILLS: dict[str, Callable[[Any, int, int, int], None]] = {
+    "allocator_curve": fill_allocator_curve,
+}
 
 
 def running_sum(deltas: pa.Array, start: int | None) -> pa.Array:
