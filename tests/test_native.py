@@ -156,7 +156,7 @@ class TestEventValues:
 
     @given(args=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=5),
            extra=JSON_VALUES, seed=st.integers(0, 2**16), ts=st.floats(-1e16, 1e16))
-    # 60 here (two databases each); `python -m bench.fuzz` runs the long campaign
+    # 20 here (two databases each); `python -m bench.fuzz` runs the long campaign
     @settings(max_examples=20, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
     def test_same_rows(self, args, extra, seed, ts, tmp_path_factory, monkeypatch):
