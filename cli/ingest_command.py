@@ -12,7 +12,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import attrs
 import duckdb
@@ -29,7 +32,7 @@ from .locking import lock_wait_s, say_waiting
 from .output import say
 from .parallel_ingest import Outcome, default_jobs, ingest_files, local_pool, say_err
 from .rank_report import print_rank_report
-from .summary import print_summaries
+from .summary import print_summaries, print_summary_rows
 
 
 @attrs.frozen
@@ -62,31 +65,35 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"tlview: {e}", file=sys.stderr)
     ingested = 0
     if plan.files:
-        created = not Path(args.db).exists()
-        db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
-        limit_ingest_memory(db)
-        new_ids: list[int] = []
-        try:
-            if dask or (jobs > 1 and _worth_workers(plan.files, explicit=bool(args.jobs))):
-                out = _ingest_parallel(db, plan.files, args, jobs, dask)
-                ingested += out.ingested
-                failed += out.failed
-                new_ids += out.new_ids
-            else:
-                for path, fmt in plan.files:
-                    try:
-                        new_ids += ingest_one(db, path, fmt, force=args.force)
-                        ingested += 1
-                    except (IngestError, OSError) as e:
-                        err = e if isinstance(e, IngestError) else _unreadable(path, e)
-                        print(f"tlview: {err}", file=sys.stderr)
-                        failed.append(err)
-            try:  # runs of ranks the new traces are in
-                print_rank_report(db, new_ids, out=say)
-            except duckdb.Error as e:
-                say(f"ranks: not reported ({str(e).splitlines()[0]})")
-        finally:
-            _close(db, remove_if_empty=created)
+        parallel = bool(dask) or (jobs > 1 and _worth_workers(plan.files,
+                                                              explicit=bool(args.jobs)))
+        # the workers start before the database opens: a forked one copies no DuckDB thread
+        with _pool(args, jobs, len(plan.files), dask) if parallel else nullcontext() as submit:
+            created = not Path(args.db).exists()
+            db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+            limit_ingest_memory(db)
+            new_ids: list[int] = []
+            try:
+                if submit is not None:
+                    out = _ingest_parallel(db, plan.files, args, submit)
+                    ingested += out.ingested
+                    failed += out.failed
+                    new_ids += out.new_ids
+                else:
+                    for path, fmt in plan.files:
+                        try:
+                            new_ids += ingest_one(db, path, fmt, force=args.force)
+                            ingested += 1
+                        except (IngestError, OSError) as e:
+                            err = e if isinstance(e, IngestError) else _unreadable(path, e)
+                            print(f"tlview: {err}", file=sys.stderr)
+                            failed.append(err)
+                try:  # runs of ranks the new traces are in
+                    print_rank_report(db, new_ids, out=say)
+                except duckdb.Error as e:
+                    say(f"ranks: not reported ({str(e).splitlines()[0]})")
+            finally:
+                _close(db, remove_if_empty=created)
     total = len(plan.files) + len(plan.failed)
     if failed and total > 1:
         print(f"tlview: {len(failed)} of {total} files failed (above); "
@@ -117,15 +124,37 @@ def _worth_workers(files: tuple[tuple[str, str | None], ...], *, explicit: bool)
     return len(files) >= AUTO_MIN_FILES or total >= AUTO_MIN_BYTES
 
 
+def _pool(args: argparse.Namespace, jobs: int, n_files: int,
+          dask: str | None) -> AbstractContextManager[Callable[..., Any]]:
+    """The workers: a Dask cluster's, or ``jobs`` processes here (forked: they parse and
+    use no DuckDB, unless they write complete shards to keep, ``--shards``)."""
+    if dask:
+        return cluster.dask_pool(dask, jobs)
+    return local_pool(min(jobs, n_files), fork=getattr(args, "shards", None) is None)
+
+
 def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],
-                     args: argparse.Namespace, jobs: int, dask: str | None) -> Outcome:
-    """Parse on ``jobs`` processes (or a Dask cluster), commit here in file order."""
-    pool = cluster.dask_pool(dask, jobs) if dask else local_pool(min(jobs, len(files)))
-    with pool as submit:
-        return ingest_files(db, files, submit, force=args.force,
-                            shards=getattr(args, "shards", None),
-                            check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
-                            report=report_ingest, report_error=say_err)
+                     args: argparse.Namespace, submit: Callable[..., Any]) -> Outcome:
+    """Parse on the workers of ``submit``, write here in file order."""
+    out = ingest_files(db, files, submit, force=args.force,
+                       shards=getattr(args, "shards", None),
+                       check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
+                       report=report_ingests, report_error=say_err)
+    _write_phases(out)
+    return out
+
+
+def _write_phases(out: Outcome) -> None:
+    """Where ``TLVIEW_INGEST_PHASES`` names a file, the writer's seconds by phase and each
+    worker's result there, as JSON (for the benchmarks)."""
+    where = os.environ.get("TLVIEW_INGEST_PHASES")
+    if where:
+        import json
+
+        Path(where).write_text(json.dumps(
+            {"writer": out.phases, "transactions": out.transactions,
+             "workers": [{k: v for k, v in r.items() if k != "parsed"}
+                         for r in out.results]}))
 
 
 def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
@@ -234,14 +263,36 @@ def check_again(db: Database, path: str, sha: str, *, force: bool,
     return True, None
 
 
+def report_ingests(db: Database, done: list[tuple[str, IngestSummary, str | None]]
+                   ) -> list[int]:
+    """Print, file by file, the note and the summary of each ``(path, summary, note)``
+    (consecutive ingests: one summary query for all); their new timeline ids."""
+    tids = [t for _, s, _ in done for t in s.timeline_ids.values()]
+    rows = db.query_dicts("timeline_summaries", min(tids), max(tids)) if tids else []
+    by_id = {r["timeline_id"]: r for r in rows}
+    for path, summary, note in done:
+        if note:
+            say(note)
+        mine = sorted(summary.timeline_ids.values())
+        if mine:
+            print_summary_rows(db, [by_id[t] for t in mine if t in by_id], out=say)
+        else:
+            _say_no_timeline(path, summary)
+    return tids
+
+
+def _say_no_timeline(path: str, summary: IngestSummary) -> None:
+    say(f"{path}: ingested as source {summary.source_id}, but it records no timeline "
+        "(nothing was captured in it)")
+
+
 def report_ingest(db: Database, path: str, summary: IngestSummary) -> list[int]:
     """Print what an ingest of ``path`` wrote; its new timeline ids."""
     tids = list(summary.timeline_ids.values())
     if tids:
         print_summaries(db, min(tids), max(tids), out=say)
     else:
-        say(f"{path}: ingested as source {summary.source_id}, but it records no timeline "
-            "(nothing was captured in it)")
+        _say_no_timeline(path, summary)
     return tids
 
 
