@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -68,17 +69,26 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         parallel = bool(dask) or (jobs > 1 and _worth_workers(plan.files,
                                                               explicit=bool(args.jobs)))
         # the workers start before the database opens: a forked one copies no DuckDB thread
+        phases: dict[str, Any] = {}  # seconds by phase, for TLVIEW_INGEST_PHASES
+        t = time.perf_counter()
         with _pool(args, jobs, len(plan.files), dask) if parallel else nullcontext() as submit:
+            _tick(phases, "start workers", t)
+            t = time.perf_counter()
             created = not Path(args.db).exists()
             db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
             limit_ingest_memory(db)
+            _tick(phases, "open database", t)
             new_ids: list[int] = []
             try:
+                t = time.perf_counter()
                 if submit is not None:
                     out = _ingest_parallel(db, plan.files, args, submit)
                     ingested += out.ingested
                     failed += out.failed
                     new_ids += out.new_ids
+                    phases.update(writer=out.phases, transactions=out.transactions,
+                                  workers=[{k: v for k, v in r.items() if k != "parsed"}
+                                           for r in out.results])
                 else:
                     for path, fmt in plan.files:
                         try:
@@ -88,12 +98,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                             err = e if isinstance(e, IngestError) else _unreadable(path, e)
                             print(f"tlview: {err}", file=sys.stderr)
                             failed.append(err)
+                _tick(phases, "files", t)
+                t = time.perf_counter()
                 try:  # runs of ranks the new traces are in
                     print_rank_report(db, new_ids, out=say)
                 except duckdb.Error as e:
                     say(f"ranks: not reported ({str(e).splitlines()[0]})")
+                _tick(phases, "rank report", t)
             finally:
+                t = time.perf_counter()
                 _close(db, remove_if_empty=created)
+                _tick(phases, "close", t)
+        _write_phases(phases)
     total = len(plan.files) + len(plan.failed)
     if failed and total > 1:
         print(f"tlview: {len(failed)} of {total} files failed (above); "
@@ -136,25 +152,26 @@ def _pool(args: argparse.Namespace, jobs: int, n_files: int,
 def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],
                      args: argparse.Namespace, submit: Callable[..., Any]) -> Outcome:
     """Parse on the workers of ``submit``, write here in file order."""
-    out = ingest_files(db, files, submit, force=args.force,
-                       shards=getattr(args, "shards", None),
-                       check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
-                       report=report_ingests, report_error=say_err)
-    _write_phases(out)
-    return out
+    return ingest_files(db, files, submit, force=args.force,
+                        shards=getattr(args, "shards", None),
+                        check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
+                        report=report_ingests, report_error=say_err)
 
 
-def _write_phases(out: Outcome) -> None:
-    """Where ``TLVIEW_INGEST_PHASES`` names a file, the writer's seconds by phase and each
-    worker's result there, as JSON (for the benchmarks)."""
+def _tick(phases: dict[str, Any], name: str, since: float) -> None:
+    """Add the seconds since ``since`` to ``phases[name]``."""
+    phases[name] = phases.get(name, 0.0) + time.perf_counter() - since
+
+
+def _write_phases(phases: dict[str, Any]) -> None:
+    """Where ``TLVIEW_INGEST_PHASES`` names a file, ``phases`` there as JSON: the
+    command's seconds by phase, the writer's and each worker's with -j (the benchmarks
+    read it)."""
     where = os.environ.get("TLVIEW_INGEST_PHASES")
     if where:
         import json
 
-        Path(where).write_text(json.dumps(
-            {"writer": out.phases, "transactions": out.transactions,
-             "workers": [{k: v for k, v in r.items() if k != "parsed"}
-                         for r in out.results]}))
+        Path(where).write_text(json.dumps(phases))
 
 
 def _ingest_shards(args: argparse.Namespace, folder: str) -> int:

@@ -110,12 +110,18 @@ def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
         known = known_files(db)
         futures = [submit(parse_file, path, fmt, str(folder / str(i)), known, force)
                    for i, (path, fmt) in enumerate(files)]
-        for i, fut in enumerate(futures):
+        i = 0
+        while i < len(futures):
+            # the next result, and every later one already done: appended together
             t = time.perf_counter()
-            r = fut.result()
+            ready = [(futures[i].result(), folder / str(i))]
             writer.tick("wait", t)
-            out.results.append(r)
-            writer.add(r, folder / str(i))
+            i += 1
+            while i < len(futures) and futures[i].done():
+                ready.append((futures[i].result(), folder / str(i)))
+                i += 1
+            out.results += [r for r, _ in ready]
+            writer.add(ready)
         writer.close()
     finally:
         writer.abandon()
@@ -164,42 +170,54 @@ class GroupWriter:
     def tick(self, phase: str, since: float) -> None:
         self.out.phases[phase] = self.out.phases.get(phase, 0.0) + time.perf_counter() - since
 
-    def add(self, r: dict[str, Any], folder: Path) -> None:
-        """One task's result (``parse_file``'s), in file order."""
-        if r["status"] == "failed":
-            err = error_of(r)
-            self.items.append(err)
-            remove_parsed(folder)
-            return
-        f = _File(r, folder)
-        self.items.append(f)
-        if not self.broken:
-            t = time.perf_counter()
-            try:
-                self._append(f)
-            except WRITE_ERRORS:
-                self._rollback()
-                self.broken = True
-            self.tick("append", t)
-        if self.nbytes >= GROUP_BYTES:
-            self.close()
+    def add(self, ready: list[tuple[dict[str, Any], Path]]) -> None:
+        """Tasks' results (``parse_file``'s) with their folders, in file order: checked
+        one by one, appended together."""
+        pending: list[_File] = []
+        for r, folder in ready:
+            if r["status"] == "failed":
+                self.items.append(error_of(r))
+                remove_parsed(folder)
+                continue
+            f = _File(r, folder)
+            self.items.append(f)
+            if self.broken:
+                continue
+            if any(p.result["sha256"] == r["sha256"] for p in pending):
+                self._append(pending)  # the check must see the file of the same bytes
+                pending = []
+            go, f.note = self.check(self.db, r["path"], r["sha256"])
+            if go and r["status"] != "skipped":
+                pending.append(f)
+                self.nbytes += r["parsed"]["nbytes"]
+                if self.nbytes >= GROUP_BYTES:
+                    self._append(pending)
+                    pending = []
+                    self.close()
+        self._append(pending)
 
-    def _append(self, f: _File) -> None:
-        """Check ``f`` and append it in the open transaction (begun here if none)."""
-        r = f.result
-        go, f.note = self.check(self.db, r["path"], r["sha256"])
-        if not go or r["status"] == "skipped":
+    def _append(self, files: list[_File]) -> None:
+        """Append ``files`` in the open transaction (begun here if none); if it fails,
+        it is rolled back and the group will be written file by file."""
+        if not files or self.broken:
             return
-        if self.txn is None:
-            self.threads = self.db.scalar("current_threads")
-            self.txn = ingest_transaction(self.db)
-            self.txn.__enter__()
-            # one thread: the workers have the other cores (a second thread only
-            # contends with them; the transaction's end restores the setting)
-            self.db.con.execute(f"SET threads = {INSERT_THREADS}")
-        parsed = Parsed.from_dict(r["parsed"])
-        f.summary = append_parsed(self.db, f.folder, parsed)
-        self.nbytes += parsed.nbytes
+        t = time.perf_counter()
+        try:
+            if self.txn is None:
+                self.threads = self.db.scalar("current_threads")
+                self.txn = ingest_transaction(self.db)
+                self.txn.__enter__()
+                # one thread: the workers have the other cores (a second thread only
+                # contends with them; the transaction's end restores the setting)
+                self.db.con.execute(f"SET threads = {INSERT_THREADS}")
+            summaries = append_parsed(self.db, [(f.folder, Parsed.from_dict(f.result["parsed"]))
+                                                for f in files])
+            for f, summary in zip(files, summaries):
+                f.summary = summary
+        except WRITE_ERRORS:
+            self._rollback()
+            self.broken = True
+        self.tick("append", t)
 
     def _commit(self, files: list[_File]) -> None:
         """The caches of ``files``' new timelines, then COMMIT."""
@@ -261,7 +279,14 @@ class GroupWriter:
         for f in files:
             f.summary = f.note = None
             try:
-                self._append(f)
+                r = f.result
+                go, f.note = self.check(self.db, r["path"], r["sha256"])
+                if not go or r["status"] == "skipped":
+                    continue
+                self.threads = self.db.scalar("current_threads")
+                self.txn = ingest_transaction(self.db)
+                self.txn.__enter__()
+                (f.summary,) = append_parsed(self.db, [(f.folder, Parsed.from_dict(r["parsed"]))])
                 self._commit([f])
             except WRITE_ERRORS as e:
                 self._rollback()

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .convert import KIND_SCHEMAS, dumps
-from .db import Database
+from .db import Database, insert_arrow
 from .writer import SIDE_TABLES, IngestSummary, SourceRows, _by_kind, _in_background
 
 SOURCE_COLUMNS = ("path", "size", "sha256", "format", "tool_version")
@@ -86,60 +87,80 @@ def write_parsed(records: Iterable[Any], folder: str | Path) -> Parsed:
         dict(rows.counts), nbytes)
 
 
-def append_parsed(db: Database, folder: str | Path, parsed: Parsed) -> IngestSummary:
-    """Append the rows ``write_parsed`` wrote in ``folder`` to ``db``, with the next source
-    and timeline ids, in the transaction the caller holds; the source row goes in last,
-    as an ingest's does. The caller refreshes the caches of the new timelines."""
-    root = Path(folder)
+def append_parsed(db: Database, files: Sequence[tuple[str | Path, Parsed]]
+                  ) -> list[IngestSummary]:
+    """Append the rows ``write_parsed`` wrote in each folder of ``files`` to ``db``, in
+    order, with the next source and timeline ids, in the transaction the caller holds:
+    one INSERT per table for them all (a statement costs milliseconds, which hundreds
+    of small traces would pay each), the sources rows last, as an ingest's. The caller
+    refreshes the caches of the new timelines."""
+    if not files:
+        return []
     con = db.con
     sid = db.scalar("next_source_id")
     base = db.scalar("next_timeline_id")
-    ids = {"sid": sid, "base": base}
-    for kind in parsed.kinds:
-        _insert(con, f"events_{kind}", _stream(root, f"events_{kind}"), ids)
-    for attr, *_ in SIDE_TABLES:
-        path = _stream(root, attr)
-        if path.exists():
-            _insert(con, _TABLES[attr], path, ids)
-    path, size, sha, fmt, tool_version, attrs_json = parsed.source
-    con.execute(db.queries["insert_source"],
-                [sid, path, size, sha, fmt, tool_version, _dt.datetime.now(), attrs_json])
-    return IngestSummary(sid, {k: base + i for i, k in enumerate(parsed.timelines)},
-                         dict(parsed.counts))
+    placed: list[tuple[Path, int, int]] = []  # folder, source id, first timeline id
+    out = []
+    for folder, parsed in files:
+        placed.append((Path(folder), sid, base))
+        out.append(IngestSummary(sid, {k: base + i for i, k in enumerate(parsed.timelines)},
+                                 dict(parsed.counts)))
+        sid += 1
+        base += len(parsed.timelines)
+    kinds = sorted({k for _, p in files for k in p.kinds})
+    for table, stream in [(f"events_{k}", f"events_{k}") for k in kinds] + [
+            (_TABLES[attr], attr) for attr, *_ in SIDE_TABLES]:
+        paths = [(f / f"{stream}.arrow", s, b) for f, s, b in placed
+                 if (f / f"{stream}.arrow").exists()]
+        if paths:
+            _insert(con, table, paths)
+    now = _dt.datetime.now()
+    rows = [(s.source_id, *p.source[:5], now, p.source[5]) for s, (_, p) in zip(out, files)]
+    insert_arrow(con, db.queries["append_sources"], "_tlview_rows", pa.table(
+        [pa.array(col, type=t) for col, t in zip(zip(*rows), _SOURCE_TYPES)],
+        names=["source_id", *SOURCE_COLUMNS, "ingested_at", "attrs"]))
+    return out
 
 
 _TABLES = {"timelines": "timeline_records", "notes": "timeline_notes", "frames": "frames",
            "stacks": "stacks"}
+_SOURCE_TYPES = [pa.int32(), pa.string(), pa.int64(), pa.string(), pa.string(),
+                 pa.string(), pa.timestamp("us"), pa.string()]
 
 
-def _insert(con: Any, table: str, path: Path, ids: dict[str, int]) -> None:
-    """``INSERT INTO table`` the stream at ``path`` (the table's columns, in its order),
-    its source id and timeline ids placed."""
-    with pa.OSFile(str(path)) as f:
-        reader = pa.ipc.open_stream(f)
-        names = reader.schema.names
-        placed = [n for n in ("source_id", "timeline_id") if n in names]
-        repl = ", ".join("CAST($sid AS INTEGER) AS source_id" if n == "source_id"
-                         else "CAST(timeline_id + $base AS INTEGER) AS timeline_id"
-                         for n in placed)
+def _insert(con: Any, table: str, streams: list[tuple[Path, int, int]]) -> None:
+    """``INSERT INTO table`` the ``streams`` (path, source id, first timeline id; each in
+    the table's columns and order), in order, their ids placed."""
+    schema = _schema(streams[0][0])
+    con.register("_tlview_parsed", pa.RecordBatchReader.from_batches(
+        schema, _placed(streams)))  # batches let go as read: DuckDB keeps a reader alive
+    try:
         # tlview's own table names (schemas/00_tables.sql), never input
-        sql = (f"INSERT INTO {table} SELECT * {f'REPLACE ({repl}) ' if repl else ''}"
-               "FROM _tlview_parsed")
-        # batches let go as they are read: DuckDB keeps a registered reader alive
-        con.register("_tlview_parsed",
-                     pa.RecordBatchReader.from_batches(reader.schema, _batches(reader)))
-        try:
-            con.execute(sql, {k: v for k, v in ids.items() if f"${k}" in sql}).fetchall()
-        finally:
-            con.unregister("_tlview_parsed")
+        con.execute(f"INSERT INTO {table} SELECT * FROM _tlview_parsed").fetchall()
+    finally:
+        con.unregister("_tlview_parsed")
 
 
-def _batches(reader: Any) -> Iterator[pa.RecordBatch]:
-    while True:
-        try:
-            yield reader.read_next_batch()
-        except StopIteration:
-            return
+def _schema(path: Path) -> pa.Schema:
+    with pa.OSFile(str(path)) as f:
+        return pa.ipc.open_stream(f).schema
+
+
+def _placed(streams: list[tuple[Path, int, int]]) -> Iterator[pa.RecordBatch]:
+    """The streams' batches with their source ids and timeline ids given."""
+    for path, sid, base in streams:
+        with pa.OSFile(str(path)) as f:
+            reader = pa.ipc.open_stream(f)
+            names = reader.schema.names
+            i_sid = names.index("source_id") if "source_id" in names else -1
+            i_tid = names.index("timeline_id") if "timeline_id" in names else -1
+            for batch in reader:
+                cols = batch.columns
+                if i_sid >= 0:
+                    cols[i_sid] = pa.repeat(pa.scalar(sid, pa.int32()), len(batch))
+                if i_tid >= 0:
+                    cols[i_tid] = pc.add(cols[i_tid], pa.scalar(base, pa.int32()))
+                yield pa.RecordBatch.from_arrays(cols, schema=batch.schema)
 
 
 def remove_parsed(folder: str | Path) -> None:
