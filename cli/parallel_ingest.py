@@ -56,6 +56,11 @@ class Outcome:
     transactions: int = 0
 
 
+def can_fork() -> bool:
+    """Whether ``local_pool(fork=True)`` forks its workers (Linux)."""
+    return sys.platform == "linux" and "fork" in get_all_start_methods()
+
+
 @contextmanager
 def local_pool(jobs: int, *, fork: bool = False) -> Iterator[Callable[..., Future[Any]]]:
     """``submit(fn, *args)`` on ``jobs`` worker processes, started now.
@@ -65,8 +70,7 @@ def local_pool(jobs: int, *, fork: bool = False) -> Iterator[Callable[..., Futur
     DuckDB: a forked worker starts in milliseconds with tlview imported, a spawned one
     spends ~1 s of CPU on its imports, as much as parsing a 25 MB trace. Start a fork
     pool before opening a database, so that no DuckDB thread is running."""
-    method = "fork" if fork and sys.platform == "linux" and \
-        "fork" in get_all_start_methods() else "spawn"
+    method = "fork" if fork and can_fork() else "spawn"
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context(method)) as ex:
         try:
             if method == "fork":
