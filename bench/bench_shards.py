@@ -2,20 +2,26 @@
 
 1. Eight rank traces (issue 15's "many files" row): the fixture's Kineto trace scaled to
    TLVIEW_BENCH_SHARDS_MB (default 12.5 MB, bench_kineto.scaled_trace) and copied as
-   rank0..7: ``tlview ingest`` one file after another (-j 1) against -j CORES.
+   rank0..7: ``tlview ingest`` one file after another (-j 1) against -j CORES, taking
+   turns TLVIEW_BENCH_SHARDS_REPEATS times (default 3; medians and every pair's ratio).
 2. 256 rank traces (bench_ranks.traces: the real pair rewritten as ranks 0..255, clocks
-   and kernels jittered): -j 1 against -j CORES and against ``--dask local`` (a
-   dask.distributed LocalCluster of CORES single-threaded worker processes).
+   and kernels jittered): -j 1 against -j CORES (TLVIEW_BENCH_RANKS_REPEATS turns,
+   default 1) and against ``--dask local`` (a dask.distributed LocalCluster of CORES
+   single-threaded worker processes).
 3. The same 256 as a shard set (``tlview shard -j CORES``): its Parquet bytes, and
    collective_skew / stragglers over it (``open_shards``, best of 3) beside the same
    queries over the database, in one process; then over 1,024 rank traces: the 256
    shards replicated four times (hard links under new source ids: four runs of 256).
+   TLVIEW_BENCH_SHARD_SET=0 leaves this part out.
 
 Every ingest runs in its own process (wall, peak RSS of the writer and of its largest
-worker, CPU busy = CPU seconds of the process and its workers / (wall x cores)). The
-parallel and Dask databases are checked against the serial one: every source's events
-digest (store/digest.py), its sources row and timeline ids; the scaled trace's digest
-against the pure-Python parser's (TLVIEW_NATIVE=0).
+worker, CPU busy = CPU seconds of the process and its workers / (wall x cores)), and
+prints its seconds by phase (the command's, the writer's, the workers'; on stderr).
+TLVIEW_BENCH_BASELINE_TLVIEW names another tlview's console script (e.g. the previous
+release's venv) whose ``ingest -j CORES`` runs in the same turns. The parallel and Dask
+databases are checked against the serial one: every source's events digest
+(store/digest.py), its sources row and timeline ids; the scaled trace's digest against
+the pure-Python parser's (TLVIEW_NATIVE=0).
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ from .harness import OUT, ROOT, Result, run_child
 MB = float(os.environ.get("TLVIEW_BENCH_SHARDS_MB", "12.5"))
 RANKS = int(os.environ.get("TLVIEW_BENCH_RANKS", "256"))
 REPLICAS = 4
+REPEATS = int(os.environ.get("TLVIEW_BENCH_SHARDS_REPEATS", "3"))
+RANKS_REPEATS = int(os.environ.get("TLVIEW_BENCH_RANKS_REPEATS", "1"))
+BASELINE = os.environ.get("TLVIEW_BENCH_BASELINE_TLVIEW", "")
+SHARD_SET = os.environ.get("TLVIEW_BENCH_SHARD_SET", "1") != "0"  # 0: parts 1 and 2 only
 QUERIES = {
     "collective_skew": "SELECT * FROM collective_skew",
     "stragglers": "SELECT * FROM stragglers",
@@ -51,9 +61,8 @@ def cores() -> int:
 def eight_traces() -> Path:
     """rank0..7, each a copy of the scaled Kineto trace with its own traceName (cached).
 
-    The copies differ in their last bytes: files of identical bytes are committed one
-    transaction each (the serial ingest's re-ingest check must see the first before the
-    next), which no real set of rank traces asks for."""
+    The copies differ in their last bytes, as real ranks' traces do (files of identical
+    bytes are sources of their own too, with a note each)."""
     from .bench_kineto import scaled_trace
 
     folder = OUT / f"ranks8_{MB:g}MB_distinct"
@@ -74,18 +83,43 @@ def eight_traces() -> Path:
 
 
 def ingest(db: str, jobs: str, dask: str, *paths: str) -> dict[str, Any]:
-    """``tlview ingest PATHS --db DB -j JOBS [--dask DASK]`` into a fresh database."""
+    """``tlview ingest PATHS --db DB -j JOBS [--dask DASK]`` into a fresh database; with
+    the command's seconds by phase (TLVIEW_INGEST_PHASES: the writer's, each worker's)."""
     from tlview.cli import main
 
     for p in (db, db + ".wal"):
         if os.path.exists(p):
             os.remove(p)
+    phases = db + ".phases.json"
+    os.environ["TLVIEW_INGEST_PHASES"] = phases
     args = ["ingest", *paths, "--db", db, "-j", jobs] + (["--dask", dask] if dask else [])
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(args)
     if code != 0:
         raise RuntimeError(f"tlview {' '.join(args)}: exit {code}")
-    return _usage()
+    out = _usage()
+    if os.path.exists(phases):
+        import json
+
+        out["phases"] = json.loads(Path(phases).read_text())
+        os.remove(phases)
+    return out
+
+
+def ingest_cli(exe: str, db: str, jobs: str, *paths: str) -> dict[str, Any]:
+    """Another tlview's ``ingest`` (``exe``: its console script, e.g. the previous
+    release's) into a fresh database: wall, CPU and peak RSS of the command and its
+    workers (the largest process)."""
+    for p in (db, db + ".wal"):
+        if os.path.exists(p):
+            os.remove(p)
+    t = time.perf_counter()
+    subprocess.run([exe, "ingest", *paths, "--db", db, "-j", jobs], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"wall_s": wall, "cpu_s": kids.ru_utime + kids.ru_stime,
+            "peak_rss_mb": kids.ru_maxrss / 1024}
 
 
 def shard(out: str, jobs: str, *paths: str) -> dict[str, Any]:
@@ -104,6 +138,7 @@ def _usage() -> dict[str, Any]:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+            "writer_cpu_s": me.ru_utime + me.ru_stime,
             "worker_rss_mb": kids.ru_maxrss / 1024}
 
 
@@ -194,6 +229,68 @@ def _ingest_result(label: str, input_label: str, size: int, got: dict[str, Any],
                   extra=extra)
 
 
+def _compare(folder: Path, dbs: dict[str, str], n: int, repeats: int, label: str,
+             size: int) -> list[Result]:
+    """``ingest -j 1`` and ``-j n`` of ``folder``, ``repeats`` times each, taking turns
+    (the machine is shared: each pair under the same load); the median run of each,
+    the ratio of the medians, every pair's ratio and the phases of the median runs (on
+    stderr). With TLVIEW_BENCH_BASELINE_TLVIEW (another tlview's console script, e.g.
+    the previous release's), its ``-j n`` too, in the same turns."""
+    runs: dict[str, list[dict[str, Any]]] = {"1": [], str(n): [], "base": []}
+    for _ in range(repeats):
+        for j in ("1", str(n)):
+            runs[j].append(run_child("bench.bench_shards:ingest", dbs[j], j, "", str(folder)))
+        if BASELINE:
+            runs["base"].append(run_child("bench.bench_shards:ingest_cli", BASELINE,
+                                          str(OUT / "shards_baseline.duckdb"), str(n),
+                                          str(folder))["result"])
+    one, par = _median(runs["1"]), _median(runs[str(n)])
+    pairs = ", ".join(f"{a['wall_s'] / b['wall_s']:.2f}x" for a, b in zip(runs["1"],
+                                                                          runs[str(n)]))
+    print(f"{label}: -j {n} vs -j 1, each pair: {pairs}", file=sys.stderr)
+    for j, got in (("1", one), (str(n), par)):
+        _say_phases(f"{label}, -j {j} (median of {repeats})", got, n)
+    rows = [_ingest_result(f"ingest -j 1 (one file after another; median of {repeats})",
+                           label, size, one, n, None),
+            _ingest_result(f"ingest -j {n} (median of {repeats})", label, size, par, n, one)]
+    if runs["base"]:
+        base = _median([{"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"],
+                         "result": {"cpu_s": r["cpu_s"], "worker_rss_mb": r["peak_rss_mb"]}}
+                        for r in runs["base"]])
+        rows.append(_ingest_result(f"baseline {BASELINE} ingest -j {n} (median of {repeats})",
+                                   label, size, base, n, one))
+    return rows
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+
+
+def _say_phases(what: str, got: dict[str, Any], n: int) -> None:
+    """The seconds by phase of one ingest (TLVIEW_INGEST_PHASES), on stderr."""
+    r = got["result"]
+    ph = r.get("phases")
+    cpu = f"CPU {r['cpu_s']:.2f} s (writer {r['writer_cpu_s']:.2f} s), busy " \
+          f"{r['cpu_s'] / (got['wall_s'] * n):.0%}"
+    if not ph:
+        print(f"{what}: wall {got['wall_s']:.2f} s, {cpu}", file=sys.stderr)
+        return
+    top = ", ".join(f"{k} {v:.2f}" for k, v in ph.items() if isinstance(v, float))
+    print(f"{what}: wall {got['wall_s']:.2f} s, {cpu}; phases (s): {top}", file=sys.stderr)
+    if "writer" in ph:
+        w = ", ".join(f"{k} {v:.2f}" for k, v in ph["writer"].items())
+        work = ph["workers"]
+        steps: dict[str, float] = {}
+        for x in work:
+            for k, v in x["phases"].items():
+                steps[k] = steps.get(k, 0.0) + v
+        print(f"  writer (s): {w}; {ph['transactions']} transaction(s); {len(work)} tasks: "
+              f"{sum(x['seconds'] for x in work):.2f} s, CPU {sum(x['cpu_s'] for x in work):.2f}"
+              f" s ({', '.join(f'{k} {v:.2f}' for k, v in steps.items())}), largest worker "
+              f"{max(x['rss_mb'] for x in work):,.0f} MB RSS (pages shared with the writer "
+              f"at the fork included); writer {got['peak_rss_mb']:,.0f} MB", file=sys.stderr)
+
+
 def _same(a: dict[str, Any], b: dict[str, Any], what: str) -> None:
     if a != b:
         raise AssertionError(f"{what}: the databases differ")
@@ -208,13 +305,10 @@ def main() -> list[Result]:
     size8 = _size(eight)
     label8 = f"8 rank traces, {size8 / 1e6:,.0f} MB"
     dbs = {j: str(OUT / f"shards8_j{j}.duckdb") for j in ("1", str(n))}
-    serial = run_child("bench.bench_shards:ingest", dbs["1"], "1", "", str(eight))
-    par = run_child("bench.bench_shards:ingest", dbs[str(n)], str(n), "", str(eight))
-    results.append(_ingest_result("ingest -j 1 (one file after another)", label8, size8,
-                                  serial, n, None))
-    results.append(_ingest_result(f"ingest -j {n}", label8, size8, par, n, serial))
+    rows = _compare(eight, dbs, n, REPEATS, label8, size8)
     # issue 15's "many files" target: time = total size / (cores x single-file speed)
-    results[-1].target_mb_s = round(n * results[-2].mb_s, 1)
+    rows[1].target_mb_s = round(n * rows[0].mb_s, 1)
+    results += rows
     d1 = run_child("bench.bench_shards:digest", dbs["1"])["result"]
     _same(d1, run_child("bench.bench_shards:digest", dbs[str(n)])["result"], "8 traces -j")
     one = next(eight.rglob("*.json"))
@@ -231,11 +325,10 @@ def main() -> list[Result]:
     folder = traces(RANKS)
     size = _size(folder)
     label = f"{RANKS} rank traces, {size / 1e6:,.1f} MB"
-    dbs = {k: str(OUT / f"shards{RANKS}_{k}.duckdb") for k in ("j1", "jn", "dask")}
-    serial = run_child("bench.bench_shards:ingest", dbs["j1"], "1", "", str(folder))
-    par = run_child("bench.bench_shards:ingest", dbs["jn"], str(n), "", str(folder))
-    results.append(_ingest_result("ingest -j 1", label, size, serial, n, None))
-    results.append(_ingest_result(f"ingest -j {n}", label, size, par, n, serial))
+    dbs = {k: str(OUT / f"shards{RANKS}_{k}.duckdb") for k in ("1", str(n), "dask")}
+    rows = _compare(folder, dbs, n, RANKS_REPEATS, label, size)
+    results += rows
+    serial = {"wall_s": rows[0].wall_s}
     try:
         dask = run_child("bench.bench_shards:ingest", dbs["dask"], str(n), "local", str(folder))
         results.append(_ingest_result(f"ingest --dask local ({n} workers)", label, size, dask,
@@ -243,22 +336,24 @@ def main() -> list[Result]:
     except RuntimeError as e:
         print(f"dask: not measured ({str(e).splitlines()[-1]})", file=sys.stderr)
         dbs.pop("dask")
-    d1 = run_child("bench.bench_shards:digest", dbs["j1"])["result"]
+    d1 = run_child("bench.bench_shards:digest", dbs["1"])["result"]
     for k in dbs:
-        if k != "j1":
+        if k != "1":
             _same(d1, run_child("bench.bench_shards:digest", dbs[k])["result"], k)
     print(f"{RANKS} traces: -j {n} and Dask == -j 1 (every source's digest, ids)",
           file=sys.stderr)
 
+    if not SHARD_SET:
+        return results
     # 3. the shard set, and the views over it
     sset = str(OUT / f"shards{RANKS}_set")
     got = run_child("bench.bench_shards:shard", sset, str(n), str(folder))
     pq = sum(p.stat().st_size for p in Path(sset).rglob("*.parquet"))
-    db_bytes = os.path.getsize(dbs["j1"])
+    db_bytes = os.path.getsize(dbs["1"])
     results.append(_ingest_result(
         f"tlview shard -j {n}: {pq / 1e6:,.1f} MB of Parquet ({pq / size:.2f}x the gzipped "
         f"traces, {pq / db_bytes:.2f}x the database)", label, size, got, n, serial))
-    for where, kind, lab in ((dbs["j1"], "db", "database"), (sset, "shards", "shards")):
+    for where, kind, lab in ((dbs["1"], "db", "database"), (sset, "shards", "shards")):
         q = run_child("bench.bench_shards:queries", where, kind)
         r = q["result"]
         for name in QUERIES:

@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "ingest", help="ingest dumps and traces (files or folders)",
         description="Ingest dumps and traces: files, or folders searched for every file "
         "tlview reads (what a folder skips is counted by kind). Each file is one "
-        "transaction (with -j, shards parsed by the workers may share one); a file that "
+        "transaction (with workers, files parsed whole share one); a file that "
         "fails is reported and the others go on (exit code 2 at the end). A file already "
         "ingested (same path and sha256) is skipped.")
     ing.add_argument("paths", nargs="*", metavar="PATH", help="files or folders")
@@ -77,8 +77,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="list every file a folder skips and why (default: counts by kind)")
     add_parallel_options(ing)
     ing.add_argument("--shards", metavar="DIR",
-                     help="with several files: keep the Parquet shards the workers write in "
-                     "DIR, a shard set (default: a temporary folder, removed)")
+                     help="with several files: the workers write each file as a Parquet "
+                     "shard in DIR, a shard set, kept (default: they hand their rows to the "
+                     "writer as Arrow streams in a temporary folder, removed)")
     ing.add_argument("--from-shards", metavar="DIR",
                      help="ingest the shards of a shard set (`tlview shard`) instead of PATHs "
                      "(default: parse the PATHs)")
@@ -134,7 +135,8 @@ def _parser() -> argparse.ArgumentParser:
 def add_parallel_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, metavar="N",
                    help="parse N files at a time in worker processes, one writer (default: "
-                   f"every core, {default_jobs()} here, once there are 32 files or 32 MB; "
+                   f"every core, {default_jobs()} here; `ingest` takes them for 2 files or "
+                   "more where workers are forked (Linux), else from 32 files or 32 MB; "
                    "1: one file after another)")
     p.add_argument("--dask", metavar="ADDRESS",
                    help="run the per-file work on a Dask cluster: a scheduler's address "

@@ -12,7 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import attrs
 import duckdb
@@ -27,9 +31,16 @@ from tlview.store.writer import limit_ingest_memory
 from . import cluster
 from .locking import lock_wait_s, say_waiting
 from .output import say
-from .parallel_ingest import Outcome, default_jobs, ingest_files, local_pool, say_err
+from .parallel_ingest import (
+    Outcome,
+    can_fork,
+    default_jobs,
+    ingest_files,
+    local_pool,
+    say_err,
+)
 from .rank_report import print_rank_report
-from .summary import print_summaries
+from .summary import print_summaries, print_summary_rows
 
 
 @attrs.frozen
@@ -62,31 +73,51 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"tlview: {e}", file=sys.stderr)
     ingested = 0
     if plan.files:
-        created = not Path(args.db).exists()
-        db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
-        limit_ingest_memory(db)
-        new_ids: list[int] = []
-        try:
-            if dask or (jobs > 1 and _worth_workers(plan.files, explicit=bool(args.jobs))):
-                out = _ingest_parallel(db, plan.files, args, jobs, dask)
-                ingested += out.ingested
-                failed += out.failed
-                new_ids += out.new_ids
-            else:
-                for path, fmt in plan.files:
-                    try:
-                        new_ids += ingest_one(db, path, fmt, force=args.force)
-                        ingested += 1
-                    except (IngestError, OSError) as e:
-                        err = e if isinstance(e, IngestError) else _unreadable(path, e)
-                        print(f"tlview: {err}", file=sys.stderr)
-                        failed.append(err)
-            try:  # runs of ranks the new traces are in
-                print_rank_report(db, new_ids, out=say)
-            except duckdb.Error as e:
-                say(f"ranks: not reported ({str(e).splitlines()[0]})")
-        finally:
-            _close(db, remove_if_empty=created)
+        parallel = bool(dask) or (jobs > 1 and _worth_workers(
+            plan.files, explicit=bool(args.jobs),
+            forked=can_fork() and getattr(args, "shards", None) is None))
+        # the workers start before the database opens: a forked one copies no DuckDB thread
+        phases: dict[str, Any] = {}  # seconds by phase, for TLVIEW_INGEST_PHASES
+        t = time.perf_counter()
+        with _pool(args, jobs, len(plan.files), dask) if parallel else nullcontext() as submit:
+            _tick(phases, "start workers", t)
+            t = time.perf_counter()
+            created = not Path(args.db).exists()
+            db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
+            limit_ingest_memory(db)
+            _tick(phases, "open database", t)
+            new_ids: list[int] = []
+            try:
+                t = time.perf_counter()
+                if submit is not None:
+                    out = _ingest_parallel(db, plan.files, args, submit)
+                    ingested += out.ingested
+                    failed += out.failed
+                    new_ids += out.new_ids
+                    phases.update(writer=out.phases, transactions=out.transactions,
+                                  workers=[{k: v for k, v in r.items() if k != "parsed"}
+                                           for r in out.results])
+                else:
+                    for path, fmt in plan.files:
+                        try:
+                            new_ids += ingest_one(db, path, fmt, force=args.force)
+                            ingested += 1
+                        except (IngestError, OSError) as e:
+                            err = e if isinstance(e, IngestError) else _unreadable(path, e)
+                            print(f"tlview: {err}", file=sys.stderr)
+                            failed.append(err)
+                _tick(phases, "files", t)
+                t = time.perf_counter()
+                try:  # runs of ranks the new traces are in
+                    print_rank_report(db, new_ids, out=say)
+                except duckdb.Error as e:
+                    say(f"ranks: not reported ({str(e).splitlines()[0]})")
+                _tick(phases, "rank report", t)
+            finally:
+                t = time.perf_counter()
+                _close(db, remove_if_empty=created)
+                _tick(phases, "close", t)
+        _write_phases(phases)
     total = len(plan.files) + len(plan.failed)
     if failed and total > 1:
         print(f"tlview: {len(failed)} of {total} files failed (above); "
@@ -95,18 +126,21 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
-# Below these, starting worker processes (an interpreter and tlview's imports each,
-# ~1 s) costs more than it saves, unless -j was given.
+# Below these, starting spawned worker processes (an interpreter and tlview's imports
+# each, ~1 s) costs more than it saves, unless -j was given. Forked ones start in
+# milliseconds, and the writer's caches, commit and summary query are then paid once
+# for all files: 4 small dumps 1.1-1.4 s -> 0.5 s.
 AUTO_MIN_FILES = 32
 AUTO_MIN_BYTES = 32 << 20
 
 
-def _worth_workers(files: tuple[tuple[str, str | None], ...], *, explicit: bool) -> bool:
-    """Whether to parse on worker processes: several files, and with the default -j
-    enough of them, or enough bytes, to pay for starting the workers."""
+def _worth_workers(files: tuple[tuple[str, str | None], ...], *, explicit: bool,
+                   forked: bool) -> bool:
+    """Whether to parse on worker processes: several files, and with the default -j and
+    spawned workers enough of them, or enough bytes, to pay for starting the workers."""
     if len(files) < 2:
         return False
-    if explicit:
+    if explicit or forked:
         return True
     total = 0
     for path, _ in files:
@@ -117,15 +151,38 @@ def _worth_workers(files: tuple[tuple[str, str | None], ...], *, explicit: bool)
     return len(files) >= AUTO_MIN_FILES or total >= AUTO_MIN_BYTES
 
 
+def _pool(args: argparse.Namespace, jobs: int, n_files: int,
+          dask: str | None) -> AbstractContextManager[Callable[..., Any]]:
+    """The workers: a Dask cluster's, or ``jobs`` processes here (forked: they parse and
+    use no DuckDB, unless they write complete shards to keep, ``--shards``)."""
+    if dask:
+        return cluster.dask_pool(dask, jobs)
+    return local_pool(min(jobs, n_files), fork=getattr(args, "shards", None) is None)
+
+
 def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],
-                     args: argparse.Namespace, jobs: int, dask: str | None) -> Outcome:
-    """Parse on ``jobs`` processes (or a Dask cluster), commit here in file order."""
-    pool = cluster.dask_pool(dask, jobs) if dask else local_pool(min(jobs, len(files)))
-    with pool as submit:
-        return ingest_files(db, files, submit, force=args.force,
-                            shards=getattr(args, "shards", None),
-                            check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
-                            report=report_ingest, report_error=say_err)
+                     args: argparse.Namespace, submit: Callable[..., Any]) -> Outcome:
+    """Parse on the workers of ``submit``, write here in file order."""
+    return ingest_files(db, files, submit, force=args.force,
+                        shards=getattr(args, "shards", None),
+                        check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
+                        report=report_ingests, report_error=say_err)
+
+
+def _tick(phases: dict[str, Any], name: str, since: float) -> None:
+    """Add the seconds since ``since`` to ``phases[name]``."""
+    phases[name] = phases.get(name, 0.0) + time.perf_counter() - since
+
+
+def _write_phases(phases: dict[str, Any]) -> None:
+    """Where ``TLVIEW_INGEST_PHASES`` names a file, ``phases`` there as JSON: the
+    command's seconds by phase, the writer's and each worker's with -j (the benchmarks
+    read it)."""
+    where = os.environ.get("TLVIEW_INGEST_PHASES")
+    if where:
+        import json
+
+        Path(where).write_text(json.dumps(phases))
 
 
 def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
@@ -234,14 +291,36 @@ def check_again(db: Database, path: str, sha: str, *, force: bool,
     return True, None
 
 
+def report_ingests(db: Database, done: list[tuple[str, IngestSummary, str | None]]
+                   ) -> list[int]:
+    """Print, file by file, the note and the summary of each ``(path, summary, note)``
+    (consecutive ingests: one summary query for all); their new timeline ids."""
+    tids = [t for _, s, _ in done for t in s.timeline_ids.values()]
+    rows = db.query_dicts("timeline_summaries", min(tids), max(tids)) if tids else []
+    by_id = {r["timeline_id"]: r for r in rows}
+    for path, summary, note in done:
+        if note:
+            say(note)
+        mine = sorted(summary.timeline_ids.values())
+        if mine:
+            print_summary_rows(db, [by_id[t] for t in mine if t in by_id], out=say)
+        else:
+            _say_no_timeline(path, summary)
+    return tids
+
+
+def _say_no_timeline(path: str, summary: IngestSummary) -> None:
+    say(f"{path}: ingested as source {summary.source_id}, but it records no timeline "
+        "(nothing was captured in it)")
+
+
 def report_ingest(db: Database, path: str, summary: IngestSummary) -> list[int]:
     """Print what an ingest of ``path`` wrote; its new timeline ids."""
     tids = list(summary.timeline_ids.values())
     if tids:
         print_summaries(db, min(tids), max(tids), out=say)
     else:
-        say(f"{path}: ingested as source {summary.source_id}, but it records no timeline "
-            "(nothing was captured in it)")
+        _say_no_timeline(path, summary)
     return tids
 
 

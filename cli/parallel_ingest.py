@@ -1,11 +1,13 @@
 """Many files on all cores (or a Dask cluster), one writer: ``tlview ingest -j N``.
 
-Worker processes each turn one file into a shard (cli/shard_task.py: the serial ingest
-into a scratch database, exported as Parquet); this process alone writes the database,
-committing the shards in the order of the files, so that every source and timeline id,
-every row and every message is the serial ingest's. Shards that are ready together go
-in as one transaction (each is a whole parsed file: a bad file fails in its worker and
-never reaches the database); a commit that fails is retried file by file.
+Worker processes each parse one file into Arrow streams (cli/shard_task.py,
+store/parsed_files.py); this process alone writes the database, appending the files in
+their order, so that every source and timeline id, every row and every message is the
+serial ingest's. A file reaches the writer whole (a bad file fails in its worker and
+never reaches the database), so many files share one transaction: the writer appends
+each as it comes while the workers parse the next ones, and computes the caches, commits
+and queries the summaries once for them all (``GroupWriter``). A transaction that fails
+is retried file by file.
 """
 
 from __future__ import annotations
@@ -14,21 +16,25 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
-from multiprocessing import get_context
+from contextlib import AbstractContextManager, contextmanager
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any
 
 import attrs
 import duckdb
+import pyarrow as pa
 from tlview.ingest import IngestError
-from tlview.store import Database
-from tlview.store.shards import ShardError, commit_shards, init_set
+from tlview.store import Database, IngestSummary, caches
+from tlview.store.parsed_files import Parsed, append_parsed, remove_parsed
+from tlview.store.shards import ShardError, commit_shards, init_set, shard_keys
+from tlview.store.writer import INSERT_THREADS, ingest_transaction
 
 from .output import say
-from .shard_task import error_of, shard_file
+from .shard_task import error_of, parse_file, shard_file
 
 
 def default_jobs() -> int:
@@ -45,14 +51,30 @@ class Outcome:
     failed: list[IngestError] = attrs.Factory(list)
     new_ids: list[int] = attrs.Factory(list)
     results: list[dict[str, Any]] = attrs.Factory(list)  # every task's own report
+    # the writer's seconds by phase (wait, append, caches, commit, report)
+    phases: dict[str, float] = attrs.Factory(dict)
+    transactions: int = 0
+
+
+def can_fork() -> bool:
+    """Whether ``local_pool(fork=True)`` forks its workers (Linux)."""
+    return sys.platform == "linux" and "fork" in get_all_start_methods()
 
 
 @contextmanager
-def local_pool(jobs: int) -> Iterator[Callable[..., Future[Any]]]:
-    """``submit(fn, *args)`` on ``jobs`` worker processes (spawned: a fresh interpreter
-    shares no DuckDB state or threads with this one)."""
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as ex:
+def local_pool(jobs: int, *, fork: bool = False) -> Iterator[Callable[..., Future[Any]]]:
+    """``submit(fn, *args)`` on ``jobs`` worker processes, started now.
+
+    Spawned (a fresh interpreter shares no DuckDB state or threads with this one), or
+    with ``fork`` forked where the system allows it (Linux), for tasks that use no
+    DuckDB: a forked worker starts in milliseconds with tlview imported, a spawned one
+    spends ~1 s of CPU on its imports, as much as parsing a 25 MB trace. Start a fork
+    pool before opening a database, so that no DuckDB thread is running."""
+    method = "fork" if fork and can_fork() else "spawn"
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context(method)) as ex:
         try:
+            if method == "fork":
+                ex.submit(os.getpid).result()  # forks every worker, now
             yield ex.submit
         except BaseException:
             ex.shutdown(wait=False, cancel_futures=True)
@@ -67,114 +89,264 @@ def known_files(db: Database) -> dict[str, list[str]]:
     return out
 
 
+Check = Callable[[Database, str, str], tuple[bool, "str | None"]]
+Report = Callable[[Database, list[tuple[str, IngestSummary, "str | None"]]], list[int]]
+
+
 def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
                  submit: Callable[..., Any], *, force: bool, shards: str | None,
-                 check: Callable[[Database, str, str], tuple[bool, str | None]],
-                 report: Callable[[Database, str, Any], list[int]],
+                 check: Check, report: Report,
                  report_error: Callable[[IngestError], None]) -> Outcome:
-    """Shard every file through ``submit`` (a pool's or a Dask client's), commit them
-    into ``db`` in order.
+    """Parse every file through ``submit`` (a pool's or a Dask client's), write them into
+    ``db`` in order.
 
     ``check(db, path, sha)``: whether to write the file, and what to say first (the
-    serial ingest's re-ingest checks); ``report(db, path, summary)`` prints a file's
-    summary and returns its new timeline ids; ``shards`` keeps the shard set there
-    (default: a temporary folder, removed)."""
-    keep = shards is not None
-    folder = init_set(shards if keep else tempfile.mkdtemp(prefix="tlview-ingest-"))
-    first = _next_key(folder)
-    known = known_files(db)
+    serial ingest's re-ingest checks); ``report(db, [(path, summary, note)])`` prints
+    files' notes and summaries, in order, and returns their new timeline ids; ``shards``
+    keeps complete Parquet shards there (store/shards.py), committed from there."""
+    if shards is not None:
+        return _ingest_via_shards(db, files, submit, force=force, folder=shards,
+                                  check=check, report=report, report_error=report_error)
+    folder = Path(tempfile.mkdtemp(prefix="tlview-ingest-"))
     out = Outcome()
+    writer = GroupWriter(db, out, check, report, report_error)
     try:
-        # shards kept are complete (caches too: DuckDB reads them in place); temporary
-        # ones carry rows only and the caches are computed here, as an ingest does
-        futures = [submit(shard_file, path, fmt, str(folder), first + i, known, force,
-                          not keep) for i, (path, fmt) in enumerate(files)]
+        known = known_files(db)
+        futures = [submit(parse_file, path, fmt, str(folder / str(i)), known, force)
+                   for i, (path, fmt) in enumerate(files)]
         i = 0
         while i < len(futures):
-            # the next result, and every later one already done: one commit for them all
-            ready = [futures[i].result()]
+            # the next result, and every later one already done: appended together
+            t = time.perf_counter()
+            ready = [(futures[i].result(), folder / str(i))]
+            writer.tick("wait", t)
             i += 1
             while i < len(futures) and futures[i].done():
-                ready.append(futures[i].result())
+                ready.append((futures[i].result(), folder / str(i)))
                 i += 1
-            out.results.extend(ready)
-            _commit_ready(db, folder, ready, out, check, report, report_error)
-            if not keep:
-                for r in ready:
-                    _remove_shard(folder, r["key"])
+            out.results += [r for r, _ in ready]
+            writer.add(ready)
+        writer.close()
     finally:
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
+        writer.abandon()
+        shutil.rmtree(folder, ignore_errors=True)
     return out
 
 
-def _commit_ready(db: Database, folder: Path, ready: list[dict[str, Any]], out: Outcome,
-                  check: Callable[[Database, str, str], tuple[bool, str | None]],
-                  report: Callable[[Database, str, Any], list[int]],
-                  report_error: Callable[[IngestError], None]) -> None:
-    """Commit ``ready`` (in order) in as few transactions as keep the serial ingest's
-    checks exact: a file with the bytes of one not yet committed waits for it."""
-    batch: list[tuple[dict[str, Any], str | None]] = []
-    for r in ready:
+# Parsed bytes (the workers' Arrow streams) per transaction. They stay on disk until
+# it commits: a transaction that fails is written again, file by file.
+GROUP_BYTES = 256 << 20
+WRITE_ERRORS = (duckdb.Error, OSError, pa.ArrowException, ShardError)
+
+
+@attrs.define
+class _File:
+    """A parsed file in a group, and what became of it: written (its summary and the
+    note to print first), or only a note (skipped), or an error (not written)."""
+
+    result: dict[str, Any]
+    folder: Path
+    summary: IngestSummary | None = None
+    note: str | None = None
+    error: IngestError | None = None
+
+
+class GroupWriter:
+    """The one writer: parsed files appended in file order, many to a transaction.
+
+    Each file is checked (the serial ingest's re-ingest checks, inside the transaction:
+    they see the files before it) and appended as it comes; at ``close`` (the group's
+    streams reach ``GROUP_BYTES``, or the last file came) the caches of all its new
+    timelines are computed, the transaction commits, and what the serial ingest would
+    have printed comes out in its order, the summaries from one query. A transaction that
+    fails is rolled back, and its files are written again one transaction each: the one
+    that fails is reported, the others go in."""
+
+    def __init__(self, db: Database, out: Outcome, check: Check, report: Report,
+                 report_error: Callable[[IngestError], None]) -> None:
+        self.db, self.out, self.check = db, out, check
+        self.report, self.report_error = report, report_error
+        self.items: list[_File | IngestError] = []  # in file order
+        self.nbytes = 0
+        self.txn: AbstractContextManager[None] | None = None
+        self.broken = False  # the group's transaction failed: rewrite file by file
+
+    def tick(self, phase: str, since: float) -> None:
+        self.out.phases[phase] = self.out.phases.get(phase, 0.0) + time.perf_counter() - since
+
+    def add(self, ready: list[tuple[dict[str, Any], Path]]) -> None:
+        """Tasks' results (``parse_file``'s) with their folders, in file order: checked
+        one by one, appended together."""
+        pending: list[_File] = []
+        for r, folder in ready:
+            if r["status"] == "failed":
+                self.items.append(error_of(r))
+                remove_parsed(folder)
+                continue
+            f = _File(r, folder)
+            self.items.append(f)
+            if self.broken:
+                continue
+            if any(p.result["sha256"] == r["sha256"] for p in pending):
+                self._append(pending)  # the check must see the file of the same bytes
+                pending = []
+            go, f.note = self.check(self.db, r["path"], r["sha256"])
+            if go and r["status"] != "skipped":
+                pending.append(f)
+                self.nbytes += r["parsed"]["nbytes"]
+                if self.nbytes >= GROUP_BYTES:
+                    self._append(pending)
+                    pending = []
+                    self.close()
+        self._append(pending)
+
+    def _append(self, files: list[_File]) -> None:
+        """Append ``files`` in the open transaction (begun here if none); if it fails,
+        it is rolled back and the group will be written file by file."""
+        if not files or self.broken:
+            return
+        t = time.perf_counter()
+        try:
+            if self.txn is None:
+                self.threads = self.db.scalar("current_threads")
+                self.txn = ingest_transaction(self.db)
+                self.txn.__enter__()
+                # one thread: the workers have the other cores (a second thread only
+                # contends with them; the transaction's end restores the setting)
+                self.db.con.execute(f"SET threads = {INSERT_THREADS}")
+            summaries = append_parsed(self.db, [(f.folder, Parsed.from_dict(f.result["parsed"]))
+                                                for f in files])
+            for f, summary in zip(files, summaries):
+                f.summary = summary
+        except WRITE_ERRORS:
+            self._rollback()
+            self.broken = True
+        self.tick("append", t)
+
+    def _commit(self, files: list[_File]) -> None:
+        """The caches of ``files``' new timelines, then COMMIT."""
+        if self.txn is None:
+            return
+        t = time.perf_counter()
+        self.db.con.execute(f"SET threads = {self.threads}")  # the workers may be done
+        caches.refresh(self.db, [tid for f in files if f.summary
+                                 for tid in f.summary.timeline_ids.values()])
+        self.tick("caches", t)
+        t = time.perf_counter()
+        txn, self.txn = self.txn, None
+        txn.__exit__(None, None, None)
+        self.out.transactions += 1
+        self.tick("commit", t)
+
+    def _rollback(self) -> None:
+        txn, self.txn = self.txn, None
+        if txn is not None:
+            try:
+                txn.__exit__(RuntimeError, RuntimeError("rolled back"), None)
+            except RuntimeError:
+                pass
+
+    def close(self) -> None:
+        """Commit the group (or write its files again one by one), print its report."""
+        files = [f for f in self.items if isinstance(f, _File)]
+        if not self.broken:
+            try:
+                self._commit(files)
+            except WRITE_ERRORS:
+                self._rollback()
+                self.broken = True
+        if self.broken:
+            self._one_by_one(files)
+        t = time.perf_counter()
+        run: list[tuple[str, IngestSummary, str | None]] = []
+        for item in self.items:
+            if isinstance(item, _File) and item.summary is not None:
+                run.append((item.result["path"], item.summary, item.note))
+                continue
+            self._report(run)
+            run = []
+            if isinstance(item, IngestError):
+                self.out.failed.append(item)
+                self.report_error(item)
+            elif item.error is not None:
+                self.out.failed.append(item.error)
+                self.report_error(item.error)
+            elif item.note:
+                say(item.note)
+        self._report(run)
+        self.tick("report", t)
+        for f in files:
+            remove_parsed(f.folder)
+        self.items, self.nbytes, self.broken = [], 0, False
+
+    def _one_by_one(self, files: list[_File]) -> None:
+        for f in files:
+            f.summary = f.note = None
+            try:
+                r = f.result
+                go, f.note = self.check(self.db, r["path"], r["sha256"])
+                if not go or r["status"] == "skipped":
+                    continue
+                self.threads = self.db.scalar("current_threads")
+                self.txn = ingest_transaction(self.db)
+                self.txn.__enter__()
+                (f.summary,) = append_parsed(self.db, [(f.folder, Parsed.from_dict(r["parsed"]))])
+                self._commit([f])
+            except WRITE_ERRORS as e:
+                self._rollback()
+                f.summary = None
+                f.error = IngestError(f.result["path"], None, f"not written: {_first_line(e)}")
+
+    def _report(self, run: list[tuple[str, IngestSummary, str | None]]) -> None:
+        if run:
+            self.out.new_ids += self.report(self.db, run)
+            self.out.ingested += len(run)
+
+    def abandon(self) -> None:
+        """Roll back a transaction left open (an exception, Ctrl-C)."""
+        self._rollback()
+
+
+def _ingest_via_shards(db: Database, files: Sequence[tuple[str, str | None]],
+                       submit: Callable[..., Any], *, force: bool, folder: str,
+                       check: Check, report: Report,
+                       report_error: Callable[[IngestError], None]) -> Outcome:
+    """``ingest -j --shards DIR``: complete Parquet shards kept in DIR, each committed
+    from there in its own transaction."""
+    root = init_set(folder)
+    keys = shard_keys(root)
+    first = (keys[-1] + 1) if keys else 1
+    known = known_files(db)
+    out = Outcome()
+    futures = [submit(shard_file, path, fmt, str(root), first + i, known, force)
+               for i, (path, fmt) in enumerate(files)]
+    for fut in futures:
+        r = fut.result()
+        out.results.append(r)
         if r["status"] == "failed":
-            _flush(db, folder, batch, out, report, report_error)
-            batch = []
             err = error_of(r)
             report_error(err)
             out.failed.append(err)
             continue
-        if any(b["sha256"] == r["sha256"] for b, _ in batch):
-            _flush(db, folder, batch, out, report, report_error)
-            batch = []
         go, note = check(db, r["path"], r["sha256"])
         if not go or r["status"] == "skipped":
-            _flush(db, folder, batch, out, report, report_error)
-            batch = []
             if note:
                 say(note)
             continue
-        batch.append((r, note))
-    _flush(db, folder, batch, out, report, report_error)
-
-
-def _flush(db: Database, folder: Path, batch: list[tuple[dict[str, Any], str | None]],
-           out: Outcome, report: Callable[[Database, str, Any], list[int]],
-           report_error: Callable[[IngestError], None]) -> None:
-    if not batch:
-        return
-    try:
-        summaries = commit_shards(db, folder, [r["key"] for r, _ in batch])
-    except (duckdb.Error, ShardError, OSError) as e:
-        if len(batch) == 1:
-            err = IngestError(batch[0][0]["path"], None, f"not written: {_first_line(e)}")
+        try:
+            (summary,) = commit_shards(db, root, [r["key"]])
+        except WRITE_ERRORS as e:
+            err = IngestError(r["path"], None, f"not written: {_first_line(e)}")
             report_error(err)
             out.failed.append(err)
-            return
-        for one in batch:  # find the one that fails; the others go in
-            _flush(db, folder, [one], out, report, report_error)
-        return
-    for (r, note), s in zip(batch, summaries):
-        if note:
-            say(note)
-        out.new_ids += report(db, r["path"], s)
+            continue
+        out.new_ids += report(db, [(r["path"], summary, note)])
         out.ingested += 1
+    return out
 
 
 def _first_line(e: BaseException) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
-
-
-def _next_key(folder: Path) -> int:
-    from tlview.store.shards import shard_keys
-
-    keys = shard_keys(folder)
-    return (keys[-1] + 1) if keys else 1
-
-
-def _remove_shard(folder: Path, key: int) -> None:
-    for d in folder.iterdir():
-        if d.is_dir():
-            shutil.rmtree(d / f"source_id={key}", ignore_errors=True)
 
 
 def say_err(e: IngestError) -> None:

@@ -18,9 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 from tlview.ingest import IngestError, records_for
-from tlview.ingest.source import file_sha256
+from tlview.ingest.source import SHA256_LATER, file_sha256, sha256_beside
 from tlview.store import Database, open_database, write_records
+from tlview.store.parsed_files import write_parsed
 from tlview.store.shards import delete_source, export_source, write_rows
 
 
@@ -60,6 +62,49 @@ def shard_file(path: str, fmt: str | None, folder: str, key: int,
         out.update(status="failed", error=(path, None, f"cannot read it ({e.strerror or e})"))
     out["seconds"] = time.perf_counter() - start
     out["cpu_s"] = _cpu_s() - cpu0
+    return out
+
+
+def parse_file(path: str, fmt: str | None, folder: str,
+               known: dict[str, list[str]] | None = None, force: bool = False
+               ) -> dict[str, Any]:
+    """Parse ``path`` into ``folder`` as Arrow streams for the writer of ``tlview ingest
+    -j`` (store/parsed_files.py). ``known``: resolved path -> sha256s already in the
+    target database; a file found there (same path, same bytes) is not parsed unless
+    ``force``; a path not there is hashed beside its parse. The result: ``{"path",
+    "status": ok | skipped | failed, "sha256", "error": (path, line, message) | None,
+    "parsed": Parsed.as_dict() | None, "bytes", "phases": {name: seconds}, "cpu_s",
+    "rss_mb"}``."""
+    start = time.perf_counter()
+    cpu0 = _cpu_s()
+    out: dict[str, Any] = {"path": path, "status": "ok", "sha256": None, "error": None,
+                           "parsed": None, "bytes": 0, "phases": {}}
+    try:
+        out["bytes"] = os.path.getsize(path)
+        resolved = str(Path(path).resolve())
+        if known and resolved in known:
+            sha = out["sha256"] = file_sha256(path)
+            out["phases"]["sha256"] = time.perf_counter() - start
+            if not force and sha in known[resolved]:
+                out["status"] = "skipped"
+        if out["status"] == "ok":
+            later = None if out["sha256"] else sha256_beside(path)
+            t = time.perf_counter()
+            parsed = write_parsed(records_for(path, fmt, sha256=out["sha256"] or SHA256_LATER),
+                                  folder)
+            out["phases"]["parse"] = time.perf_counter() - t
+            if later is not None:
+                out["sha256"] = later()
+                parsed = attrs.evolve(parsed, source=(*parsed.source[:2], out["sha256"],
+                                                      *parsed.source[3:]))
+            out["parsed"] = parsed.as_dict()
+    except IngestError as e:
+        out.update(status="failed", error=(e.path, e.line, e.message))
+    except OSError as e:
+        out.update(status="failed", error=(path, None, f"cannot read it ({e.strerror or e})"))
+    out["seconds"] = time.perf_counter() - start
+    out["cpu_s"] = _cpu_s() - cpu0
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 

@@ -21,7 +21,14 @@ ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
 def print_summaries(db: Database, first: int = ALL_IDS[0], last: int = ALL_IDS[1],
                     out: Callable[[str], None] = print) -> None:
     """The summary of every timeline with id in [first, last], in id order."""
-    for r in db.query_dicts("timeline_summaries", first, last):
+    print_summary_rows(db, db.query_dicts("timeline_summaries", first, last), out)
+
+
+def print_summary_rows(db: Database, rows: list[dict[str, Any]],
+                       out: Callable[[str], None] = print) -> None:
+    """The summaries of ``rows`` of ``timeline_summaries`` (one query for many files'
+    timelines, printed file by file)."""
+    for r in rows:
         if r["format"] == "cuda_snapshot":
             print_snapshot_summary(db, r, out)
             for w in r["warnings"]:

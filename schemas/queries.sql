@@ -4,6 +4,10 @@
 -- name: insert_source
 INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?);
 
+-- name: append_sources
+-- Many sources at once (`tlview ingest -j`'s writer, store/parsed_files.py).
+INSERT INTO sources SELECT * FROM _tlview_rows;
+
 -- name: insert_timeline
 INSERT INTO timeline_records VALUES (?, ?, ?, ?, ?, ?, ?);
 
