@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from .convert import KIND_SCHEMAS, dumps
 from .db import Database, insert_arrow
-from .writer import SIDE_TABLES, IngestSummary, SourceRows, _by_kind, _in_background
+from .writer import SIDE_TABLES, IngestSummary, SourceRows, _in_background
 
 SOURCE_COLUMNS = ("path", "size", "sha256", "format", "tool_version")
 
@@ -61,7 +61,7 @@ def write_parsed(records: Iterable[Any], folder: str | Path) -> Parsed:
     rows = SourceRows(_in_background(records), 0, 0)
     writers: dict[str, Any] = {}
     try:
-        for kind, batch in _by_kind(rows.batches()):
+        for kind, batch in rows.kind_batches():
             w = writers.get(kind)
             if w is None:
                 w = writers[kind] = pa.ipc.new_stream(str(_stream(root, f"events_{kind}")),
