@@ -21,37 +21,19 @@
 #include "columns.hpp"
 #include "common.hpp"
 #include "event_sink.hpp"
+#include "ordered_dict.hpp"
 #include "pyjson.hpp"
+#include "pytext.hpp"
 
 namespace tlv {
 namespace {
+
+using namespace pytext;
 
 using sv = std::string_view;
 
 struct Fallback {};  // the Python parser must read this graph
 
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_space(char c) {
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
-}
-inline bool is_word(char c) {
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-inline bool is_head(char c) { return is_word(c) && !is_digit(c); }
-
-sv strip(sv s) {
-    size_t a = 0, b = s.size();
-    while (a < b && is_space(s[a])) ++a;
-    while (b > a && is_space(s[b - 1])) --b;
-    return s.substr(a, b - a);
-}
-sv rstrip(sv s) {
-    size_t b = s.size();
-    while (b > 0 && is_space(s[b - 1])) --b;
-    return s.substr(0, b);
-}
-bool starts(sv s, sv p) { return s.size() >= p.size() && s.substr(0, p.size()) == p; }
-bool ends(sv s, sv p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
 int balance(sv s) {
     int d = 0;
@@ -100,15 +82,6 @@ std::vector<std::string> split_dims(sv s) {  // [d.strip() for d in s.split(",")
         i = c + 1;
     }
     return out;
-}
-
-std::string fmt(const std::vector<std::string>& d) {
-    std::string s = "[";
-    for (size_t i = 0; i < d.size(); ++i) {
-        if (i) s += ", ";
-        s += d[i];
-    }
-    return s + "]";
 }
 
 struct Ann {
@@ -331,36 +304,7 @@ struct Name {
 };
 using NameP = std::shared_ptr<Name>;
 
-// A dict keeping Python's order: assignment to a present key keeps its place.
-struct Bound {
-    std::vector<std::pair<std::string, NameP>> items;  // null NameP: removed
-    std::unordered_map<std::string, size_t> where;
-    NameP get(const std::string& k) const {
-        auto it = where.find(k);
-        return it == where.end() ? nullptr : items[it->second].second;
-    }
-    bool has(sv k) const { return where.count(std::string(k)) != 0; }
-    void set(const NameP& v) {
-        auto it = where.find(v->name);
-        if (it != where.end()) { items[it->second].second = v; return; }
-        where[v->name] = items.size();
-        items.emplace_back(v->name, v);
-    }
-    NameP pop(const std::string& k) {
-        auto it = where.find(k);
-        if (it == where.end()) return nullptr;
-        NameP v = items[it->second].second;
-        items[it->second].second = nullptr;
-        where.erase(it);
-        return v;
-    }
-    std::vector<std::string> keys() const {
-        std::vector<std::string> out;
-        for (auto& it : items)
-            if (it.second) out.push_back(it.first);
-        return out;
-    }
-};
+using Bound = OrderedDict<NameP>;  // the names bound so far, in Python's order
 
 const std::unordered_set<std::string>& view_ops() {
     static const std::unordered_set<std::string> s = {
@@ -376,21 +320,6 @@ const std::unordered_set<std::string>& view_ops() {
 bool multi_view(sv op) {
     return op == "split" || op == "split_with_sizes" || op == "unbind" || op == "chunk" ||
            op == "tensor_split";
-}
-
-std::string op_name(sv target) {
-    std::vector<sv> parts;
-    size_t i = 0;
-    while (true) {
-        size_t d = target.find('.', i);
-        parts.push_back(target.substr(i, d == sv::npos ? sv::npos : d - i));
-        if (d == sv::npos) break;
-        i = d + 1;
-    }
-    if (parts.size() >= 4 && parts[0] == "torch" && parts[1] == "ops") return std::string(parts[3]);
-    if (parts.size() >= 2 && (parts[0] == "aten" || parts[0] == "prims"))
-        return std::string(parts[1]);
-    return std::string(parts.back());
 }
 
 sv strip_comment(sv code) {  // fx_graph._strip_comment

@@ -19,9 +19,12 @@
 #include <vector>
 
 #include "common.hpp"
+#include "pytext.hpp"
 
 namespace tlv {
 namespace {
+
+using namespace pytext;
 
 // First index >= `from` of the list of str in `args` (texts, from) whose text passes
 // `hit`; the list's length if none. `name` names the function in a type error.
@@ -85,16 +88,6 @@ PyObject* top_next(PyObject*, PyObject* args) {
     return first_index(args, "wrapper_top_next", [](PyObject* t) { return !top_ignored(t); });
 }
 
-inline bool py_space(char c) {  // str.strip()'s whitespace, on ASCII
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
-}
-
-std::string_view strip(std::string_view s) {
-    size_t a = 0, b = s.size();
-    while (a < b && py_space(s[a])) ++a;
-    while (b > a && py_space(s[b - 1])) --b;
-    return s.substr(a, b - a);
-}
 
 int append_str(PyObject* list, std::string_view s) {
     PyObject* o = PyUnicode_FromStringAndSize(s.data(), (Py_ssize_t)s.size());
@@ -104,45 +97,13 @@ int append_str(PyObject* list, std::string_view s) {
     return r;
 }
 
-// pytext.split_args on an ASCII text, pieces appended to `out` (with `skip_empty`, only
-// the non-empty ones: pytext.dims). Quirks kept: without brackets or quotes, empty
-// pieces are dropped; with them, only an empty last piece is; a backslash in a quote
-// escapes the character after it, even another backslash's escape.
+// pytext.split_args on an ASCII text, pieces appended to `out` as str (with `skip_empty`,
+// only the non-empty ones: pytext.dims).
 int split_args_ascii(std::string_view t, PyObject* out, bool skip_empty) {
-    if (t.find_first_of("([{'\"") == std::string_view::npos) {
-        size_t start = 0;
-        while (true) {
-            size_t c = t.find(',', start);
-            std::string_view piece = strip(t.substr(start, c == std::string_view::npos
-                                                                ? std::string_view::npos
-                                                                : c - start));
-            if (!piece.empty() && append_str(out, piece) < 0) return -1;
-            if (c == std::string_view::npos) return 0;
-            start = c + 1;
-        }
-    }
-    int depth = 0;
-    char quote = 0;
-    size_t start = 0, escaped_at = (size_t)-1;
-    for (size_t i = 0; i < t.size(); ++i) {
-        char ch = t[i];
-        if (quote) {
-            if (ch == '\\') escaped_at = i + 1;
-            else if (ch == quote && i != escaped_at) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '(' || ch == '[' || ch == '{') {
-            ++depth;
-        } else if (ch == ')' || ch == ']' || ch == '}') {
-            --depth;
-        } else if (ch == ',' && depth == 0) {
-            std::string_view piece = strip(t.substr(start, i - start));
-            if (!(skip_empty && piece.empty()) && append_str(out, piece) < 0) return -1;
-            start = i + 1;
-        }
-    }
-    std::string_view last = strip(t.substr(start));
-    if (!last.empty() && append_str(out, last) < 0) return -1;
+    std::vector<std::string_view> pieces;
+    pytext::split_args(t, &pieces, skip_empty);
+    for (std::string_view piece : pieces)
+        if (append_str(out, piece) < 0) return -1;
     return 0;
 }
 
@@ -200,46 +161,6 @@ PyObject* take_run(PyObject*, PyObject* args) {
     return PyLong_FromSsize_t(i);
 }
 
-inline bool is_word(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
-}
-
-inline bool starts(std::string_view s, std::string_view p) {
-    return s.size() >= p.size() && s.substr(0, p.size()) == p;
-}
-
-// pytext.split_semicolons, pieces stripped and the empty ones dropped (as _statement
-// takes them).
-void statements(std::string_view code, std::vector<std::string_view>* out) {
-    auto put = [out](std::string_view piece) {
-        piece = strip(piece);
-        if (!piece.empty()) out->push_back(piece);
-    };
-    if (code.find(';') == std::string_view::npos) {
-        put(code);
-        return;
-    }
-    int depth = 0;
-    char quote = 0;
-    size_t start = 0;
-    for (size_t i = 0; i < code.size(); ++i) {
-        char ch = code[i];
-        if (quote) {
-            if (ch == quote) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '(' || ch == '[' || ch == '{') {
-            ++depth;
-        } else if (ch == ')' || ch == ']' || ch == '}') {
-            --depth;
-        } else if (ch == ';' && depth == 0) {
-            put(code.substr(start, i - start));
-            start = i + 1;
-        }
-    }
-    put(code.substr(start));
-}
 
 PyObject* sv(std::string_view s) {
     return PyUnicode_FromStringAndSize(s.data(), (Py_ssize_t)s.size());
@@ -262,24 +183,8 @@ PyObject* statement(PyObject*, PyObject* arg) {
     std::string_view s(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(arg)),
                        (size_t)PyUnicode_GET_LENGTH(arg));
     if (starts(s, "#") || s.find('\n') != std::string_view::npos) Py_RETURN_NONE;
-    // pytext.split_comment
-    std::string_view code = s, comment;
-    if (s.find('#') != std::string_view::npos) {
-        char quote = 0;
-        for (size_t i = 0; i < s.size(); ++i) {
-            char ch = s[i];
-            if (quote) {
-                if (ch == quote) quote = 0;
-            } else if (ch == '\'' || ch == '"') {
-                quote = ch;
-            } else if (ch == '#') {
-                code = s.substr(0, i);
-                while (!code.empty() && py_space(code.back())) code.remove_suffix(1);
-                comment = strip(s.substr(i + 1));
-                break;
-            }
-        }
-    }
+    std::string_view code, comment;
+    split_comment(s, &code, &comment);
     std::vector<std::string_view> stmts;
     statements(code, &stmts);
     if (stmts.empty()) return PyLong_FromLong(0);
@@ -312,7 +217,7 @@ PyObject* statement(PyObject*, PyObject* arg) {
     if (!first.empty() && (std::isalpha((unsigned char)first[0]) || first[0] == '_')) {
         while (i < first.size() && is_word(first[i])) ++i;
         size_t lhs_end = i;
-        while (i < first.size() && py_space(first[i])) ++i;
+        while (i < first.size() && is_space(first[i])) ++i;
         if (i < first.size() && first[i] == '=' && !starts(first, "assert_size_stride(") &&
             !starts(first, "assert_alignment(") &&
             first.substr(0, first.find('(')).find("==") == std::string_view::npos) {
@@ -347,26 +252,7 @@ PyObject* balance(PyObject*, PyObject* args) {
     if (!PyUnicode_IS_ASCII(text)) return PyObject_CallOneArg(python, text);
     std::string_view t(reinterpret_cast<const char*>(PyUnicode_1BYTE_DATA(text)),
                        (size_t)PyUnicode_GET_LENGTH(text));
-    long opened = 0, closed = 0;
-    for (char ch : t) {
-        opened += ch == '(' || ch == '[' || ch == '{';
-        closed += ch == ')' || ch == ']' || ch == '}';
-    }
-    if (opened == closed) return PyLong_FromLong(0);
-    long depth = 0;
-    char quote = 0;
-    for (char ch : t) {
-        if (quote) {
-            if (ch == quote) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '(' || ch == '[' || ch == '{') {
-            ++depth;
-        } else if (ch == ')' || ch == ']' || ch == '}') {
-            --depth;
-        }
-    }
-    return PyLong_FromLong(depth);
+    return PyLong_FromLong(pytext::balance(t));
 }
 
 // Matches `lit` at s[*i], moving *i past it.
@@ -377,7 +263,7 @@ bool eat(std::string_view s, size_t* i, std::string_view lit) {
 }
 
 void skip_space(std::string_view s, size_t* i) {
-    while (*i < s.size() && py_space(s[*i])) ++*i;
+    while (*i < s.size() && is_space(s[*i])) ++*i;
 }
 
 // [x.strip() for x in text.split(",") if x.strip()]

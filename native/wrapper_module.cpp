@@ -24,9 +24,13 @@
 
 #include "common.hpp"
 #include "event_sink.hpp"
+#include "ordered_dict.hpp"
+#include "pytext.hpp"
 
 namespace tlv {
 namespace {
+
+using namespace pytext;
 
 using sv = std::string_view;
 using Str = std::optional<std::string>;
@@ -35,33 +39,6 @@ using Dims = std::vector<std::string>;
 struct Fallback {};  // the Python parser must read this module
 struct PyFail {};    // a Python exception is set
 
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_space(char c) {  // str.strip() / \s on ASCII
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f');
-}
-inline bool is_word(char c) {
-    return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-inline bool is_head(char c) { return is_word(c) && !is_digit(c); }
-
-sv strip(sv s) {
-    size_t a = 0, b = s.size();
-    while (a < b && is_space(s[a])) ++a;
-    while (b > a && is_space(s[b - 1])) --b;
-    return s.substr(a, b - a);
-}
-sv lstrip(sv s) {
-    size_t a = 0;
-    while (a < s.size() && is_space(s[a])) ++a;
-    return s.substr(a);
-}
-sv rstrip(sv s) {
-    size_t b = s.size();
-    while (b > 0 && is_space(s[b - 1])) --b;
-    return s.substr(0, b);
-}
-bool starts(sv s, sv p) { return s.size() >= p.size() && s.substr(0, p.size()) == p; }
-bool ends(sv s, sv p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 bool has(sv s, sv p) { return s.find(p) != sv::npos; }
 bool all_digits(sv s) {  // str.isdigit() on ASCII
     if (s.empty()) return false;
@@ -84,37 +61,7 @@ sv head_of(sv s) {  // s.split("(")[0]
 
 std::vector<sv> split_args(sv t) {  // pytext.split_args
     std::vector<sv> out;
-    if (t.find_first_of("([{'\"") == sv::npos) {
-        size_t start = 0;
-        while (true) {
-            size_t c = t.find(',', start);
-            sv piece = strip(t.substr(start, c == sv::npos ? sv::npos : c - start));
-            if (!piece.empty()) out.push_back(piece);
-            if (c == sv::npos) return out;
-            start = c + 1;
-        }
-    }
-    int depth = 0;
-    char quote = 0;
-    size_t start = 0, escaped_at = (size_t)-1;
-    for (size_t i = 0; i < t.size(); ++i) {
-        char ch = t[i];
-        if (quote) {
-            if (ch == '\\') escaped_at = i + 1;
-            else if (ch == quote && i != escaped_at) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '(' || ch == '[' || ch == '{') {
-            ++depth;
-        } else if (ch == ')' || ch == ']' || ch == '}') {
-            --depth;
-        } else if (ch == ',' && depth == 0) {
-            out.push_back(strip(t.substr(start, i - start)));
-            start = i + 1;
-        }
-    }
-    sv last = strip(t.substr(start));
-    if (!last.empty()) out.push_back(last);
+    pytext::split_args(t, &out);
     return out;
 }
 
@@ -128,79 +75,11 @@ Dims dims(sv text) {  // pytext.dims
     return out;
 }
 
-long balance(sv t) {  // pytext.balance
-    long opened = 0, closed = 0;
-    for (char ch : t) {
-        opened += ch == '(' || ch == '[' || ch == '{';
-        closed += ch == ')' || ch == ']' || ch == '}';
-    }
-    if (opened == closed) return 0;
-    long depth = 0;
-    char quote = 0;
-    for (char ch : t) {
-        if (quote) {
-            if (ch == quote) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '(' || ch == '[' || ch == '{') {
-            ++depth;
-        } else if (ch == ')' || ch == ']' || ch == '}') {
-            --depth;
-        }
-    }
-    return depth;
-}
 
-// pytext.split_comment: code (rstripped) and the comment (stripped) after a # outside quotes.
-void split_comment(sv s, sv* code, sv* comment) {
-    *code = s;
-    *comment = sv();
-    if (s.find('#') == sv::npos) return;
-    char quote = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-        char ch = s[i];
-        if (quote) {
-            if (ch == quote) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '#') {
-            *code = rstrip(s.substr(0, i));
-            *comment = strip(s.substr(i + 1));
-            return;
-        }
-    }
-}
 
-// [c.strip() for c in pytext.split_semicolons(code) if c.strip()]
 std::vector<sv> statements(sv code) {
     std::vector<sv> out;
-    auto put = [&out](sv piece) {
-        piece = strip(piece);
-        if (!piece.empty()) out.push_back(piece);
-    };
-    if (code.find(';') == sv::npos) {
-        put(code);
-        return out;
-    }
-    int depth = 0;
-    char quote = 0;
-    size_t start = 0;
-    for (size_t i = 0; i < code.size(); ++i) {
-        char ch = code[i];
-        if (quote) {
-            if (ch == quote) quote = 0;
-        } else if (ch == '\'' || ch == '"') {
-            quote = ch;
-        } else if (ch == '(' || ch == '[' || ch == '{') {
-            ++depth;
-        } else if (ch == ')' || ch == ']' || ch == '}') {
-            --depth;
-        } else if (ch == ';' && depth == 0) {
-            put(code.substr(start, i - start));
-            start = i + 1;
-        }
-    }
-    put(code.substr(start));
+    pytext::statements(code, &out);
     return out;
 }
 
@@ -258,15 +137,6 @@ __int128 to_int(sv s) {
 const __int128 kI64Max = (__int128)INT64_MAX, kI64Min = (__int128)INT64_MIN;
 void check64(__int128 v) {
     if (v > kI64Max || v < kI64Min) throw Fallback{};
-}
-
-std::string fmt(const Dims& d) {  // _fmt
-    std::string s = "[";
-    for (size_t i = 0; i < d.size(); ++i) {
-        if (i) s += ", ";
-        s += d[i];
-    }
-    return s + "]";
 }
 
 std::string repr_list(const Dims& d) {  // repr() of a list of plain str
@@ -352,21 +222,6 @@ Dims contiguous(const Dims& sizes) {  // _contiguous
         }
     }
     return Dims(strides.rbegin(), strides.rend());
-}
-
-std::string op_name(sv target) {  // fx_graph.op_name
-    std::vector<sv> parts;
-    size_t i = 0;
-    while (true) {
-        size_t d = target.find('.', i);
-        parts.push_back(target.substr(i, d == sv::npos ? sv::npos : d - i));
-        if (d == sv::npos) break;
-        i = d + 1;
-    }
-    if (parts.size() >= 4 && parts[0] == "torch" && parts[1] == "ops") return std::string(parts[3]);
-    if (parts.size() >= 2 && (parts[0] == "aten" || parts[0] == "prims"))
-        return std::string(parts[1]);
-    return std::string(parts.back());
 }
 
 std::vector<sv> split_dots(sv s) {
@@ -516,30 +371,7 @@ struct Name {  // _Name
 };
 using NameP = std::shared_ptr<Name>;
 
-// A dict keeping Python's order: assignment to a present key keeps its place.
-struct Bound {
-    std::vector<std::pair<std::string, NameP>> items;  // null NameP: removed
-    std::unordered_map<std::string, size_t> where;
-    NameP get(const std::string& k) const {
-        auto it = where.find(k);
-        return it == where.end() ? nullptr : items[it->second].second;
-    }
-    bool contains(const std::string& k) const { return where.count(k) != 0; }
-    void set(const NameP& v) {
-        auto it = where.find(v->name);
-        if (it != where.end()) { items[it->second].second = v; return; }
-        where[v->name] = items.size();
-        items.emplace_back(v->name, v);
-    }
-    NameP pop(const std::string& k) {
-        auto it = where.find(k);
-        if (it == where.end()) return nullptr;
-        NameP v = items[it->second].second;
-        items[it->second].second = nullptr;
-        where.erase(it);
-        return v;
-    }
-};
+using Bound = OrderedDict<NameP>;  // the names bound so far, in Python's order
 
 struct Kernel {
     std::string name, kind;
@@ -1121,7 +953,7 @@ struct Reader {
             return true;
         }
         size_t dot = callee.find('.');
-        if (dot != sv::npos && bound.contains(std::string(callee.substr(0, dot))) &&
+        if (dot != sv::npos && bound.has(std::string(callee.substr(0, dot))) &&
             ends(callee, "_")) {
             *kind = "extern";
             return true;
@@ -1284,7 +1116,7 @@ struct Reader {
                 if (!is_head(rhs[i])) { ++i; continue; }
                 size_t j = i;
                 while (j < rhs.size() && is_word(rhs[j])) ++j;
-                any = any || bound.contains(std::string(rhs.substr(i, j - i)));
+                any = any || bound.has(std::string(rhs.substr(i, j - i)));
                 i = j;
             }
             if (!any) return;
@@ -1480,11 +1312,11 @@ struct Reader {
 
     Str arg_buffers(sv arg) {  // _arg_buffers
         sv a = strip(arg);
-        if (is_name(a) && bound.contains(std::string(a))) return std::string(a);
+        if (is_name(a) && bound.has(std::string(a))) return std::string(a);
         sv callee, args;
         if (match_call(a, &callee, &args) && callee == "reinterpret_tensor") {
             auto inner = split_args(args);
-            if (!inner.empty() && bound.contains(std::string(strip(inner[0]))))
+            if (!inner.empty() && bound.has(std::string(strip(inner[0]))))
                 return std::string(strip(inner[0]));
         }
         return std::nullopt;
