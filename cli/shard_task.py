@@ -15,6 +15,8 @@ import os
 import resource
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,23 @@ from tlview.ingest.source import SHA256_LATER, file_sha256, sha256_beside
 from tlview.store import Database, open_database, write_records
 from tlview.store.parsed_files import write_parsed
 from tlview.store.shards import delete_source, export_source, write_rows
+
+
+@contextmanager
+def _outcome(out: dict[str, Any], path: str) -> Iterator[None]:
+    """The task's work in the block: bad input becomes ``out``'s status and error (data
+    for the writer to report as a serial ingest would), never an exception; its seconds
+    and CPU seconds are added."""
+    start = time.perf_counter()
+    cpu0 = _cpu_s()
+    try:
+        yield
+    except IngestError as e:
+        out.update(status="failed", error=(e.path, e.line, e.message))
+    except OSError as e:
+        out.update(status="failed", error=(path, None, f"cannot read it ({e.strerror or e})"))
+    out["seconds"] = time.perf_counter() - start
+    out["cpu_s"] = _cpu_s() - cpu0
 
 
 def shard_file(path: str, fmt: str | None, folder: str, key: int,
@@ -38,11 +57,9 @@ def shard_file(path: str, fmt: str | None, folder: str, key: int,
     ``{"key", "path", "status": ok | skipped | failed, "sha256", "error": (path, line,
     message) | None, "seconds", "cpu_s", "bytes"}``.
     """
-    start = time.perf_counter()
-    cpu0 = _cpu_s()
     out: dict[str, Any] = {"key": key, "path": path, "status": "ok", "sha256": None,
                            "error": None, "bytes": 0}
-    try:
+    with _outcome(out, path):
         out["bytes"] = os.path.getsize(path)
         sha = out["sha256"] = file_sha256(path)
         if not force and known and sha in known.get(str(Path(path).resolve()), ()):
@@ -56,12 +73,6 @@ def shard_file(path: str, fmt: str | None, folder: str, key: int,
                 export_source(db, summary.source_id, folder, key)
             finally:
                 delete_source(db, summary.source_id)
-    except IngestError as e:
-        out.update(status="failed", error=(e.path, e.line, e.message))
-    except OSError as e:
-        out.update(status="failed", error=(path, None, f"cannot read it ({e.strerror or e})"))
-    out["seconds"] = time.perf_counter() - start
-    out["cpu_s"] = _cpu_s() - cpu0
     return out
 
 
@@ -76,10 +87,9 @@ def parse_file(path: str, fmt: str | None, folder: str,
     "parsed": Parsed.as_dict() | None, "bytes", "phases": {name: seconds}, "cpu_s",
     "rss_mb"}``."""
     start = time.perf_counter()
-    cpu0 = _cpu_s()
     out: dict[str, Any] = {"path": path, "status": "ok", "sha256": None, "error": None,
                            "parsed": None, "bytes": 0, "phases": {}}
-    try:
+    with _outcome(out, path):
         out["bytes"] = os.path.getsize(path)
         resolved = str(Path(path).resolve())
         if known and resolved in known:
@@ -98,12 +108,6 @@ def parse_file(path: str, fmt: str | None, folder: str,
                 parsed = attrs.evolve(parsed, source=(*parsed.source[:2], out["sha256"],
                                                       *parsed.source[3:]))
             out["parsed"] = parsed.as_dict()
-    except IngestError as e:
-        out.update(status="failed", error=(e.path, e.line, e.message))
-    except OSError as e:
-        out.update(status="failed", error=(path, None, f"cannot read it ({e.strerror or e})"))
-    out["seconds"] = time.perf_counter() - start
-    out["cpu_s"] = _cpu_s() - cpu0
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
