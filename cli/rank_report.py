@@ -103,7 +103,10 @@ def print_rank_report(db: Database, timeline_ids: Sequence[int],
         return
     runs = db.query_dicts("rank_runs_among", list(timeline_ids))
     many = [t for r in runs if r["n_traces"] > 1 for t in r["timeline_ids"]]
-    full = {r["run"]: r for r in db.query_dicts("rank_report", many)} if many else {}
+    full = {}
+    if many:
+        with db.one_thread():  # within the ingest's memory cap (spilling) at 256 ranks
+            full = {r["run"]: r for r in db.query_dicts("rank_report", many)}
     for r in runs:
         for line in run_lines(full[r["run"]]) if r["run"] in full else one_trace_lines(r):
             out(line)

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,18 @@ class Database:
         cur = self.con.execute(self.queries[name], list(params))
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    @contextmanager
+    def one_thread(self) -> Iterator[None]:
+        """DuckDB on one thread for the block: under a memory cap, each thread's hash
+        tables and sorts take their share at once, so a query that fits (spilling) on one
+        thread can fail on two (the rank report of 256 ranks at 256MB: 590 MB wanted)."""
+        threads = self.scalar("current_threads")
+        self.con.execute("SET threads = 1")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET threads = {int(threads)}")
 
     def scalar(self, name: str, *params: Any) -> Any:
         """The first column of the first row of a named query, or None."""
