@@ -30,12 +30,13 @@ EVENT_SCHEMA = pa.schema([
     ("address", pa.int64()), ("stack_id", pa.int32()), ("block_bytes", pa.int64()),
 ])
 EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
-_OWNED = ("source_id", "timeline_id", "seq")
+# The writer's own columns, first in the events view and in every kind's table.
+OWNED_COLUMNS = ("source_id", "timeline_id", "seq")
 
 
 def _kind_schema(cls: type) -> pa.Schema:
     names = {f.name for f in attrs.fields(cls)}
-    return pa.schema([f for f in EVENT_SCHEMA if f.name in _OWNED or f.name in names])
+    return pa.schema([f for f in EVENT_SCHEMA if f.name in OWNED_COLUMNS or f.name in names])
 
 
 # The columns of each kind's table (events_<kind>, schemas/00_tables.sql): the writer's
@@ -65,7 +66,7 @@ def _row_function(cls: type) -> Any:
     names = {f.name for f in attrs.fields(cls)}
     parts = []
     for col in EVENT_COLUMNS:
-        if col in _OWNED:
+        if col in OWNED_COLUMNS:
             continue
         if col == "kind":
             parts.append(repr(EVENT_KINDS[cls]))
@@ -85,7 +86,7 @@ def _row_function(cls: type) -> Any:
 def kind_row(cls: type) -> Any:
     """Generate ``row(event) -> tuple`` in the columns of the class's own table
     (``KIND_SCHEMAS``, after the writer's three): what the writer appends."""
-    names = KIND_SCHEMAS[EVENT_KINDS[cls]].names[len(_OWNED):]
+    names = KIND_SCHEMAS[EVENT_KINDS[cls]].names[len(OWNED_COLUMNS):]
     parts = ["(_dumps(e.attrs) if e.attrs else None)" if n == "attrs" else f"e.{n}"
              for n in names]
     src = f"def row(e):\n    return ({', '.join(parts)},)\n"

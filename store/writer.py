@@ -2,11 +2,12 @@
 
 Events become Arrow batches in their kind's table's columns (records through generated
 row functions, ``convert.kind_row``; the compiled parsers and profiler traces hand whole
-columns, split by kind here) and go in as one INSERT per kind's table that DuckDB feeds by pulling batches from the parser, so the
-memory of an ingest stays flat whatever the input's size. The parser runs in a thread
-while DuckDB appends (which releases the GIL), and DuckDB's memory is capped during the
-ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 256MB). Any exception (bad input, Ctrl-C) rolls
-the whole ingest back, so the database is exactly as it was before.
+columns, split by kind here) and go in as one INSERT per kind's table that DuckDB feeds
+by pulling batches from the parser, so the memory of an ingest stays flat whatever the
+input's size. The parser runs in a thread while DuckDB appends (which releases the GIL),
+and DuckDB's memory is capped during the ingest (``TLVIEW_INGEST_MEMORY_LIMIT``, 256MB).
+Any exception (bad input, Ctrl-C) rolls the whole ingest back, so the database is exactly
+as it was before.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import caches
-from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps, kind_row
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS, OWNED_COLUMNS, dumps, kind_row
 from .db import Database, insert_arrow
 from .records import (
     EVENT_KINDS,
@@ -293,11 +294,10 @@ def _widen(kind: str, batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 class _KindStreams:
-    """The batches of ``SourceRows.kind_batches`` as a stream per kind, each for one INSERT: the stream
-    of one kind goes on while the next batches are of that kind; batches of other kinds
-    wait until one of those kinds holds ``HOLD_ROWS`` rows or ``HOLD_BYTES``, which ends
-    the stream so that
-    the full kind goes in next. An input of one kind is one INSERT; a mix goes in as
+    """The batches of ``SourceRows.kind_batches`` as a stream per kind, each for one
+    INSERT: the stream of one kind goes on while the next batches are of that kind;
+    batches of other kinds wait until one of those kinds holds ``HOLD_ROWS`` rows or
+    ``HOLD_BYTES``, which ends the stream so that the full kind goes in next. An input of one kind is one INSERT; a mix goes in as
     statements of whole row groups. An exception is kept in ``failed`` (DuckDB raises
     its own error type when a stream it pulls from fails)."""
 
@@ -424,8 +424,8 @@ _PROBE = "SELECT 1"  # the smallest statement: tells a busy connection from a fr
 
 
 def _owned(n: int, source_id: int, tid: int | pa.Array, seq: int) -> list[pa.Array]:
-    """The writer's three columns for ``n`` events: source_id, timeline_id (one id, or
-    an array of them), seq from ``seq`` on."""
+    """The writer's three columns (``OWNED_COLUMNS``) for ``n`` events: source_id,
+    timeline_id (one id, or an array of them), seq from ``seq`` on."""
     tl = tid if isinstance(tid, pa.Array) else pa.repeat(pa.scalar(tid, pa.int32()), n)
     return [pa.repeat(pa.scalar(source_id, pa.int32()), n), tl,
             pc.add(_arange(n), pa.scalar(seq, pa.int64()))]
@@ -441,15 +441,13 @@ def _measured_arrow(batch: MeasuredBatch, source_id: int, tid: int, seq: int
         raise ValueError(f"kernel_measured events with columns {sorted(extra)}, which that "
                          "kind has not")
     arrays = _owned(n, source_id, tid, seq)
-    for field in schema:
-        if field.name not in _OWNED:
-            values = batch.columns.get(field.name)
-            arrays.append(pa.nulls(n, type=field.type) if values is None
-                          else pa.array(values, type=field.type))
+    for field in list(schema)[len(OWNED_COLUMNS):]:
+        values = batch.columns.get(field.name)
+        arrays.append(pa.nulls(n, type=field.type) if values is None
+                      else pa.array(values, type=field.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-_OWNED = frozenset({"source_id", "timeline_id", "seq"})
 _ARANGE: list[pa.Array] = [pa.array([], pa.int64())]
 
 
@@ -470,7 +468,7 @@ def _columns_by_kind(batch: EventColumns, source_id: int, tids: list[int], seq: 
     tl = cols.get("_tl")
     tid: int | pa.Array = (tids[0] if tl is None or len(tids) == 1
                            else pc.take(pa.array(tids, pa.int32()), tl))
-    owned = dict(zip(("source_id", "timeline_id", "seq"), _owned(n, source_id, tid, seq)))
+    owned = _owned(n, source_id, tid, seq)
     kinds = cols["kind"]
     present = pc.value_counts(kinds)  # one pass: each kind, in order of first row
     values, counts = present.field(0).to_pylist(), present.field(1).to_pylist()
@@ -487,12 +485,8 @@ def _columns_by_kind(batch: EventColumns, source_id: int, tids: list[int], seq: 
             if mask is None or pc.filter(col, mask).null_count < count:
                 raise ValueError(f"{kind} events with a value in column {name!r}, which "
                                  "that kind has not")
-        arrays = []
-        for f in schema:
-            a = owned.get(f.name)
-            if a is None:
-                a = cols.get(f.name)
-            arrays.append(pa.nulls(n, type=f.type) if a is None else a)
+        arrays = owned + [pa.nulls(n, type=f.type) if f.name not in cols else cols[f.name]
+                          for f in list(schema)[len(OWNED_COLUMNS):]]
         if mask is not None:
             arrays = [pc.filter(a, mask) for a in arrays]
         yield kind, pa.RecordBatch.from_arrays(arrays, schema=schema)
