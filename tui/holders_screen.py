@@ -147,6 +147,7 @@ class HoldersScreen(Screen[None]):
     def _peak_known(self, event: PeakKnown) -> None:
         self.peak = event.peak
         self.peak_read = True
+        self._status()  # "the peak" when the holders came first
         pending, self.pending = self.pending, []
         if "peak" in pending:
             self.action_peak()
