@@ -176,11 +176,22 @@ def _binary_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
 
 def test_a_binary_file_is_described_never_dumped(tmp_path):
-    for name, (path, words) in _binary_files(tmp_path).items():
-        err = one_line_error(tlview("ingest", str(path), "--db", str(tmp_path / "b.duckdb")))
-        assert err.startswith(f"tlview: {path}: {words}"), (name, err)
-        assert "\\x" not in err and "\ufffd" not in err
-        assert all(c == "\n" or c.isprintable() for c in err), (name, err)
+    files = _binary_files(tmp_path)
+    db = tmp_path / "b.duckdb"
+    path, words = files["libfoo.so"]  # alone: the one line of a failed command
+    assert one_line_error(tlview("ingest", str(path), "--db", str(db))).startswith(
+        f"tlview: {path}: {words}")
+    # all together (one process, not eight): each file's own line, then the count
+    p = tlview("ingest", *(str(path) for path, _ in files.values()), "--db", str(db))
+    assert p.returncode == 2 and p.stdout == "" and ESC not in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert lines[-1] == f"tlview: {len(files)} of {len(files)} files failed (above); nothing was ingested"
+    for name, (path, words) in files.items():
+        err = [line for line in lines if line.startswith(f"tlview: {path}:")]
+        assert len(err) == 1 and err[0].startswith(f"tlview: {path}: {words}"), (name, lines)
+    assert "\\x" not in p.stderr and "\ufffd" not in p.stderr and "Traceback" not in p.stderr
+    assert all(c == "\n" or c.isprintable() for c in p.stderr), p.stderr
+    assert not db.exists() or count(db, "SELECT count(*) FROM events") == 0
 
 
 # -- locks: the holder named, readers together, an ingest that waits ------------------

@@ -57,7 +57,7 @@ def fuzz_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(src=st.sampled_from(CORPUS), kind=st.sampled_from(MUTATIONS), seed=st.integers(0, 2**32))
 def test_mutated_inputs(fuzz_db: Path, tmp_path_factory, src: Path, kind: str, seed: int):
     data = mutate(src.read_bytes(), kind, random.Random(seed))
