@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .harness import OUT, Result, run_child
+from .harness import OUT, Result, run_child, scan_floors
 from .scale import scaled_ir
 
 SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_IR_MB", "10,100,500").split(",")]
@@ -156,12 +156,11 @@ def main() -> list[Result]:
         path = scaled_ir(mb)
         size = path.stat().st_size
         label = f"IR {mb:g} MB"
-        scan = run_child("bench.harness:line_scan", str(path))
+        scan, floors = scan_floors(path, label)
         fast_db, slow_db = OUT / "ir_native.duckdb", OUT / "ir_python.duckdb"
         fast = run_child("bench.bench_ir:ingest_with", str(path), str(fast_db), "1")
         _say_stages(label, "compiled", fast)
-        results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
-                              scan["peak_rss_mb"]))
+        results.extend(floors)
         if mb > PY_MAX_MB:
             results.append(Result(
                 "tlview ingest inductor_ir (compiled)", label, size, fast["wall_s"],

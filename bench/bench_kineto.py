@@ -36,7 +36,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from .harness import OUT, ROOT, Result, run_child
+from .harness import OUT, ROOT, Result, run_child, scan_floors
 
 SOURCE = ROOT / "tests" / "fixtures" / "profile" / "coll" / "rank0" / "rank0.pt.trace.json.gz"
 SIZES_MB = [float(x) for x in os.environ.get("TLVIEW_BENCH_KINETO_MB", "100,1000").split(",")]
@@ -190,7 +190,7 @@ def main() -> list[Result]:
         size = path.stat().st_size
         label = f"Kineto {mb:g} MB"
         print(f"{label}: {path}", file=sys.stderr, flush=True)
-        scan = run_child("bench.harness:line_scan", str(path))
+        scan, floors = scan_floors(path, label)
         load = run_child("bench.bench_kineto:json_load", str(path))
         oj = run_child("bench.bench_kineto:orjson_load", str(path)) if _has_orjson() else None
         if oj is None:
@@ -214,8 +214,7 @@ def main() -> list[Result]:
                                    f"events) vs {theirs} ({prev['result']} events)")
             print(f"{label}: events digest {ours[:16]}... identical to the pure-Python "
                   f"ingest's ({ing['result']:,} events)", file=sys.stderr, flush=True)
-        results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
-                              scan["peak_rss_mb"]))
+        results.extend(floors)
         results.append(Result("json.load (baseline)", label, size, load["wall_s"],
                               load["peak_rss_mb"], events=load["result"]))
         if oj is not None:

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from .bench_wrapper import compare_modes, floor
-from .harness import OUT, Result, run_child
+from .harness import OUT, Result, scan_floors
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "torch_trace"
@@ -82,11 +82,9 @@ def main() -> list[Result]:
     results = []
     for mb in SIZES_MB:
         path = scaled_log(mb)
-        size = path.stat().st_size
         label = f"TORCH_TRACE {mb:g} MB"
-        scan = run_child("bench.harness:line_scan", str(path))
-        results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
-                              scan["peak_rss_mb"]))
+        scan, floors = scan_floors(path, label)
+        results.extend(floors)
         results.append(floor(path, label))
         results.extend(compare_modes(path, label, "torch_trace", scan))
     return results

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .harness import OUT, Result, run_child
+from .harness import OUT, Result, run_child, scan_floors
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCH = ROOT / "tests" / "fixtures" / "torch"
@@ -216,11 +216,9 @@ def main() -> list[Result]:
     results = []
     for dress, mb in [(d, mb) for d in ("glog", "short") for mb in SIZES_MB]:
         path = scaled_log(dress, mb)
-        size = path.stat().st_size
         label = f"torch log ({dress}) {mb:g} MB"
-        scan = run_child("bench.harness:line_scan", str(path))
-        results.append(Result("line scan (baseline)", label, size, scan["wall_s"],
-                              scan["peak_rss_mb"]))
+        scan, floors = scan_floors(path, label)
+        results.extend(floors)
         results.append(floor(path, label))
         results.extend(compare_modes(path, label, "torch_log", scan))
     return results

@@ -72,6 +72,57 @@ def line_scan(path: str) -> int:
     return n
 
 
+def duckdb_lines(path: str) -> list[int]:
+    """The floor for DuckDB's own readers: `read_csv` of the file's raw lines (no field
+    split, every thread): lines and characters. A parser written as DuckDB SQL over the
+    lines (issue 15's other way) starts from here."""
+    import duckdb
+
+    return list(duckdb.connect().execute(_LINES, [path]).fetchone())
+
+
+def duckdb_store_lines(path: str, db: str) -> list[int]:
+    """The floor for storing one row per line: the raw lines read as above and written,
+    with their line numbers, into a fresh database file, committed. An ingest writes fewer
+    rows than lines but more columns."""
+    import duckdb
+
+    if os.path.exists(db):
+        os.remove(db)
+    con = duckdb.connect(db)
+    con.execute(f"CREATE TABLE lines AS SELECT row_number() OVER () AS line, l FROM ({_LINES_RAW})",
+                [path])
+    n = con.execute("SELECT count(*) FROM lines").fetchone()[0]
+    con.close()
+    size = os.path.getsize(db)
+    os.remove(db)
+    return [n, size]
+
+
+_LINES_RAW = ("SELECT l FROM read_csv(?, columns={'l': 'VARCHAR'}, header=false, delim='\\x01', "
+              "quote='', escape='', auto_detect=false, strict_mode=false, "
+              "max_line_size=100000000)")
+_LINES = f"SELECT count(*), sum(length(l)) FROM ({_LINES_RAW})"
+
+
+def scan_floors(path: Path, label: str) -> tuple[dict[str, Any], list[Result]]:
+    """The baselines every ingest benchmark prints first: a Python line scan, DuckDB's
+    read of the lines, and DuckDB's store of them. Returns the line scan's run (the
+    ratios' denominator) and the three rows."""
+    size = path.stat().st_size
+    scan = run_child("bench.harness:line_scan", str(path))
+    read = run_child("bench.harness:duckdb_lines", str(path))
+    store = run_child("bench.harness:duckdb_store_lines", str(path), str(OUT / "lines.duckdb"))
+    return scan, [
+        Result("line scan (baseline)", label, size, scan["wall_s"], scan["peak_rss_mb"]),
+        Result("DuckDB read_csv of the lines (floor)", label, size, read["wall_s"],
+               read["peak_rss_mb"], baseline={"vs line scan": read["wall_s"] / scan["wall_s"]}),
+        Result("DuckDB lines into a table (floor)", label, size, store["wall_s"],
+               store["peak_rss_mb"], events=store["result"][0],
+               baseline={"vs line scan": store["wall_s"] / scan["wall_s"]}),
+    ]
+
+
 def ingest_file(path: str, db: str, fmt: str = "") -> int:
     """tlview's real ingest of one file into a fresh database; returns the event count."""
     from tlview.ingest import records_for
