@@ -202,7 +202,7 @@ def database_alone(db: str, scratch: str) -> dict[str, float]:
 
     import duckdb
     from tlview.store import caches, open_database
-    from tlview.store.writer import INSERT_THREADS, ingest_transaction, limit_ingest_memory
+    from tlview.store.writer import ingest_transaction, limit_ingest_memory
 
     pq = Path(scratch + ".parquet.d")
     shutil.rmtree(pq, ignore_errors=True)
@@ -220,12 +220,12 @@ def database_alone(db: str, scratch: str) -> dict[str, float]:
     out: dict[str, float] = {}
     with open_database(scratch) as d:
         limit_ingest_memory(d)
-        with ingest_transaction(d):
+        with ingest_transaction(d) as txn:
             w, c = time.perf_counter(), _cpu_s()
-            d.con.execute(f"SET threads = {INSERT_THREADS}")
+            txn.insert_threads()
             for t in tables:
                 d.con.execute(f"INSERT INTO {t} SELECT * FROM read_parquet('{pq / t}.parquet')")
-            d.con.execute("RESET threads")
+            txn.restore_threads()
             out.update(insert_wall_s=time.perf_counter() - w, insert_cpu_s=_cpu_s() - c)
             w, c = time.perf_counter(), _cpu_s()
             caches.refresh(d, tids)

@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from tlview.ingest import IngestError
 from tlview.store import Database, IngestSummary, caches
 from tlview.store.parsed_files import Parsed, append_parsed, remove_parsed
 from tlview.store.shards import ShardError, commit_shards, init_set, shard_keys
-from tlview.store.writer import INSERT_THREADS, ingest_transaction
+from tlview.store.writer import IngestTransaction
 
 from .output import say
 from .shard_task import error_of, parse_file, shard_file
@@ -168,7 +168,7 @@ class GroupWriter:
         self.report, self.report_error = report, report_error
         self.items: list[_File | IngestError] = []  # in file order
         self.nbytes = 0
-        self.txn: AbstractContextManager[None] | None = None
+        self.txn: IngestTransaction | None = None
         self.broken = False  # the group's transaction failed: rewrite file by file
 
     def tick(self, phase: str, since: float) -> None:
@@ -208,12 +208,10 @@ class GroupWriter:
         t = time.perf_counter()
         try:
             if self.txn is None:
-                self.threads = self.db.scalar("current_threads")
-                self.txn = ingest_transaction(self.db)
-                self.txn.__enter__()
+                self.txn = IngestTransaction(self.db)
                 # one thread: the workers have the other cores (a second thread only
                 # contends with them; the transaction's end restores the setting)
-                self.db.con.execute(f"SET threads = {INSERT_THREADS}")
+                self.txn.insert_threads()
             summaries = append_parsed(self.db, [(f.folder, Parsed.from_dict(f.result["parsed"]))
                                                 for f in files])
             for f, summary in zip(files, summaries):
@@ -228,23 +226,20 @@ class GroupWriter:
         if self.txn is None:
             return
         t = time.perf_counter()
-        self.db.con.execute(f"SET threads = {self.threads}")  # the workers may be done
+        self.txn.restore_threads()  # the workers may be done
         caches.refresh(self.db, [tid for f in files if f.summary
                                  for tid in f.summary.timeline_ids.values()])
         self.tick("caches", t)
         t = time.perf_counter()
         txn, self.txn = self.txn, None
-        txn.__exit__(None, None, None)
+        txn.commit()
         self.out.transactions += 1
         self.tick("commit", t)
 
     def _rollback(self) -> None:
         txn, self.txn = self.txn, None
         if txn is not None:
-            try:
-                txn.__exit__(RuntimeError, RuntimeError("rolled back"), None)
-            except RuntimeError:
-                pass
+            txn.rollback()
 
     def close(self) -> None:
         """Commit the group (or write its files again one by one), print its report."""
@@ -287,9 +282,7 @@ class GroupWriter:
                 go, f.note = self.check(self.db, r["path"], r["sha256"])
                 if not go or r["status"] == "skipped":
                     continue
-                self.threads = self.db.scalar("current_threads")
-                self.txn = ingest_transaction(self.db)
-                self.txn.__enter__()
+                self.txn = IngestTransaction(self.db)
                 (f.summary,) = append_parsed(self.db, [(f.folder, Parsed.from_dict(r["parsed"]))])
                 self._commit([f])
             except WRITE_ERRORS as e:

@@ -77,8 +77,8 @@ def write_records(
     """Append one source's records atomically. The first record must be its Source;
     ``sha256``, where given, is called at the end for the source's sha256 in place of the
     record's (a file hashed while it is ingested)."""
-    with ingest_transaction(db):
-        return _write(db, records, batch_size, summary_attrs, sha256)
+    with ingest_transaction(db) as txn:
+        return _write(db, txn, records, batch_size, summary_attrs, sha256)
 
 
 def limit_ingest_memory(db: Database) -> None:
@@ -88,31 +88,71 @@ def limit_ingest_memory(db: Database) -> None:
     db.con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
 
 
-@contextmanager
-def ingest_transaction(db: Database) -> Iterator[None]:
-    """One transaction under the ingest's memory limit: committed when the block ends,
-    rolled back if it raises; the memory limit and thread count (lowered for the events
-    INSERT) restored either way."""
-    con = db.con
-    limit = db.scalar("current_memory_limit")
-    threads = db.scalar("current_threads")
-    con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-        con.execute("COMMIT")
-    except BaseException:
+class IngestTransaction:
+    """An ingest's transaction, begun here and ended by ``commit`` or ``rollback``, for a
+    writer whose transaction spans several calls (many files in one, cli/parallel_ingest.py);
+    ``ingest_transaction`` is the block form. DuckDB's memory is held to the ingest's
+    limit while it is open; the memory limit and the thread count (lowered for the events
+    INSERTs, ``insert_threads``) are as before once it ends, either way."""
+
+    def __init__(self, db: Database) -> None:
+        self.con = db.con
+        self.limit = db.scalar("current_memory_limit")
+        self.threads = db.scalar("current_threads")
+        self.con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
+        self.con.execute("BEGIN TRANSACTION")
+        self.open = True
+
+    def insert_threads(self) -> None:
+        """DuckDB on ``INSERT_THREADS`` for the events INSERTs: the parse (or the workers)
+        has the other cores."""
+        self.con.execute(f"SET threads = {INSERT_THREADS}")
+
+    def restore_threads(self) -> None:
+        """DuckDB's threads as before the transaction (for its caches and summaries)."""
+        self.con.execute(f"SET threads = {self.threads}")
+
+    def commit(self) -> None:
+        """COMMIT; if that fails, roll back and raise."""
         try:
-            con.execute("ROLLBACK")
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.rollback()
+            raise
+        self.open = False
+        self._restore()
+
+    def rollback(self) -> None:
+        """ROLLBACK (a no-op once ended). A failed statement may have aborted the
+        transaction already; the rollback clears it either way."""
+        if not self.open:
+            return
+        self.open = False
+        try:
+            self.con.execute("ROLLBACK")
         except Exception:
             pass
+        self._restore()
+
+    def _restore(self) -> None:
+        self.con.execute(f"SET memory_limit = '{self.limit}'")
+        self.restore_threads()
+
+
+@contextmanager
+def ingest_transaction(db: Database) -> Iterator[IngestTransaction]:
+    """One transaction under the ingest's memory limit: committed when the block ends,
+    rolled back if it raises (IngestTransaction)."""
+    txn = IngestTransaction(db)
+    try:
+        yield txn
+        txn.commit()
+    except BaseException:
+        txn.rollback()
         raise
-    finally:
-        con.execute(f"SET memory_limit = '{limit}'")
-        con.execute(f"SET threads = {threads}")
 
 
-def _write(db: Database, records: Iterable[Record], batch_size: int,
+def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batch_size: int,
            summary_attrs: dict[str, Any] | None,
            sha256: Callable[[], str] | None) -> IngestSummary:
     con = db.con
@@ -123,12 +163,11 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
     # An INSERT per kind's stream (one for an input of one kind), fed by DuckDB pulling
     # batches from the parser: the process holds a few batches, whatever the input's size.
     kinds = _KindStreams(rows.kind_batches(), rows.failed)
-    threads = db.scalar("current_threads")
     try:
         # An INSERT appends from one stream in one thread whatever the setting; more
         # threads only add CPU (and workers contending with the parse thread for this
         # machine's two cores): a 1 GB Kineto trace 19.3 -> 16.3 s, 487 -> 442 MB RSS.
-        con.execute(f"SET threads = {INSERT_THREADS}")
+        txn.insert_threads()
         while (kind := kinds.next_kind()) is not None:
             reader = pa.RecordBatchReader.from_batches(KIND_SCHEMAS[kind], kinds.stream(kind))
             con.register("_tlview_batch", reader)
@@ -142,7 +181,7 @@ def _write(db: Database, records: Iterable[Record], batch_size: int,
         if rows.failed and not isinstance(rows.failed[0], KeyboardInterrupt):
             raise rows.failed[0] from None
         raise
-    con.execute(f"SET threads = {threads}")
+    txn.restore_threads()  # (not on the way out of an error: the rollback restores them)
     append_side_tables(db, rows)
     caches.refresh(db, rows.tids.values())
     # The source row goes in last, so that it can carry the ingest's own summary.
