@@ -3,7 +3,7 @@ it holds and lacks, how the collectives matched, the clock offsets and the strag
 
 Bad multi-rank input is told here, in words: a rank missing, a rank ingested twice or
 from another run, collectives left unmatched (listed in the ``collective_unmatched``
-view). One named query (``rank_report``) reads it all.
+view). The named queries ``rank_report_*`` read it, one part at a time.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _us(ns: int) -> str:
 
 
 def run_lines(r: dict[str, Any]) -> list[str]:
-    """The lines about one run (a ``rank_report`` row)."""
+    """The lines about one run (a ``rank_report`` row: ``_rank_report``)."""
     parts = [_head(r)]
     n, done, matched = r["n_collectives"], r["n_complete"], r["n_matched"]
     if not n:
@@ -103,10 +103,32 @@ def print_rank_report(db: Database, timeline_ids: Sequence[int],
         return
     runs = db.query_dicts("rank_runs_among", list(timeline_ids))
     many = [t for r in runs if r["n_traces"] > 1 for t in r["timeline_ids"]]
-    full = {}
-    if many:
-        with db.one_thread():  # within the ingest's memory cap (spilling) at 256 ranks
-            full = {r["run"]: r for r in db.query_dicts("rank_report", many)}
+    full = _rank_report(db, many) if many else {}
     for r in runs:
         for line in run_lines(full[r["run"]]) if r["run"] in full else one_trace_lines(r):
             out(line)
+
+
+# What a run without a row in a part reads (the runs' rows are filled from each part).
+_PART_DEFAULTS: dict[str, dict[str, Any]] = {
+    "rank_report_collectives": {"n_collectives": 0, "n_complete": 0, "n_matched": 0,
+                                "n_inconsistent": 0, "methods": None},
+    "rank_report_unmatched": {"n_unmatched": 0, "reason": None},
+    "rank_report_offsets": {"n_offsets": 0, "max_offset_ns": None, "max_offset_rank": None,
+                            "max_spread_ns": None},
+    "rank_report_straggler": {"straggler": None, "caused_wait_ns": None, "wait_share": None},
+}
+
+
+def _rank_report(db: Database, timeline_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Per run holding one of ``timeline_ids``, its report row: the runs, then each part
+    of the matching's findings in a query of its own, on one DuckDB thread (under the
+    ingest's memory cap each thread's hash tables and sorts take their share at once: at
+    256 ranks two threads ran out where one spills)."""
+    with db.one_thread():
+        full = {r["run"]: r for r in db.query_dicts("rank_report_runs", timeline_ids)}
+        for part, defaults in _PART_DEFAULTS.items():
+            found = {r.pop("run"): r for r in db.query_dicts(part)}
+            for run, row in full.items():
+                row.update(found.get(run, defaults))
+    return full

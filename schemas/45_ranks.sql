@@ -114,50 +114,74 @@ SELECT r.run, r.world_size, r.n_traces, r.ranks, COALESCE(m.missing, []) AS miss
        r.duplicates, r.first_ns, r.last_ns
 FROM r LEFT JOIN m USING (run);
 
+-- _pg_ranks: each process group's ranks as torch records them (text), by the hash that
+-- the matching carries in their place: at 1,024 ranks the text is ~5 KB on every call,
+-- and carried through the matching's joins, windows and materialized steps it took the
+-- ingest's rank report over 1 GB of DuckDB buffers for 24,576 calls (out of memory under
+-- the ingest's 256MB). The public views join it back last.
+CREATE OR REPLACE VIEW _pg_ranks AS
+SELECT DISTINCT hash(r) AS pg_hash, r AS pg_ranks
+FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
+      FROM events_kernel_measured WHERE category IN ('comm', 'comm_call'));
+
 -- _rank_calls: every collective kernel of a rank trace with what its collective record
 -- says, its ProfilerStep and its match key (see Matching above).
 --   launch_ns: when its runtime call launched it (else its record_param_comms ran, else
 --   its start); kind: AllReduce | AllGather | ReduceScatter | AllToAll | Broadcast |
---   Reduce | SendRecv | Barrier | NULL, from the collective name else the kernel name.
+--   Reduce | SendRecv | Barrier | NULL, from the collective name else the kernel name;
+--   pg_hash: hash() of the group's ranks (text, in _pg_ranks), NULL's where not recorded.
+-- The records' fields are read where they are scanned (a: the kernel's, b: its
+-- record_param_comms event's), and no step holds the records' JSON or the ranks' text.
 CREATE OR REPLACE VIEW _rank_calls AS
 WITH k AS (
     SELECT g.timeline_id, g.seq, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns,
            g.bytes, g.correlation,
            TRY_CAST(json_extract(g.attrs, '$.args."External id"') AS BIGINT) AS ext,
            json_extract_string(g.attrs, ['$.args."Collective name"', '$.args."Process Group Name"',
-               '$.args."Process Group Description"', '$.args."Process Group Ranks"',
-               '$.args."Group size"', '$.args."In msg nelems"', '$.args."Out msg nelems"',
-               '$.args.dtype', '$.args.Seq']) AS a
+               '$.args."Process Group Description"', '$.args."Group size"',
+               '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
+               '$.args.Seq']) AS a,
+           hash(json_extract_string(g.attrs, '$.args."Process Group Ranks"')) AS a_ranks,
+           json_extract_string(g.attrs, '$.args."Process Group Ranks"') IS NULL AS a_no_ranks
     FROM gpu_activity g WHERE g.category = 'comm'
 ), cc AS (
     -- the record_param_comms events, where the kernels need them: traces whose kernels do
     -- not carry the collective record (older torch), and calls that hold a sequence number
-    SELECT timeline_id, ext, ts_ns AS call_ns, bytes AS call_bytes, attrs
+    SELECT timeline_id, ext, ts_ns AS call_ns, bytes AS call_bytes,
+           json_extract_string(attrs, ['$.args."Collective name"', '$.args."Process Group Name"',
+               '$.args."Process Group Description"', '$.args."Group size"',
+               '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
+               '$.args.Seq']) AS b,
+           hash(json_extract_string(attrs, '$.args."Process Group Ranks"')) AS b_ranks,
+           json_extract_string(attrs, '$.args."Process Group Ranks"') IS NULL AS b_no_ranks
     FROM measured
     WHERE category = 'comm_call' AND ext IS NOT NULL
       AND (attrs LIKE '%"Seq"%'
-           OR timeline_id IN (SELECT timeline_id FROM k WHERE a[1] IS NULL OR a[2] IS NULL))
+           OR timeline_id IN (
+               SELECT timeline_id FROM gpu_activity WHERE category = 'comm'
+                 AND (json_extract_string(attrs, '$.args."Collective name"') IS NULL
+                      OR json_extract_string(attrs, '$.args."Process Group Name"') IS NULL)))
 ), launch AS (
     SELECT timeline_id, correlation, min(ts_ns) AS launch_ns
     FROM measured WHERE category = 'runtime' AND correlation IS NOT NULL
     GROUP BY timeline_id, correlation
 ), kc AS (
-    SELECT k.*, cc.call_ns, cc.call_bytes,
-           json_extract_string(cc.attrs, ['$.args."Collective name"', '$.args."Process Group Name"',
-               '$.args."Process Group Description"', '$.args."Process Group Ranks"',
-               '$.args."Group size"', '$.args."In msg nelems"', '$.args."Out msg nelems"',
-               '$.args.dtype', '$.args.Seq']) AS b
+    SELECT k.*, cc.call_ns, cc.call_bytes, cc.b, cc.b_ranks, cc.b_no_ranks
     FROM k LEFT JOIN cc ON cc.timeline_id = k.timeline_id AND cc.ext = k.ext
 ), j AS (
     SELECT k.timeline_id, k.seq, k.name AS kernel, k.device, k.stream, k.ts_ns, k.dur_ns,
            k.end_ns, COALESCE(k.bytes, k.call_bytes) AS bytes,
            COALESCE(k.a[1], k.b[1]) AS collective, COALESCE(k.a[2], k.b[2]) AS pg,
-           COALESCE(k.a[3], k.b[3]) AS pg_desc, COALESCE(k.a[4], k.b[4]) AS pg_ranks,
-           TRY_CAST(COALESCE(k.a[5], k.b[5]) AS INTEGER) AS group_size,
-           TRY_CAST(COALESCE(k.a[6], k.b[6]) AS BIGINT) AS in_nelems,
-           TRY_CAST(COALESCE(k.a[7], k.b[7]) AS BIGINT) AS out_nelems,
-           COALESCE(k.a[8], k.b[8]) AS dtype,
-           TRY_CAST(COALESCE(k.a[9], k.b[9]) AS BIGINT) AS seq_num,
+           COALESCE(k.a[3], k.b[3]) AS pg_desc,
+           -- hash(COALESCE(kernel's ranks, call's ranks)), from the hashes
+           CASE WHEN NOT k.a_no_ranks THEN k.a_ranks
+                WHEN NOT k.b_no_ranks THEN k.b_ranks
+                ELSE hash(NULL::VARCHAR) END AS pg_hash,
+           TRY_CAST(COALESCE(k.a[4], k.b[4]) AS INTEGER) AS group_size,
+           TRY_CAST(COALESCE(k.a[5], k.b[5]) AS BIGINT) AS in_nelems,
+           TRY_CAST(COALESCE(k.a[6], k.b[6]) AS BIGINT) AS out_nelems,
+           COALESCE(k.a[7], k.b[7]) AS dtype,
+           TRY_CAST(COALESCE(k.a[8], k.b[8]) AS BIGINT) AS seq_num,
            COALESCE(l.launch_ns, k.call_ns, k.ts_ns) AS launch_ns
     FROM kc k
     LEFT JOIN launch l ON l.timeline_id = k.timeline_id AND l.correlation = k.correlation
@@ -177,8 +201,7 @@ WITH k AS (
                 WHEN x LIKE '%barrier%' THEN 'Barrier'
                 WHEN x LIKE '%sendrecv%' OR x LIKE '%send%' OR x LIKE '%recv%' THEN 'SendRecv'
                 WHEN x LIKE '%reduce%' THEN 'Reduce' END AS kind
-    FROM (SELECT *, lower(replace(COALESCE(collective, '') || ' ' || kernel, '_', '')) AS x,
-                 hash(pg_ranks) AS pg_hash  -- a short key for the group's ranks (long text)
+    FROM (SELECT *, lower(replace(COALESCE(collective, '') || ' ' || kernel, '_', '')) AS x
           FROM s) s
     JOIN rank_traces rt ON rt.timeline_id = s.timeline_id AND rt.run IS NOT NULL
 ), m AS (
@@ -241,7 +264,7 @@ FROM k;
 -- rank it shares a collective with (point-to-point calls aside); a rank with no lower
 -- partner is a reference (offset 0): in a run with a world process group, its lowest
 -- rank. Ends are own-clock Unix ns (base_ns + ts_ns + dur_ns).
-CREATE OR REPLACE VIEW collective_ranks AS
+CREATE OR REPLACE VIEW _collective_ranks AS
 WITH RECURSIVE m AS MATERIALIZED (
     SELECT * FROM _collective_match
 ), lowest AS (
@@ -273,7 +296,7 @@ WITH RECURSIVE m AS MATERIALIZED (
 SELECT m.run, m.collective_id, m.rank, m.timeline_id, m.seq, m.kernel, m.device, m.stream,
        m.ts_ns, m.dur_ns, m.own_start_ns - c.offset_ns AS start_ns,
        m.own_end_ns - c.offset_ns AS end_ns, m.bytes, m.in_nelems, m.out_nelems, m.dtype,
-       m.group_size, m.pg, m.pg_desc, m.pg_ranks, m.collective, m.kind, m.seq_num,
+       m.group_size, m.pg, m.pg_desc, m.pg_hash, m.collective, m.kind, m.seq_num,
        m.profiler_step, m.match_method, m.match_key, c.offset_ns, c.reference_rank,
        e.partner AS offset_via_rank, CAST(COALESCE(s.spread_ns, 0) AS BIGINT) AS offset_spread_ns,
        COALESCE(e.n, 0) AS offset_collectives
@@ -281,6 +304,16 @@ FROM m
 JOIN chain c ON c.run = m.run AND c.rank = m.rank
 LEFT JOIN edge e ON e.run = m.run AND e.rank = m.rank
 LEFT JOIN spread s ON s.run = m.run AND s.rank = m.rank;
+
+-- collective_ranks, as described above: _collective_ranks (which the other views read)
+-- with the group's ranks as text in place of their hash.
+CREATE OR REPLACE VIEW collective_ranks AS
+SELECT c.run, c.collective_id, c.rank, c.timeline_id, c.seq, c.kernel, c.device, c.stream,
+       c.ts_ns, c.dur_ns, c.start_ns, c.end_ns, c.bytes, c.in_nelems, c.out_nelems, c.dtype,
+       c.group_size, c.pg, c.pg_desc, p.pg_ranks, c.collective, c.kind, c.seq_num,
+       c.profiler_step, c.match_method, c.match_key, c.offset_ns, c.reference_rank,
+       c.offset_via_rank, c.offset_spread_ns, c.offset_collectives
+FROM _collective_ranks c LEFT JOIN _pg_ranks p USING (pg_hash);
 
 -- clock_offsets: per rank trace, the offset of its clock from its run's reference rank
 -- (estimated in collective_ranks, above) and how well the collectives fix it.
@@ -297,7 +330,7 @@ CREATE OR REPLACE VIEW clock_offsets AS
 WITH c AS (
     SELECT DISTINCT run, rank, offset_ns, reference_rank, offset_via_rank, offset_spread_ns,
            offset_collectives
-    FROM collective_ranks
+    FROM _collective_ranks
 )
 SELECT t.run, t.rank, t.timeline_id, COALESCE(c.reference_rank, t.rank) AS reference_rank,
        c.offset_via_rank AS via_rank, COALESCE(c.offset_ns, 0) AS offset_ns,
@@ -314,7 +347,7 @@ CREATE OR REPLACE VIEW _arrivals AS
 SELECT *, max(start_ns) OVER w AS last_arrival_ns, count(*) OVER w AS n_ranks,
        row_number() OVER (PARTITION BY run, collective_id ORDER BY start_ns DESC, rank)
            AS late_order
-FROM collective_ranks
+FROM _collective_ranks
 WINDOW w AS (PARTITION BY run, collective_id);
 
 -- collective_skew: per collective instance, how its ranks arrived.
@@ -333,7 +366,7 @@ WINDOW w AS (PARTITION BY run, collective_id);
 CREATE OR REPLACE VIEW collective_skew AS
 WITH a AS (
     SELECT run, collective_id, any_value(pg) AS pg, any_value(pg_desc) AS pg_desc,
-           any_value(pg_ranks) AS pg_ranks, min(collective) AS collective,
+           any_value(pg_hash) AS pg_hash, min(collective) AS collective,
            any_value(kind) AS kind, any_value(match_method) AS match_method,
            any_value(match_key) AS match_key, any_value(profiler_step) AS profiler_step,
            any_value(seq_num) AS seq_num, count(*) AS n_ranks,
@@ -359,7 +392,7 @@ SELECT run, collective_id, pg, pg_desc, pg_ranks, collective, kind, match_method
                     WHEN kind IN ('Broadcast', 'Reduce', 'SendRecv') THEN 1.0 END, 3)
            AS busbw_gbps,
        ranks
-FROM a;
+FROM a LEFT JOIN _pg_ranks USING (pg_hash);
 
 -- collective_unmatched: what could not be matched across ranks, and why: every collective
 -- instance with fewer ranks than its process group (ranks: those with a call; missing:
@@ -370,14 +403,15 @@ FROM a;
 --   across ranks'.
 CREATE OR REPLACE VIEW collective_unmatched AS
 WITH s AS (
-    SELECT run, collective_id, any_value(pg) AS pg, any_value(pg_ranks) AS pg_ranks,
+    SELECT run, collective_id, any_value(pg) AS pg, any_value(pg_hash) AS pg_hash,
            min(collective) AS collective, any_value(kind) AS kind,
            any_value(match_method) AS match_method, any_value(match_key) AS match_key,
            any_value(profiler_step) AS profiler_step, count(*) AS n_ranks,
            COALESCE(max(group_size), count(*)) AS group_size, list(rank ORDER BY rank) AS ranks
-    FROM collective_ranks GROUP BY run, collective_id
+    FROM _collective_ranks GROUP BY run, collective_id
 ), u AS (
-    SELECT * FROM s WHERE n_ranks < group_size OR match_method = 'p2p'
+    SELECT s.*, p.pg_ranks FROM s LEFT JOIN _pg_ranks p USING (pg_hash)
+    WHERE n_ranks < group_size OR match_method = 'p2p'
 ), want AS (
     SELECT run, collective_id, ranks, unnest(TRY_CAST(pg_ranks AS INTEGER[])) AS rank FROM u
 ), miss AS (
@@ -536,6 +570,6 @@ WITH ka AS (
 )
 SELECT c.run, c.collective_id, c.rank, c.timeline_id, c.seq, c.collective, c.match_key,
        ka.graph_timeline_id, ka.step, ka.node, ir.ir_timeline_id, ir.ir_step, ir.ir_node
-FROM collective_ranks c
+FROM _collective_ranks c
 JOIN ka ON ka.timeline_id = c.timeline_id AND ka.seq = c.seq
 LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_step = ka.step;

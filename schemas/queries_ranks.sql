@@ -24,31 +24,17 @@ SELECT r.run, r.world_size, r.n_traces, r.ranks, r.missing,
 FROM rank_runs r JOIN t USING (run)
 GROUP BY ALL ORDER BY r.run;
 
--- name: rank_report
--- Per run of rank traces, what `tlview ingest` says about it: ranks present, missing and
--- duplicated; collectives, how they were matched, how many lack a rank; the clock offsets;
--- the worst straggler. Parameter: a list of timeline ids; only runs holding one of them.
+-- The report of `tlview ingest` on the runs of rank traces it added, in five queries (the
+-- runs, then what the matching found per run; cli/rank_report.py puts them together).
+-- Each part re-derives the matching, and one query holding all four needed their memory
+-- at once: at 1,024 ranks over 256MB even on one thread, where each alone fits.
+
+-- name: rank_report_runs
+-- The runs holding one of the timeline ids $1 (a list): ranks present, missing,
+-- duplicated and out of range.
 WITH r AS (
     SELECT * FROM rank_runs
     WHERE run IN (SELECT run FROM rank_traces WHERE list_contains(?::INTEGER[], timeline_id))
-), s AS (
-    SELECT run, count(*) AS n_collectives, count(*) FILTER (WHERE complete) AS n_complete,
-           count(*) FILTER (WHERE n_ranks > 1) AS n_matched,
-           count(*) FILTER (WHERE NOT consistent) AS n_inconsistent,
-           list(DISTINCT match_method ORDER BY match_method) AS methods
-    FROM collective_skew GROUP BY run
-), u AS (
-    SELECT run, count(*) AS n_unmatched, any_value(reason) AS reason
-    FROM collective_unmatched GROUP BY run
-), o AS (
-    SELECT run, count(*) FILTER (WHERE method = 'collective_end_median') AS n_offsets,
-           arg_max(offset_ns, abs(offset_ns)) AS max_offset_ns,
-           arg_max(rank, abs(offset_ns)) AS max_offset_rank,
-           max(spread_ns) AS max_spread_ns
-    FROM clock_offsets GROUP BY run
-), st AS (
-    SELECT run, rank, caused_wait_ns, wait_share FROM stragglers
-    WHERE straggler_rank = 1 AND caused_wait_ns > 0
 ), d AS (
     SELECT run, list(rank ORDER BY rank) AS dup_ranks, list(name ORDER BY rank) AS dup_names
     FROM rank_traces WHERE status = 'duplicate' GROUP BY run
@@ -56,14 +42,30 @@ WITH r AS (
     SELECT run, list(rank ORDER BY rank) AS out_of_range
     FROM rank_traces WHERE status = 'rank_out_of_range' GROUP BY run
 )
-SELECT r.run, r.world_size, r.ranks, r.missing, d.dup_ranks, d.dup_names, bad.out_of_range,
-       COALESCE(s.n_collectives, 0) AS n_collectives, COALESCE(s.n_complete, 0) AS n_complete,
-       COALESCE(s.n_matched, 0) AS n_matched, COALESCE(s.n_inconsistent, 0) AS n_inconsistent,
-       s.methods,
-       COALESCE(u.n_unmatched, 0) AS n_unmatched, u.reason,
-       COALESCE(o.n_offsets, 0) AS n_offsets, o.max_offset_ns, o.max_offset_rank,
-       o.max_spread_ns, st.rank AS straggler, st.caused_wait_ns, st.wait_share
-FROM r
-LEFT JOIN s USING (run) LEFT JOIN u USING (run) LEFT JOIN o USING (run)
-LEFT JOIN st USING (run) LEFT JOIN d USING (run) LEFT JOIN bad USING (run)
+SELECT r.run, r.world_size, r.ranks, r.missing, d.dup_ranks, d.dup_names, bad.out_of_range
+FROM r LEFT JOIN d USING (run) LEFT JOIN bad USING (run)
 ORDER BY r.run;
+
+-- name: rank_report_collectives
+-- Per run: collectives, those with every rank of their group, those matched across
+-- ranks, those whose ranks disagree, and how they were matched.
+SELECT run, count(*) AS n_collectives, count(*) FILTER (WHERE complete) AS n_complete,
+       count(*) FILTER (WHERE n_ranks > 1) AS n_matched,
+       count(*) FILTER (WHERE NOT consistent) AS n_inconsistent,
+       list(DISTINCT match_method ORDER BY match_method) AS methods
+FROM collective_skew GROUP BY run;
+
+-- name: rank_report_unmatched
+SELECT run, count(*) AS n_unmatched, any_value(reason) AS reason
+FROM collective_unmatched GROUP BY run;
+
+-- name: rank_report_offsets
+SELECT run, count(*) FILTER (WHERE method = 'collective_end_median') AS n_offsets,
+       arg_max(offset_ns, abs(offset_ns)) AS max_offset_ns,
+       arg_max(rank, abs(offset_ns)) AS max_offset_rank,
+       max(spread_ns) AS max_spread_ns
+FROM clock_offsets GROUP BY run;
+
+-- name: rank_report_straggler
+SELECT run, rank AS straggler, caused_wait_ns, wait_share FROM stragglers
+WHERE straggler_rank = 1 AND caused_wait_ns > 0;
