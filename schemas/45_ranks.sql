@@ -122,7 +122,7 @@ FROM r LEFT JOIN m USING (run);
 CREATE OR REPLACE VIEW _pg_ranks AS
 SELECT DISTINCT hash(r) AS pg_hash, r AS pg_ranks
 FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
-      FROM events_kernel_measured WHERE category IN ('comm', 'comm_call'));
+      FROM measured WHERE category IN ('comm', 'comm_call'));
 
 -- _rank_calls: every collective kernel of a rank trace with what its collective record
 -- says, its ProfilerStep and its match key (see Matching above).
