@@ -11,6 +11,10 @@ Each query runs in its own process (peak RSS its own), three times; the best tim
 reported beside baselines measured in the same process: a scan of every measured event
 (``SELECT count(*), sum(dur_ns) FROM gpu_activity``) and the per-rank
 ``comm_overlap_summary`` of the same traces.
+
+Then ``tlview ingest -j CORES`` of TLVIEW_BENCH_RANKS_REPORT traces (default 1,024, made
+the same way) into a fresh database, under the ingest's memory cap, timed with its rank
+report (which must report: at 1,024 ranks it once ran out of memory).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from .harness import OUT, ROOT, Result, run_child
 
 RANKS = int(os.environ.get("TLVIEW_BENCH_RANKS", "256"))
+REPORT_RANKS = int(os.environ.get("TLVIEW_BENCH_RANKS_REPORT", "1024"))
 GEN = ROOT / "tests" / "fixtures" / "gen" / "make_rank_traces.py"
 QUERIES = {
     "collective_skew": "SELECT * FROM collective_skew",
@@ -121,7 +126,51 @@ def main() -> list[Result]:
     for b in BASELINES:
         results.append(Result(f"{b} (baseline)", label, size,
                               min(x.extra["baseline_s"][b] for x in results if x.extra), 0))
+    if REPORT_RANKS:
+        results.append(ingest_with_report(REPORT_RANKS))
     return results
+
+
+def ingest_cli(folder: str, db: str) -> dict[str, Any]:
+    """``tlview ingest FOLDER -j CORES`` into a fresh database: its exit code, its rank
+    report line, the seconds between its last timeline line and that line (the report)
+    and the peak RSS of the command or its largest worker."""
+    import subprocess
+
+    for p in (db, db + ".wal"):
+        if os.path.exists(p):
+            os.remove(p)
+    proc = subprocess.Popen([sys.executable, "-m", "tlview", "ingest", folder, "--db", db,
+                             "-j", str(len(os.sched_getaffinity(0)))],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    last_timeline = report_s = 0.0
+    ranks = ""
+    for line in proc.stdout:
+        if line.startswith("timeline "):
+            last_timeline = time.perf_counter()
+        elif line.startswith("ranks: "):
+            report_s = time.perf_counter() - last_timeline
+            ranks = line.strip()
+    import resource
+
+    rc = proc.wait()
+    return {"rc": rc, "ranks": ranks, "report_s": report_s,  # the largest process's RSS:
+            "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
+def ingest_with_report(n: int) -> Result:
+    folder = traces(n)
+    size = sum(p.stat().st_size for p in folder.glob("*.gz"))
+    got = run_child("bench.bench_ranks:ingest_cli", str(folder), str(OUT / f"report{n}.duckdb"),
+                    timeout=7200)
+    r = got["result"]
+    print(f"{n} ranks: tlview ingest -j, exit {r['rc']}, the rank report in "
+          f"{r['report_s']:.2f} s: {r['ranks'][:160]}", file=sys.stderr, flush=True)
+    if r["rc"] != 0 or not r["ranks"] or "not reported" in r["ranks"]:
+        raise RuntimeError(f"{n} ranks: the ingest's rank report failed: {r}")
+    return Result(f"tlview ingest -j of {n} rank traces, rank report {r['report_s']:.1f} s",
+                  f"{n} ranks", size, got["wall_s"], r["rss_mb"])
 
 
 if __name__ == "__main__":

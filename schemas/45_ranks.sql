@@ -130,37 +130,39 @@ FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
 --   its start); kind: AllReduce | AllGather | ReduceScatter | AllToAll | Broadcast |
 --   Reduce | SendRecv | Barrier | NULL, from the collective name else the kernel name;
 --   pg_hash: hash() of the group's ranks (text, in _pg_ranks), NULL's where not recorded.
--- The records' fields are read where they are scanned (a: the kernel's, b: its
--- record_param_comms event's), and no step holds the records' JSON or the ranks' text.
+-- The records' fields are read where they are scanned, in one pass over each record (a:
+-- the kernel's, b: its record_param_comms event's: collective, group name, description,
+-- size, in / out elements, dtype, Seq), the ranks' text only hashed: no step holds the
+-- records' JSON or that text.
 CREATE OR REPLACE VIEW _rank_calls AS
 WITH k AS (
-    SELECT g.timeline_id, g.seq, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns,
-           g.bytes, g.correlation,
-           TRY_CAST(json_extract(g.attrs, '$.args."External id"') AS BIGINT) AS ext,
-           json_extract_string(g.attrs, ['$.args."Collective name"', '$.args."Process Group Name"',
-               '$.args."Process Group Description"', '$.args."Group size"',
-               '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
-               '$.args.Seq']) AS a,
-           hash(json_extract_string(g.attrs, '$.args."Process Group Ranks"')) AS a_ranks,
-           json_extract_string(g.attrs, '$.args."Process Group Ranks"') IS NULL AS a_no_ranks
-    FROM gpu_activity g WHERE g.category = 'comm'
+    SELECT * EXCLUDE (r), r[1:3] || r[5:9] AS a, hash(r[4]) AS a_ranks, r[4] IS NULL AS a_no_ranks
+    FROM (SELECT g.timeline_id, g.seq, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns,
+                 g.bytes, g.correlation,
+                 TRY_CAST(json_extract(g.attrs, '$.args."External id"') AS BIGINT) AS ext,
+                 json_extract_string(g.attrs, ['$.args."Collective name"',
+                     '$.args."Process Group Name"', '$.args."Process Group Description"',
+                     '$.args."Process Group Ranks"', '$.args."Group size"',
+                     '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
+                     '$.args.Seq']) AS r
+          FROM gpu_activity g WHERE g.category = 'comm')
 ), cc AS (
     -- the record_param_comms events, where the kernels need them: traces whose kernels do
     -- not carry the collective record (older torch), and calls that hold a sequence number
-    SELECT timeline_id, ext, ts_ns AS call_ns, bytes AS call_bytes,
-           json_extract_string(attrs, ['$.args."Collective name"', '$.args."Process Group Name"',
-               '$.args."Process Group Description"', '$.args."Group size"',
-               '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
-               '$.args.Seq']) AS b,
-           hash(json_extract_string(attrs, '$.args."Process Group Ranks"')) AS b_ranks,
-           json_extract_string(attrs, '$.args."Process Group Ranks"') IS NULL AS b_no_ranks
-    FROM measured
-    WHERE category = 'comm_call' AND ext IS NOT NULL
-      AND (attrs LIKE '%"Seq"%'
-           OR timeline_id IN (
-               SELECT timeline_id FROM gpu_activity WHERE category = 'comm'
-                 AND (json_extract_string(attrs, '$.args."Collective name"') IS NULL
-                      OR json_extract_string(attrs, '$.args."Process Group Name"') IS NULL)))
+    SELECT * EXCLUDE (r), r[1:3] || r[5:9] AS b, hash(r[4]) AS b_ranks, r[4] IS NULL AS b_no_ranks
+    FROM (SELECT timeline_id, ext, ts_ns AS call_ns, bytes AS call_bytes,
+                 json_extract_string(attrs, ['$.args."Collective name"',
+                     '$.args."Process Group Name"', '$.args."Process Group Description"',
+                     '$.args."Process Group Ranks"', '$.args."Group size"',
+                     '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
+                     '$.args.Seq']) AS r
+          FROM measured
+          WHERE category = 'comm_call' AND ext IS NOT NULL
+            AND (attrs LIKE '%"Seq"%'
+                 OR timeline_id IN (  -- a kernel without its name or group (one parse)
+                     SELECT timeline_id FROM gpu_activity WHERE category = 'comm'
+                       AND list_count(json_extract_string(attrs, ['$.args."Collective name"',
+                               '$.args."Process Group Name"'])) < 2)))
 ), launch AS (
     SELECT timeline_id, correlation, min(ts_ns) AS launch_ns
     FROM measured WHERE category = 'runtime' AND correlation IS NOT NULL
