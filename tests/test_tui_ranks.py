@@ -127,6 +127,34 @@ class TestRanksScreen:
                 [c for c, _, _ in skew]
 
     @asynctest
+    async def test_while_the_run_is_read_no_list_says_it_is_empty(self, coll_tree,
+                                                                  monkeypatch):
+        """The run's read held (at 1,024 ranks it takes seconds): the screen says it is
+        reading, and neither list claims the run has no collectives; then the run."""
+        import threading
+
+        release = threading.Event()
+        real = rq.run_view
+
+        def held(*args, **kw):
+            release.wait(30)
+            return real(*args, **kw)
+
+        monkeypatch.setattr(rq, "run_view", held)
+        app = TlviewApp(str(coll_tree))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.press("r")
+            await pilot.pause(0.3)
+            text = screen_text(app)
+            assert isinstance(app.screen, RanksScreen) and app.screen.view is None
+            assert "reading the ranks" in text
+            assert "no collective kernels" not in text and "no collective with" not in text
+            release.set()
+            await settle(pilot)
+            assert app.screen.view is not None and "24 collectives" in screen_text(app)
+
+    @asynctest
     async def test_enter_goes_to_the_node_before_the_late_arrival(self, coll_tree):
         late = view(coll_tree, "SELECT collective_id, rank, graph_timeline_id, step, node, "
                                "timeline_id, seq, before_seq FROM late_arrivals")

@@ -98,6 +98,10 @@ def straggler_cells(s: rq.StragglerRow) -> tuple[str, ...]:
     return (f"r{s.rank}", short_ns(s.caused_wait_ns) or "0", str(s.times_last), share, clock)
 
 
+NO_COLLECTIVES = "no collective kernels in this run"
+NO_STRAGGLERS = "no collective with two ranks"
+
+
 class RanksScreen(Screen[None]):
     KEYS = KEYS
     ABOUT = ABOUT
@@ -129,13 +133,14 @@ class RanksScreen(Screen[None]):
         g = self.glyphs
         yield TitleBar(id="title")
         yield Static("", id="ranks-status")
-        yield CollectiveList(COLUMNS, g, id="ranks-collectives",
-                             empty="no collective kernels in this run")
+        # the lists say they are empty only once a run is read (at 1,024 ranks the read
+        # takes seconds, and "no collective kernels" meanwhile was wrong)
+        yield CollectiveList(COLUMNS, g, id="ranks-collectives", empty="")
         with Horizontal(id="ranks-lower"):
             yield RowList(ARRIVAL_COLUMNS, id="ranks-arrivals", ellipsis=g.ellipsis,
                           empty="")
             yield RowList(STRAGGLER_COLUMNS, id="ranks-stragglers", ellipsis=g.ellipsis,
-                          empty="no collective with two ranks")
+                          empty="")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -208,6 +213,8 @@ class RanksScreen(Screen[None]):
             return
         self.view = event.view
         self._status()
+        self.query_one(CollectiveList).empty = NO_COLLECTIVES
+        self.query_one("#ranks-stragglers", RowList).empty = NO_STRAGGLERS
         self._fill_collectives(cursor=0)
         self.query_one("#ranks-stragglers", RowList).set_rows(
             [straggler_cells(s) for s in self.view.stragglers], cursor=0,
