@@ -36,7 +36,7 @@ def _us(ns: int) -> str:
 
 
 def run_lines(r: dict[str, Any]) -> list[str]:
-    """The lines about one run (a ``rank_report`` row: ``_rank_report``)."""
+    """The lines about one run (a row of ``_rank_report``)."""
     parts = [_head(r)]
     n, done, matched = r["n_collectives"], r["n_complete"], r["n_matched"]
     if not n:

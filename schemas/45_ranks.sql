@@ -124,38 +124,38 @@ SELECT DISTINCT hash(r) AS pg_hash, r AS pg_ranks
 FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
       FROM measured WHERE category IN ('comm', 'comm_call'));
 
+-- _comm_args: a collective record's args (a kernel's or its record_param_comms event's),
+-- read in one JSON pass: [collective name, group name, group description, group ranks,
+-- group size, in msg nelems, out msg nelems, dtype, Seq].
+CREATE OR REPLACE MACRO _comm_args(attrs) AS
+json_extract_string(attrs, ['$.args."Collective name"', '$.args."Process Group Name"',
+    '$.args."Process Group Description"', '$.args."Process Group Ranks"',
+    '$.args."Group size"', '$.args."In msg nelems"', '$.args."Out msg nelems"',
+    '$.args.dtype', '$.args.Seq']);
+
 -- _rank_calls: every collective kernel of a rank trace with what its collective record
 -- says, its ProfilerStep and its match key (see Matching above).
 --   launch_ns: when its runtime call launched it (else its record_param_comms ran, else
 --   its start); kind: AllReduce | AllGather | ReduceScatter | AllToAll | Broadcast |
 --   Reduce | SendRecv | Barrier | NULL, from the collective name else the kernel name;
 --   pg_hash: hash() of the group's ranks (text, in _pg_ranks), NULL's where not recorded.
--- The records' fields are read where they are scanned, in one pass over each record (a:
--- the kernel's, b: its record_param_comms event's: collective, group name, description,
--- size, in / out elements, dtype, Seq), the ranks' text only hashed: no step holds the
--- records' JSON or that text.
+-- The records' fields are read where they are scanned (_comm_args; a: the kernel's, b:
+-- its record_param_comms event's, without the group's ranks), the ranks' text only
+-- hashed: no step holds the records' JSON or that text.
 CREATE OR REPLACE VIEW _rank_calls AS
 WITH k AS (
     SELECT * EXCLUDE (r), r[1:3] || r[5:9] AS a, hash(r[4]) AS a_ranks, r[4] IS NULL AS a_no_ranks
     FROM (SELECT g.timeline_id, g.seq, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns,
                  g.bytes, g.correlation,
                  TRY_CAST(json_extract(g.attrs, '$.args."External id"') AS BIGINT) AS ext,
-                 json_extract_string(g.attrs, ['$.args."Collective name"',
-                     '$.args."Process Group Name"', '$.args."Process Group Description"',
-                     '$.args."Process Group Ranks"', '$.args."Group size"',
-                     '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
-                     '$.args.Seq']) AS r
+                 _comm_args(g.attrs) AS r
           FROM gpu_activity g WHERE g.category = 'comm')
 ), cc AS (
     -- the record_param_comms events, where the kernels need them: traces whose kernels do
     -- not carry the collective record (older torch), and calls that hold a sequence number
     SELECT * EXCLUDE (r), r[1:3] || r[5:9] AS b, hash(r[4]) AS b_ranks, r[4] IS NULL AS b_no_ranks
     FROM (SELECT timeline_id, ext, ts_ns AS call_ns, bytes AS call_bytes,
-                 json_extract_string(attrs, ['$.args."Collective name"',
-                     '$.args."Process Group Name"', '$.args."Process Group Description"',
-                     '$.args."Process Group Ranks"', '$.args."Group size"',
-                     '$.args."In msg nelems"', '$.args."Out msg nelems"', '$.args.dtype',
-                     '$.args.Seq']) AS r
+                 _comm_args(attrs) AS r
           FROM measured
           WHERE category = 'comm_call' AND ext IS NOT NULL
             AND (attrs LIKE '%"Seq"%'
