@@ -79,6 +79,11 @@ native = Extension(
     extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",
                         "-Wno-missing-field-initializers", "-Wno-unused-parameter",
                         "-Wno-cast-function-type"],
+    # A wheel built outside a manylinux image (scripts/build_wheel.sh) links the C++
+    # runtime in, so it needs no newer libstdc++ than the user's machine has (stripped: 16 MB
+    # of symbols otherwise).
+    extra_link_args=(["-static-libstdc++", "-static-libgcc", "-s"]
+                     if os.environ.get("TLVIEW_STATIC_CXX") == "1" else []),
 )
 
 setup(ext_modules=[native], cmdclass={"build_ext": OptionalBuildExt})
