@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEV := $(VENV)/.tlview-dev-installed
 
-.PHONY: check lint types test bench
+.PHONY: check lint types test bench docs
 
 check: lint types test
 
@@ -27,3 +27,7 @@ test: $(DEV)
 
 bench: $(DEV)
 	$(PY) -m bench
+
+# docs/views.md from the schema's comments (tests/test_views_doc.py fails while it is stale).
+docs: $(DEV)
+	$(PY) -m tlview.store.views_doc

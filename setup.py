@@ -39,8 +39,8 @@ class OptionalBuildExt(build_ext):
 def _compile_in_parallel(compiler):
     """Compile an extension's sources on every core (distutils compiles them one by one).
 
-    The core's nine files take ~50 s one after another; a fresh machine's install and
-    CI wait for them.
+    The core's files take most of a minute one after another (docs/benchmarks.md); a
+    fresh machine's install and CI wait for them.
     """
     if getattr(compiler, "_tlview_parallel", False):
         return

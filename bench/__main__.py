@@ -2,7 +2,8 @@
 
 Names: the bench_<name>.py modules in this folder (ir, xla, wrapper, kineto, tui, views,
 ranks, ...).
-Inputs are generated under bench/out/ from the real fixtures; each measurement runs in
+Inputs are generated under $TLVIEW_BENCH_DIR/tlview-bench/ (default: the temporary
+directory) from the real fixtures; each measurement runs in
 its own process so that its peak RSS is its own.
 """
 

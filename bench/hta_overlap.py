@@ -1,7 +1,9 @@
 """HTA's comm/compute overlap on the 2-rank fixture, taken apart to explain tlview's difference.
 
-Run with an interpreter that has HolisticTraceAnalysis (not a tlview dependency):
-    /work/venv-hta/bin/python -m bench.hta_overlap tests/fixtures/profile/coll
+Run with an interpreter that has HolisticTraceAnalysis (not a tlview dependency), the
+one the benchmarks take from TLVIEW_HTA_PYTHON (a venv with `pip install
+holistictraceanalysis`; see bench/bench_kineto.py):
+    "$TLVIEW_HTA_PYTHON" -m bench.hta_overlap tests/fixtures/profile/coll
 and compare with `tlview sql "SELECT * FROM comm_overlap_summary"` on the same traces.
 
 Prints, per rank: HTA as shipped (default options); HTA keeping the last ProfilerStep

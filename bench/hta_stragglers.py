@@ -1,7 +1,7 @@
 """HTA's straggler analysis beside tlview's, on the same rank traces.
 
 Run with an interpreter that has HolisticTraceAnalysis (not a tlview dependency):
-    /path/to/venv-hta/bin/python -m bench.hta_stragglers FOLDER [FOLDER...]
+    "$TLVIEW_HTA_PYTHON" -m bench.hta_stragglers FOLDER [FOLDER...]
 and compare with `tlview sql "SELECT * FROM stragglers"` over the same traces (printed
 below when tlview is importable by that interpreter; else run that line yourself).
 

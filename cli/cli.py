@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         "sql", help="run a query (read-only unless --write)",
         description="Run SQL on the database: QUERY, or `-f FILE`, or `-` to read the query "
         "from stdin. ? in the query takes the PARAM values, in order. The views are "
-        "listed in the README.")
+        "listed in docs/views.md.")
     sq.add_argument("query", nargs="?", metavar="QUERY",
                     help="the SQL; `-` reads it from stdin (with -f: the first PARAM)")
     sq.add_argument("params", nargs="*", metavar="PARAM", help="values for ? parameters")

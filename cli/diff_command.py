@@ -36,7 +36,7 @@ def add_parser(sub: Any, db_help: str) -> None:
         "profiler traces, two allocator snapshots): the peak before and after with the "
         "buffers that explain the change, the kernels that explain the time change, and "
         "the nodes inserted or removed. The alignment is stored in the database (see "
-        "timeline_diff/peak_diff/kernel_time_diff in the README). Exit code 1 when a "
+        "timeline_diff/peak_diff/kernel_time_diff in docs/views.md). Exit code 1 when a "
         "--fail-if threshold is crossed.")
     d.add_argument("a", metavar="A", help="the timeline before: an id or a name")
     d.add_argument("b", metavar="B", help="the timeline after: an id or a name")

@@ -129,7 +129,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 # Below these, starting spawned worker processes (an interpreter and tlview's imports
 # each, ~1 s) costs more than it saves, unless -j was given. Forked ones start in
 # milliseconds, and the writer's caches, commit and summary query are then paid once
-# for all files: 4 small dumps 1.1-1.4 s -> 0.5 s.
+# for all files (measured: docs/benchmarks.md).
 AUTO_MIN_FILES = 32
 AUTO_MIN_BYTES = 32 << 20
 

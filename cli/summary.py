@@ -1,7 +1,7 @@
 """The one line per timeline that `tlview ingest` and `tlview info` print.
 
 All timelines of a range come from ONE query (``timeline_summaries``): one query per
-timeline made `info` take 26.6 s on 786 timelines.
+timeline made `info` take minutes on thousands of timelines (docs/benchmarks.md).
 """
 
 from __future__ import annotations

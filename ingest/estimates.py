@@ -6,7 +6,7 @@ for a MultiOutput, which launches nothing), its type (compute/collective), its
 estimated runtime and the dtype/shape/stride of its outputs. Buffer names are not
 logged, so an entry is tied to a launch of the graph's output code by order alone.
 
-The alignment rule (README, "Estimates against measurements"):
+The alignment rule (docs/profiles.md, "Estimates against measurements"):
 
 * an entry named ``extern_kernels.X`` / ``torch.ops.NS.OP.overload`` (any dotted name)
   is an extern op; an entry named ``None`` launches nothing; any other entry is a fused

@@ -32,9 +32,9 @@ from tlview.store.records import (
 BATCH = 20_000  # rows per EventColumns (the writer's batch size)
 # The garbage collector's first threshold while a columnar parse runs. The parse makes and
 # drops a few short-lived container objects per line (LogLines, lists of a record's
-# lines), which would start a collection every 700: a fifth of a 100 MB torch log's parse
-# CPU (8.2 -> 6.1 s) went to collections that find no cycles. The default comes back when
-# the parse ends.
+# lines), which would start a collection every 700: a large share of a torch log's parse
+# CPU went to collections that find no cycles (measured: docs/benchmarks.md). The default
+# comes back when the parse ends.
 GC_THRESHOLD = 100_000
 MAX_TEXT = 256 << 20  # bytes of string data per EventColumns (int32 offsets)
 SINK_CLASSES = (NodeScheduled, BufferAllocated, BufferFreed, BufferAliased, CompileEvent)

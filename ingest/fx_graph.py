@@ -10,13 +10,13 @@ A graph is printed as readable Python::
             ...
             return (mm, permute_3)
 
-Rules (README, "FX graphs"):
+Rules (docs/liveness.md, "AOT FX graphs"):
 
 * every node line is one step, in order; placeholders (``forward``'s parameters,
   or the joint graph's ``primals_1: "..."; tangents_1: "...";`` line) are inputs,
   never counted;
 * a node's tensor output allocates the storage bytes of its annotation
-  (``dtype[sizes][strides]device``, the README's storage rule, float8 included);
+  (``dtype[sizes][strides]device``, docs/liveness.md's storage rule, float8 included);
 * view ops (:data:`VIEW_OPS`) and in-place ops (``copy_``, ``add_``...) allocate
   nothing: their name shares the storage of their first argument;
 * a node without a tensor annotation whose elements are taken by ``x[i]``

@@ -18,7 +18,7 @@ A ``FusedSchedulerNode`` prints ``opA_opB.snodes[i] =`` and then each sub-node
 in the same form at column 0. The parser is structural: fields it does not
 know are kept in the node's attributes, not dropped.
 
-Liveness rule (see README): a buffer is live from its node's step through the
+Liveness rule (docs/liveness.md): a buffer is live from its node's step through the
 largest step among its non-weak users (sub-nodes count at their fused node's
 step, OUTPUT means the last step, no users means only its own step); a buffer
 named in another's ``.mutations``/``.aliases`` lives at least as long as that

@@ -6,7 +6,7 @@ The module defines kernels at the top (``triton_* = async_compile.triton('...', 
 ``call(args)`` (a module function in older torch, ``Runner.call(self, args)`` in newer),
 whose body really allocates and frees memory, in order.
 
-Steps (documented in the README and schemas/30_wrapper.sql): every kernel launch or op call
+Steps (documented in docs/liveness.md and schemas/30_wrapper.sql): every kernel launch or op call
 in ``call`` is one step, 0-based, in order; the ``return`` statement is one more, last step.
 An allocation written between two launches belongs to the step of the next launch (it is
 live while that launch runs); a ``del`` after launch k ends the name's life at step k. (A

@@ -29,7 +29,7 @@ SHA256_LATER = ""  # records_for's sha256 when the writer gets it from sha256_be
 def sha256_beside(path: str) -> Callable[[], str]:
     """Start hashing ``path`` in a thread; the returned function waits for the hex digest
     (or raises what the thread met). hashlib and file reads release the GIL, so a 1 GB
-    file's 1.4 s of hashing runs beside the ingest on the core DuckDB leaves idle."""
+    file's hashing runs beside the ingest on the core DuckDB leaves idle."""
     out: list[str | BaseException] = []
 
     def run() -> None:

@@ -1,6 +1,6 @@
 """Tensor arithmetic shared by the torch ingesters: dtype sizes and storage bytes.
 
-The storage rule (documented in the README): a tensor of sizes ``s`` and strides
+The storage rule (documented in docs/liveness.md): a tensor of sizes ``s`` and strides
 ``t`` touches ``1 + sum((s_i - 1) * t_i)`` elements, times the dtype's item size,
 and 0 bytes if any size is 0. Sizes may be symbolic (``s0``, ``s1*s0``): then the
 byte count is unknown (``None``) and the expression is kept, never taken as 0.

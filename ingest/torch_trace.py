@@ -15,7 +15,7 @@ kind; ``rank``, ``frame_id``/``frame_compile_id``/``attempt``, ``compiled_autogr
 give its context (the compile id torch prints as ``0/0_1``). ``{"str": [text, id]}``
 records intern strings that later records name by number (``stack[].filename``).
 
-What becomes of each kind (README, "TORCH_TRACE logs"):
+What becomes of each kind (docs/formats.md, "TORCH_TRACE logs"):
 
 * ``inductor_output_code``: a wrapper timeline (:mod:`tlview.ingest.inductor_wrapper`),
   with the compile's AOT forward/backward graph and Inductor's post-grad graph as the

@@ -9,7 +9,8 @@
 // once in one arena (a value's key is two 32-bit ids), numbers in flat columns, no
 // object per value; and out of RAM: the arena and the columns live in a spill file whose
 // resident pages are dropped past a budget (Spill), the hash tables over them in memory
-// (5 bytes a slot). Peak RSS of a 1 GB dump's ingest: 425 MB, against 674 before.
+// (5 bytes a slot). So the peak RSS of a large dump's ingest grows slowly with the dump
+// (measured: docs/benchmarks.md).
 //
 // Identity is kept simple by scope: this parser reads ASCII text byte by byte, where the
 // Python one reads Unicode (its regexes' \s and \w, str.strip). XlaScan checks every file

@@ -47,10 +47,10 @@ CREATE TABLE IF NOT EXISTS timeline_notes (
 -- kind has (its record's fields in store/records.py); `events` below is their union,
 -- with every column. Why: DuckDB compresses every column of every row it appends, NULL
 -- or not, so one wide table made each event pay for ~25 columns it never uses (an
--- allocator snapshot's 1.9M entries: 3.2 s to append 40 columns, 0.8 s for its 12).
+-- allocator snapshot's entries appended several times slower: docs/benchmarks.md).
 -- Anything else the dump said is in attrs. zstd for attrs: the raw text of each event
--- (a Kineto event's JSON, ~300 bytes) compresses 2.7x smaller than DuckDB's default
--- string compression and is written ~20% faster.
+-- (a Kineto event's JSON, ~300 bytes) compresses smaller than DuckDB's default string
+-- compression and is written faster (docs/benchmarks.md).
 CREATE TABLE IF NOT EXISTS events_node_scheduled (
     source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
     step BIGINT, node VARCHAR, node_class VARCHAR, ir_type VARCHAR, kernel VARCHAR,
@@ -173,8 +173,7 @@ CREATE TABLE IF NOT EXISTS _cache_buffers (
     dtype VARCHAR, shape VARCHAR, stride VARCHAR, layout VARCHAR, device VARCHAR,
     producer VARCHAR, is_input BOOLEAN, size_expr VARCHAR, allocation BIGINT, "offset" BIGINT,
     free_reason VARCHAR, line BIGINT,
-    -- zstd, as the events' attrs: written ~10% cheaper than the default (a 1 GB XLA dump's
-    -- 1.7M buffers, attrs ~255 bytes: buffers fill 20.1 -> 18.7 CPU-s)
+    -- zstd, as the events' attrs: written cheaper than the default (docs/benchmarks.md)
     attrs JSON USING COMPRESSION zstd
 );
 CREATE TABLE IF NOT EXISTS _cache_memory_curve (

@@ -58,7 +58,7 @@ WHERE t.format IN ('inductor_wrapper', 'inductor_ir');
 --   lie in the same folder and either the wrapper came from that folder's output_code.py
 --   (TORCH_COMPILE_DEBUG's layout: model__0_forward_1.0/{ir_post_fusion.txt,output_code.py})
 --   or the IR file is named after the wrapper's AOT id (0_forward.ir_post_fusion.txt).
---   ir_peak_bytes: peak_memory of the IR timeline (the IR liveness rule, README);
+--   ir_peak_bytes: peak_memory of the IR timeline (the IR liveness rule, docs/liveness.md);
 --   wrapper_peak_bytes: peak_memory of the wrapper timeline (real allocations);
 --   estimate_minus_real: ir - wrapper; ratio: ir / wrapper.
 CREATE OR REPLACE VIEW ir_vs_wrapper_peak AS

@@ -152,7 +152,7 @@ SELECT c.timeline_id, c.rank, c.device, c.stream, c.name, c.ts_ns, c.dur_ns,
 FROM c JOIN a USING (timeline_id, seq) JOIN b USING (timeline_id, seq);
 
 -- comm_overlap_summary: per timeline (rank) and device, the overlap of
--- communication with computation, as defined in the README:
+-- communication with computation, as defined in docs/profiles.md:
 --   comm_ns: time during which at least one communication kernel runs;
 --   overlapped_ns: time during which at least one communication kernel AND at
 --     least one computation kernel run; exposed_ns = comm_ns - overlapped_ns;

@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS _cache_allocator_blocks (
     stack_from VARCHAR, origin VARCHAR
 );
 
--- How a snapshot timeline reads (README "CUDA allocator snapshots"):
+-- How a snapshot timeline reads (docs/allocator.md):
 --   event_index: position of an entry in its device's trace (0-based, oldest first);
 --     -1 stands for the state when the window begins, before its first entry.
 --   allocated bytes: Σ requested sizes of the blocks allocated and not yet

@@ -80,7 +80,7 @@ FROM compile_events WHERE category = 'metrics';
 --   timeline_id: the wrapper timeline; entry: the node's place in Inductor's schedule;
 --   name: the scheduler node ('op3_op4') or extern kernel ('extern_kernels.mm'), NULL
 --   for a MultiOutput; kind: fused | extern | none; step / kernel: the launch it was
---   aligned to (README: extern entries by name and order, fused ones in order between
+--   aligned to (docs/profiles.md: extern entries by name and order, fused ones in order between
 --   them; NULL where the orders disagree), align: how;
 --   estimated_ns: the estimate in ns (torch logs it in ms, in a field named _ns);
 --   outputs: dtype, shape and stride of each output.

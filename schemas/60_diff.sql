@@ -1,4 +1,4 @@
--- Comparing two runs (README "Comparing two runs"): two timelines of the same kind
+-- Comparing two runs (docs/diff.md): two timelines of the same kind
 -- aligned node by node, and what changed between them.
 --
 -- Node names are not stable between compiles, so nodes are aligned by content: each

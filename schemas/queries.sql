@@ -37,7 +37,7 @@ SELECT source_id, path, ingested_at FROM sources WHERE sha256 = ? ORDER BY sourc
 
 -- name: timeline_summaries
 -- What `tlview info` and an ingest print, for every timeline with id in [$1, $2], in ONE
--- query (one per timeline took 26.6 s on 786 timelines): buffer counts, the peak, the
+-- query (one per timeline took minutes on thousands): buffer counts, the peak, the
 -- ingest's warnings and, for profiler traces, event and kernel counts with the overlap.
 WITH b AS (
     SELECT timeline_id,
@@ -135,8 +135,8 @@ DELETE FROM _cache_memory_curve WHERE timeline_id BETWEEN ? AND ?;
 -- the window (HUGEINT states doubled what they carry: at 1.6M steps they spilled).
 -- The slow way repeats _memory_deltas' islands on purpose: read from a view of them, the
 -- view's windows ran over every segment of the timelines (DuckDB pushes the timeline range
--- through them but not the SEMI JOIN with `inverted`): a 1 GB XLA dump's fill, with no
--- inverted value at all, 10.9 -> 17.3 CPU-s.
+-- through them but not the SEMI JOIN with `inverted`), which made a large XLA dump's
+-- fill much slower even with no inverted value at all (docs/benchmarks.md).
 INSERT INTO _cache_memory_curve BY NAME
 WITH c AS (
     SELECT timeline_id, alloc_step, last_step, bytes, allocation, "offset" FROM _counted

@@ -20,7 +20,7 @@ SELECT * FROM _allocator_cache_ranges($1, $2, 245760);
 -- name: cache_fill_allocator_curve
 -- Range -1: the start. The entries' ranges are filled by store/caches.py from
 -- allocator_curve_deltas (a running sum in Arrow: what _allocator_curve_steps computes,
--- without DuckDB's window, which cost 0.5-0.8 CPU-s per million entries).
+-- without DuckDB's window, which cost more: docs/benchmarks.md).
 INSERT INTO _cache_allocator_curve BY NAME
 SELECT timeline_id, -1 AS event_index, first_time AS time_us, allocated_bytes, reserved_bytes,
        active_blocks, block_bytes

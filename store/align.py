@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from attrs import frozen
 
 # A range of at most this many cells (len(a) * len(b)) is matched exactly by the LCS
-# table; larger ones by anchors. 40,000 cells take about 20 ms in Python.
+# table; larger ones by anchors. The bound keeps the table's Python loop to a few
+# milliseconds (measured: docs/benchmarks.md).
 DP_CELLS = 40_000
 
 SAME = "same"  # identical signatures

@@ -139,7 +139,7 @@ class Database:
     def one_thread(self) -> Iterator[None]:
         """DuckDB on one thread for the block: under a memory cap, each thread's hash
         tables and sorts take their share at once, so a query that fits (spilling) on one
-        thread can fail on two (the rank report of 256 ranks at 256MB: 590 MB wanted)."""
+        thread can fail on two (the rank report of 256 ranks at 256MB did)."""
         threads = self.scalar("current_threads")
         self.con.execute("SET threads = 1")
         try:
@@ -164,7 +164,7 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, query: str, name: str, table: A
 
     DuckDB (2.0) keeps a registered Arrow object alive after ``unregister``, for as long
     as the connection lives: a table registered as such stays in memory (the allocator
-    curve's ranges of a 1 GB snapshot grew the process by 1 GB). It is handed over as a
+    curve's ranges of a large snapshot grew the process by their size). It is handed over as a
     stream whose batches are let go as they are read, so only the spent stream stays.
     """
     batches = collections.deque(table.to_batches())

@@ -55,11 +55,10 @@ INSERT_THREADS = int(os.environ.get("TLVIEW_INGEST_INSERT_THREADS", "1"))
 # Events of the kinds not being inserted wait, up to this many rows of one kind (one
 # DuckDB row group) or this many bytes, for that kind's own INSERT: each statement
 # appends whole row groups where the rows are small, and what is held stays bounded
-# whatever the input (an XLA dump's buffers, ~600 bytes a row, held by the row count:
-# 490 MB peak at 106 MB instead of 406). Statements of one transaction continue the same
-# row groups, so a smaller byte cap costs only statements: 4 MB rather than 16 took the
-# `tlview ingest` of a 1 GB XLA dump from 498-508 to 482 MB peak RSS, 7-30 MB off at
-# 100 MB (IR, torch logs, XLA) at the same times and row groups.
+# whatever the input (an XLA dump's buffers, ~600 bytes a row, held by the row count
+# alone, raised the peak RSS). Statements of one transaction continue the same row
+# groups, so a smaller byte cap costs only statements, and lowers the peak RSS at the
+# same times and row groups (measured: docs/benchmarks.md).
 HOLD_ROWS = 122_880
 HOLD_BYTES = 4 << 20
 
@@ -87,7 +86,8 @@ def write_records(
 def limit_ingest_memory(db: Database) -> None:
     """Hold this connection to the ingest's memory limit from now on (an ingest command's
     reports after the commit, e.g. the ranks of a new trace, are part of the ingest: at
-    DuckDB's default, 80% of RAM, a 1 GB trace's rank report alone took 1 GB)."""
+    DuckDB's default, 80% of RAM, a large trace's rank report alone took about as much
+    memory as the trace's size: docs/benchmarks.md)."""
     db.con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
 
 
@@ -169,7 +169,7 @@ def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batc
     try:
         # An INSERT appends from one stream in one thread whatever the setting; more
         # threads only add CPU (and workers contending with the parse thread for this
-        # machine's two cores): a 1 GB Kineto trace 19.3 -> 16.3 s, 487 -> 442 MB RSS.
+        # machine's two cores; measured: docs/benchmarks.md).
         txn.insert_threads()
         while (kind := kinds.next_kind()) is not None:
             reader = pa.RecordBatchReader.from_batches(KIND_SCHEMAS[kind], kinds.stream(kind))

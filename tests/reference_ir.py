@@ -1,8 +1,8 @@
 """An independent reference for the scheduler-IR liveness rule, written apart from the ingester.
 
 It reads the whole (small) file with regular expressions over the full text,
-rather than the ingester's line state machine, and applies the rule from the
-README directly: bytes from FixedLayout storage, live from producer step to the
+rather than the ingester's line state machine, and applies the rule from
+docs/liveness.md directly: bytes from FixedLayout storage, live from producer step to the
 largest non-weak user step (OUTPUT = last step), extended through .mutations and
 .aliases, inputs excluded. A NonOwningLayout buffer owns nothing; the buffer named in
 its .aliases (a concat buffer, printed later) is live from the view's step.

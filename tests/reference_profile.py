@@ -1,6 +1,6 @@
 """An independent reading of profiler traces for the tests: json.load + plain interval math.
 
-Written from the trace format and the README's definitions, not from the
+Written from the trace format and docs/profiles.md's definitions, not from the
 ingester's code: timestamps via Decimal, unions by sorting, intersections by
 a two-pointer sweep.
 """
@@ -66,7 +66,7 @@ def intersection(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
 
 
 def overlap(trace: dict[str, Any]) -> tuple[int, int]:
-    """(comm_ns, overlapped_ns) of one single-GPU trace, by the README's definition."""
+    """(comm_ns, overlapped_ns) of one single-GPU trace, by docs/profiles.md's definition."""
     kernels = [e for e in gpu_events(trace) if e["cat"] == "kernel"]
     comm = union([interval(e) for e in kernels if is_comm(e["name"])])
     comp = union([interval(e) for e in kernels if not is_comm(e["name"])])

@@ -1,6 +1,6 @@
 """An independent reading of several ranks' profiler traces for the tests.
 
-Written from the trace format and the README's rules, not from the SQL: json.load with
+Written from the trace format and docs/ranks.md's rules, not from the SQL: json.load with
 Decimal timestamps, plain dictionaries and sorted lists. One function per rule: the
 calls of a trace, their match across ranks, the clock offsets, the arrivals, the waits.
 """

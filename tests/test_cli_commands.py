@@ -284,7 +284,7 @@ def test_ingest_waits_while_a_reader_holds_the_file(tmp_path):
 
 def test_info_asks_one_query_whatever_the_number_of_timelines(tmp_path, monkeypatch):
     """`info` on 2 and on 12 timelines runs the same few queries (it ran one to three
-    per timeline: 26.6 s on 786 timelines)."""
+    per timeline: minutes on thousands of timelines)."""
     from tlview.cli import main
 
     db = tmp_path / "m.duckdb"

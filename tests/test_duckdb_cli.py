@@ -23,10 +23,11 @@ from tlview.ingest.discover import discover
 from tlview.store import open_database
 from tlview.store.db import SCHEMA_VERSION
 from tlview.store.diff import ensure_alignment
+from tlview.store.views_doc import public_objects as documented_objects
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = FIXTURES / "profile"
-# Views that are empty on the fixtures, as the README says (no compiled node left
+# Views that are empty on the fixtures, as the docs say (no compiled node left
 # without its kernels, no XLA allocation conflict, every collective of the 2-rank run
 # matched on both ranks): every other view must have rows.
 EMPTY_ON_FIXTURES = {"allocation_conflicts", "unattached_nodes", "collective_unmatched"}
@@ -64,24 +65,11 @@ def cli_rows(db: Path, sql: str) -> list[dict]:
 
 
 def public_objects() -> tuple[list[str], list[str]]:
-    """Every view and table macro of schemas/*.sql that is not a helper (``_name``)."""
-    views, macros = [], []
-    for f in sorted((ROOT / "schemas").glob("[0-9][0-9]_*.sql")):
-        for kind, name in re.findall(r"CREATE OR REPLACE (VIEW|MACRO) (\w+)", f.read_text()):
-            if not name.startswith("_"):
-                (views if kind == "VIEW" else macros).append(name)
-    return views, macros
-
-
-def readme_objects() -> set[str]:
-    """The views and macros the README's tables of views document (first column)."""
-    text = (ROOT / "README.md").read_text()
-    names = set()
-    for table in re.findall(r"^\| view \|.*?\n\n", text, flags=re.M | re.S):
-        for cell in re.findall(r"^\| (`[^|]+)\|", table, flags=re.M):
-            names.update(re.findall(r"`(\w+)(?:\([^`]*\))?`", cell))
-    assert len(names) > 20, "the README's view tables were not found"
-    return names
+    """Every view and table macro of schemas/*.sql that is not a helper (``_name``): the
+    list docs/views.md documents (tlview.store.views_doc, tests/test_views_doc.py)."""
+    objects = documented_objects()
+    return ([o.name for o in objects if o.kind == "view"],
+            [o.name for o in objects if o.kind == "macro"])
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +131,6 @@ def test_event_attrs_are_stored_with_zstd_and_read_by_the_cli(every_kind):
 
 def test_every_documented_view_and_macro_runs_in_the_duckdb_cli(every_kind):
     views, macros = public_objects()
-    assert readme_objects() <= set(views) | set(macros), "README documents a missing view"
     assert set(macros) == {"live_at", "gpu_gaps", "blocks_live_at", "timeline_diff",
                            "peak_diff", "kernel_time_diff", "site_diff"}
     with open_database(every_kind, read_only=True) as db:

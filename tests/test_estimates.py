@@ -117,7 +117,7 @@ class TestEstimateVsMeasured:
 
 
 class TestAlignRule:
-    """ingest/estimates.align on small cases (the README rule)."""
+    """ingest/estimates.align on small cases (the rule of docs/profiles.md)."""
 
     L = [(0, "fused", "triton_a"), (1, "extern", "extern_kernels.mm"), (2, "fused", "triton_b"),
          (3, "fused", "triton_c")]

@@ -1,7 +1,7 @@
 """AOT FX graphs (joint, forward, backward) ingest: exact peaks against the independent
 simulation in tests/reference_wrapper.py, on seed 004 and the real CPU torch fixtures.
 
-Both count an FX graph the same documented way (README "AOT FX graphs"): placeholders
+Both count an FX graph the same documented way (docs/liveness.md "AOT FX graphs"): placeholders
 excluded, each node's tensor output allocates its annotation's storage bytes, views and
 in-place ops share their first argument's storage, a tuple node's elements appear at the
 tuple's step, ``x = None`` ends a name, outputs live to the last step. tlview counts per

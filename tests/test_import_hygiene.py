@@ -15,7 +15,8 @@ MODULES = [
 
 def test_no_textual():
     """One fresh interpreter imports the modules one by one and checks after each, so the
-    first module that brings textual in is the one named (a process per module took 11 s)."""
+    first module that brings textual in is the one named (a process per module was
+    many times slower)."""
     code = ("import importlib, sys\n"
             f"for module in {MODULES!r}:\n"
             "    importlib.import_module(module)\n"

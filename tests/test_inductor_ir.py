@@ -31,7 +31,7 @@ def test_peak_and_curve_equal_reference(seed, db_path):
 
 
 def test_seed_002_worked_example(db_path):
-    """The README's worked example: 4 steps, peak 1,114,112 bytes at step 1 (op1)."""
+    """docs/liveness.md's worked example: 4 steps, peak 1,114,112 bytes at step 1 (op1)."""
     (tid,) = ingest_into(db_path, SEED_002)
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT peak_step, peak_bytes, node FROM peak_memory").fetchone() == (

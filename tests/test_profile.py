@@ -183,7 +183,7 @@ class TestKinetoRecords:
 
 
 class TestOverlap:
-    """comm_overlap_summary equals the README's definition computed independently."""
+    """comm_overlap_summary equals docs/profiles.md's definition computed independently."""
 
     def test_summary_per_rank(self, coll_db):
         with open_database(coll_db, read_only=True) as db:
@@ -195,7 +195,7 @@ class TestOverlap:
             assert row[:5] == (rank, f"cuda:{rank}", comm_ns, overlapped_ns,
                                comm_ns - overlapped_ns)
             assert float(row[5]) == round(100 * overlapped_ns / comm_ns, 2)
-        # the figures the README quotes
+        # the figures docs/profiles.md quotes
         assert [float(r[5]) for r in rows] == [30.78, 22.88]
 
     def test_per_collective_kernel(self, coll_db):

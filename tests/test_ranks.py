@@ -1,7 +1,7 @@
 """Collectives across ranks: matching, clock alignment, skew, waits, stragglers, bad input.
 
 Every figure is checked against tests/reference_ranks.py, which reads the raw trace JSON
-(json.load, Decimal timestamps) and applies the README's rules on its own. Derived traces
+(json.load, Decimal timestamps) and applies docs/ranks.md's rules on its own. Derived traces
 (clock skew, a delayed rank, another run, older NCCL names, sequence numbers, four ranks)
 come from tests/fixtures/gen/make_rank_traces.py: committed under
 tests/fixtures/profile/ranks, or made here into tmp folders.
@@ -106,7 +106,7 @@ class TestRealTwoRanks:
         _, _, _, off, _ = reference(RANKS)
         got = {r["rank"]: r for r in rows(coll_db, "SELECT * FROM clock_offsets")}
         assert got[0]["offset_ns"] == 0 and got[0]["method"] == "reference"
-        assert got[1]["offset_ns"] == off[1] == -13134  # the README's figure
+        assert got[1]["offset_ns"] == off[1] == -13134  # docs/ranks.md's figure
         assert got[1]["n_collectives"] == 24 and got[1]["via_rank"] == 0
 
     def test_skew_per_collective(self, coll_db):

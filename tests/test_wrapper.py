@@ -3,7 +3,7 @@
 CPU torch 2.13 fixtures (tests/fixtures/torch, made by tests/fixtures/gen/make_torch_dumps.py).
 
 How the peak is counted, the same three ways:
-* tlview: per step (README "Inductor output code"): storages live over
+* tlview: per step (docs/liveness.md "Inductor output code"): storages live over
   [alloc_step, last_step], graph inputs excluded, returned buffers live to the return step;
 * the simulation: per statement moment, reference counts per storage, inputs excluded;
 * torch: the profiler's CPU [memory] events while call() runs, the inputs made before
@@ -310,7 +310,7 @@ def test_not_a_torch_log_is_an_error(tmp_path):
 
 
 def test_ir_estimate_next_to_wrapper_peak(db_path):
-    """The README query: scheduler IR (ir_post_fusion.txt) vs the wrapper's real peak."""
+    """docs/liveness.md's query: scheduler IR (ir_post_fusion.txt) vs the wrapper's real peak."""
     folder = TORCH / "mlp_train"
     ingest_into(db_path, *sorted(folder.glob("*.ir_post_fusion.txt")),
                 *sorted(folder.glob("*.output_code.py")))

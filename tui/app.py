@@ -117,7 +117,7 @@ class TlviewApp(App[int]):
         if got is not None:
             self.post_message(m.TimelinesLoaded(*got))
             # A snapshot's peak is its allocated peak at its trace entry: a scan of its
-            # curve (0.5 s at 10M entries), so the chooser and the first screen do not wait.
+            # curve (slow at millions of entries), so the chooser and the first screen do not wait.
             if any(t.format == SNAPSHOT_FORMAT for t in got[0]):
                 peaks = self.reader.run("meta", sq.snapshot_peaks)
                 if peaks:

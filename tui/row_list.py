@@ -2,8 +2,8 @@
 
 Rows are tuples of cell texts, handed over whole (a snapshot); column widths are
 measured once per snapshot, so scrolling costs the same with 10 rows or 10,000.
-Textual's DataTable measures and restyles per cell, which froze the chooser for 30 s
-on 786 timelines.
+Textual's DataTable measures and restyles per cell, which froze the chooser for
+seconds to minutes on hundreds of timelines (docs/benchmarks.md).
 """
 
 from __future__ import annotations
