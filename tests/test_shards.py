@@ -16,7 +16,9 @@ from tlview.store import open_database
 from tlview.store.digest import source_digest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-RANKS = FIXTURES / "ranks"  # four derived rank traces in three folders
+RANKS = FIXTURES / "ranks"
+# the four derived rank traces in three folders (ranks/real_delay holds real ones)
+DERIVED = [str(RANKS / d) for d in ("delayed", "runs", "skew")]
 COLL = FIXTURES / "profile" / "coll"  # the real 2-rank traces with their compile dumps
 
 # Every table an ingest writes, with its key order (ingested_at: the time of the commit).
@@ -68,14 +70,14 @@ def serial(tmp_path_factory) -> tuple[Path, str]:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["ingest", str(RANKS), str(COLL), "--db", str(db), "-j", "1"]) == 0
+        assert main(["ingest", *DERIVED, str(COLL), "--db", str(db), "-j", "1"]) == 0
     return db, out.getvalue()
 
 
 def test_parallel_ingest_writes_what_the_serial_ingest_writes(serial, tmp_path, capsys):
     db_serial, out_serial = serial
     db = tmp_path / "p.duckdb"
-    code, out, err = run(capsys, "ingest", str(RANKS), str(COLL), "--db", str(db), "-j", "2")
+    code, out, err = run(capsys, "ingest", *DERIVED, str(COLL), "--db", str(db), "-j", "2")
     assert code == 0, err
     assert out == out_serial  # every summary, in the same order, with the same ids
     expected = tables(db_serial)
@@ -113,7 +115,7 @@ def test_a_bad_file_among_many_is_reported_and_the_rest_are_ingested(tmp_path, c
 def test_files_already_ingested_are_skipped_as_in_a_serial_ingest(tmp_path, capsys):
     db = tmp_path / "a.duckdb"
     assert run(capsys, "ingest", str(RANKS / "delayed"), "--db", str(db), "-j", "2")[0] == 0
-    code, out, err = run(capsys, "ingest", str(RANKS), "--db", str(db), "-j", "2")
+    code, out, err = run(capsys, "ingest", *DERIVED, "--db", str(db), "-j", "2")
     assert code == 0, err
     assert out.count("already ingested") == 2
     assert rows(db, "SELECT count(*) FROM sources") == [(4,)]
@@ -127,7 +129,7 @@ HAS_DASK = importlib.util.find_spec("distributed") is not None
 def test_the_dask_path_writes_what_the_serial_ingest_writes(serial, tmp_path, capsys):
     db_serial, out_serial = serial
     db = tmp_path / "d.duckdb"
-    code, out, err = run(capsys, "ingest", str(RANKS), str(COLL), "--db", str(db),
+    code, out, err = run(capsys, "ingest", *DERIVED, str(COLL), "--db", str(db),
                          "--dask", "local", "-j", "2")
     assert code == 0, err
     assert out == out_serial
@@ -246,7 +248,7 @@ def test_shards_ingested_into_a_database_equal_the_serial_ingest(coll_db, coll_s
 def test_files_already_in_a_shard_set_are_skipped(tmp_path, capsys):
     out = tmp_path / "set"
     assert run(capsys, "shard", str(RANKS / "delayed"), "-o", str(out), "-j", "1")[0] == 0
-    code, text, _ = run(capsys, "shard", str(RANKS), "-o", str(out), "-j", "1")
+    code, text, _ = run(capsys, "shard", *DERIVED, "-o", str(out), "-j", "1")
     assert code == 0
     assert text.count("already in") == 2
     assert "2 shards written, 2 skipped; the set holds 4" in text
