@@ -315,9 +315,11 @@ def test_ir_estimate_next_to_wrapper_peak(db_path):
     ingest_into(db_path, *sorted(folder.glob("*.ir_post_fusion.txt")),
                 *sorted(folder.glob("*.output_code.py")))
     con = duckdb.connect(str(db_path), read_only=True)
-    rows = con.execute("SELECT aot_id, ir_peak_bytes, wrapper_peak_bytes, estimate_minus_real "
-                       "FROM ir_vs_wrapper_peak ORDER BY aot_id").fetchall()
-    assert rows == [("0_backward", 3744, 3232, 512), ("0_forward", 1024, 644, 380)]
+    rows = con.execute("SELECT aot_id, ir_stage, ir_peak_bytes, wrapper_peak_bytes, "
+                       "ir_minus_wrapper, estimate_minus_real FROM ir_vs_wrapper_peak "
+                       "ORDER BY aot_id").fetchall()
+    assert rows == [("0_backward", "post_fusion", 3744, 3232, 512, 512),
+                    ("0_forward", "post_fusion", 1024, 644, 380, 380)]
     with open_database(db_path, read_only=True) as db:
         ir, wr = con.execute("SELECT ir_timeline_id, wrapper_timeline_id FROM "
                              "ir_vs_wrapper_peak WHERE aot_id = '0_forward'").fetchone()
