@@ -72,8 +72,10 @@ SELECT site, delta_bytes, a_bytes_at_peak, b_bytes_at_peak, a_allocations, b_all
 FROM site_diff(?, ?) WHERE delta_bytes <> 0 LIMIT ?;
 
 -- name: diff_time_totals
--- Total measured time of both sides over the aligned steps (NULL: no times at all).
-SELECT CAST(sum(a_time_ns) AS BIGINT), CAST(sum(b_time_ns) AS BIGINT), count(*)
+-- Total measured time of both sides over the aligned steps, and how many of each side's
+-- steps have a time (0: that side is not measured).
+SELECT CAST(sum(a_time_ns) AS BIGINT), CAST(sum(b_time_ns) AS BIGINT),
+       COALESCE(sum(a_launches), 0), COALESCE(sum(b_launches), 0)
 FROM kernel_time_diff(?, ?);
 
 -- name: diff_kernel_rows
