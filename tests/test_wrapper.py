@@ -485,3 +485,25 @@ def test_debug_folder_types_extern_outputs_from_its_fx_graphs(db_path):
     assert json.loads(con.execute("SELECT notes FROM timelines WHERE timeline_id = ?",
                                   [tid]).fetchone()[0])["fx_graph_files"] == [
         "fx_graph_readable.py", "fx_graph_transformed.py"]
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["compiled", "python"])
+def test_output_code_that_allocates_nothing_still_has_its_device(tmp_path, monkeypatch, native):
+    """A graph that only updates its input in place allocates nothing in call(): its
+    device is the one its `with torch.<dev>._DeviceGuard(<i>):` names, or cpu where it
+    launches C++ kernels (fixtures/torch/no_alloc, H100 and CPU, torch 2.11 / 2.13)."""
+    monkeypatch.setenv("TLVIEW_NATIVE", native)
+    want = {}
+    for p in sorted((TORCH / "no_alloc").glob("*.output_code.py")):
+        text = p.read_text()
+        assert "empty_strided" not in text.split("def call")[1]  # allocates nothing
+        guard = re.search(r"with torch\.(\w+)\._DeviceGuard\((\d+)\):", text)
+        want[p.name] = f"{guard[1]}:{guard[2]}" if guard else (
+            "cpu" if re.search(r"^\s+cpp_fused\w*\(", text, re.M) else None)
+    assert want == {"cpu.output_code.py": "cpu", "cuda.output_code.py": "cuda:0"}
+    db = tmp_path / "n.duckdb"
+    ingest_into(db, *sorted((TORCH / "no_alloc").glob("*.output_code.py")))
+    con = duckdb.connect(str(db), read_only=True)
+    got = dict(con.execute("SELECT regexp_extract(source_path, '[^/]*$'), device "
+                           "FROM timelines").fetchall())
+    assert got == want
