@@ -115,20 +115,36 @@ def _gates(rep: DiffReport, args: argparse.Namespace) -> list[dict[str, Any]]:
             continue
         how, limit = th
         if delta is None:
-            raise DiffError(f"--fail-if-{name}-grows: neither timeline has a {name} "
-                            f"({'no liveness' if name == 'peak' else 'no measured times'})")
+            raise DiffError(f"--fail-if-{name}-grows: {_missing(rep, name)}")
         value = ratio(delta, base) if how == "ratio" else delta
         crossed = value is not None and value > limit
         if how == "ratio":
             text = f"{value * 100:+.2f}%" if value is not None else "n/a"
+            text += f" ({show(delta)})" if crossed else ""
             lim = f"{limit * 100:g}%"
         else:
             text, lim = show(delta), show(int(limit))
         out.append({"gate": name, "how": how, "threshold": limit, "value": value,
                     "crossed": crossed,
-                    "message": f"{name} grew by {text} ({show(delta)}), more than {lim}"
+                    "message": f"{name} grew by {text}, more than {lim}"
                     if crossed else f"{name} change {text} within {lim}"})
     return out
+
+
+def _missing(rep: DiffReport, name: str) -> str:
+    """Why a gate cannot be judged: which side lacks the figure."""
+    al = rep.alignment
+    if name == "peak":
+        have = (rep.a_peak.bytes is not None, rep.b_peak.bytes is not None)
+        why = "no liveness"
+    else:
+        have = (rep.a_time_ns is not None, rep.b_time_ns is not None)
+        why = "no measured times: no trace attached, no GPU events"
+    if not any(have):
+        return f"neither timeline has a {name} ({why})"
+    side = al.b if have[0] else al.a
+    return (f"{'B' if have[0] else 'A'} (timeline {side.timeline_id} {side.name}) has no "
+            f"{name} ({why}): nothing to compare")
 
 
 def _ns(n: int | None) -> str:
@@ -156,13 +172,20 @@ def _lines(rep: DiffReport) -> list[str]:
            f"B: timeline {al.b.timeline_id} {al.b.name} [{al.b.format}]",
            f"aligned {al.a_items} and {al.b_items} steps: {al.same} same, {al.changed} "
            f"changed, {al.deleted} removed (A only), {al.inserted} inserted (B only)"]
+    larger = max(al.a_items, al.b_items)
+    if 2 * (al.same + al.changed) < larger:
+        out.append(f"  note: only {al.same + al.changed} of {larger} steps align (same or "
+                   "changed): different programs? The rows below pair unrelated steps.")
     if rep.a_peak.bytes is not None or rep.b_peak.bytes is not None:
         out.append(f"peak: {exact_bytes(rep.a_peak.bytes)} at step {rep.a_peak.step} "
                    f"({rep.a_peak.node}) -> {exact_bytes(rep.b_peak.bytes)} at step "
                    f"{rep.b_peak.step} ({rep.b_peak.node})")
-        if rep.peak_delta is not None:
+        if rep.peak_delta == 0 and not rep.peak_rows:
+            out.append("  peak unchanged")
+        elif rep.peak_delta is not None:
             out.append(f"  change {_signed_bytes(rep.peak_delta)}"
-                       f"{_pct(rep.peak_delta, rep.a_peak.bytes)}, explained by:")
+                       f"{_pct(rep.peak_delta, rep.a_peak.bytes)}"
+                       + (", explained by:" if rep.peak_rows or rep.site_rows else ""))
         for r in rep.peak_rows:
             names = " -> ".join(x for x in (r["a_buffer"], r["b_buffer"]) if x)
             who = r["b_producer"] or r["a_producer"]
@@ -174,22 +197,34 @@ def _lines(rep: DiffReport) -> list[str]:
                 out.append(f"  {_signed_bytes(r['delta_bytes']):>35}  {r['site']}")
     else:
         out.append("peak: neither timeline has a memory curve")
-    if rep.a_time_ns is not None:
+    if rep.time_delta is not None:
         out.append(f"measured time: {_ns(rep.a_time_ns)} -> {_ns(rep.b_time_ns)}, "
-                   f"change {_ns(rep.time_delta)}{_pct(rep.time_delta, rep.a_time_ns)}, "
-                   "explained by:")
+                   f"change {_ns(rep.time_delta)}{_pct(rep.time_delta, rep.a_time_ns)}"
+                   + (", explained by:" if rep.kernel_rows else ""))
         for r in rep.kernel_rows:
-            k = r["a_kernel"] if r["a_kernel"] == r["b_kernel"] else \
+            k = _kernel(r["a_kernel"]) if r["a_kernel"] == r["b_kernel"] else \
                 f"{r['a_kernel'] or '-'} -> {r['b_kernel'] or '-'}"
             share = f"{r['share'] * 100:5.1f}%" if r["share"] is not None else "     "
             out.append(f"  {r['method']:8} {_ns(r['delta_ns']):>14} {share}  "
                        f"x{r['a_launches']}/x{r['b_launches']}  {k}")
+    elif rep.a_time_ns is not None or rep.b_time_ns is not None:
+        side, other, t = (("A", "B", rep.b_time_ns) if rep.a_time_ns is None else
+                          ("B", "A", rep.a_time_ns))
+        tid = (al.a if side == "A" else al.b).timeline_id
+        out.append(f"measured time: {side} (timeline {tid}) has none (no trace attached, no "
+                   f"GPU events): nothing to compare; {other}: {_ns(t)}")
     if rep.changed_nodes:
         out.append(f"steps not the same (first {len(rep.changed_nodes)}):")
         for r in rep.changed_nodes:
             out.append(f"  {r['method']:8} {_side(r['a_step'], r['a_node'])}  ->  "
                        f"{_side(r['b_step'], r['b_node'])}")
     return out
+
+
+def _kernel(name: str | None) -> str:
+    """A kernel_time_diff row's kernel: scheduler-IR nodes are measured through the
+    output code's launches and carry no kernel name of their own."""
+    return name if name is not None else "(nodes without a kernel name)"
 
 
 def _side(step: int | None, node: str | None) -> str:

@@ -35,6 +35,16 @@ def _us(ns: int) -> str:
     return f"{ns / 1e3:,.1f} us" if abs(ns) < 1_000_000 else f"{ns / 1e6:,.3f} ms"
 
 
+# What stragglers.wait_share is a share of, by its step_basis.
+_SHARE_OF = {
+    "profiler_steps": "their step time",
+    "collectives_span": "the span of their collective kernels: the traces have no "
+                        "ProfilerStep",
+    "mixed": "their step time, or the span of their collective kernels where a trace has "
+             "no ProfilerStep",
+}
+
+
 def run_lines(r: dict[str, Any]) -> list[str]:
     """The lines about one run (a row of ``_rank_report``)."""
     parts = [_head(r)]
@@ -53,7 +63,7 @@ def run_lines(r: dict[str, Any]) -> list[str]:
     if r["straggler"] is not None:
         parts.append(f"straggler rank {r['straggler']}: its late arrivals cost the others "
                      f"{_us(r['caused_wait_ns'])} ({100 * float(r['wait_share']):.2f}% of "
-                     "their step time)")
+                     f"{_SHARE_OF[r['step_basis']]})")
     lines = ["; ".join(parts), *_trace_notes(r)]
     if r["n_unmatched"]:
         lines.append(f"  note: {_count(r['n_unmatched'], 'collective')} not matched on every "
@@ -116,7 +126,8 @@ _PART_DEFAULTS: dict[str, dict[str, Any]] = {
     "rank_report_unmatched": {"n_unmatched": 0, "reason": None},
     "rank_report_offsets": {"n_offsets": 0, "max_offset_ns": None, "max_offset_rank": None,
                             "max_spread_ns": None},
-    "rank_report_straggler": {"straggler": None, "caused_wait_ns": None, "wait_share": None},
+    "rank_report_straggler": {"straggler": None, "caused_wait_ns": None, "wait_share": None,
+                              "step_basis": None},
 }
 
 

@@ -62,9 +62,21 @@ def print_snapshot_summary(db: Any, r: dict[str, Any],
     if not s["consistent"]:
         out("  the trace does not match its allocations: these sums are not to be trusted")
     for o in db.query_dicts("snapshot_ooms", tid):
-        fits = {True: "it would fit", False: "it would not fit", None: "unknown"}[o["request_fits"]]
-        out(f"  OOM at {_at(o['event_index'])} ({_when(o['time_us'], start)}): requested "
-              f"{exact_bytes(o['requested_bytes'])}, CUDA free {exact_bytes(o['device_free'])}; "
-              f"allocated {exact_bytes(o['allocated_bytes'])}, reserved "
-              f"{exact_bytes(o['reserved_bytes'])}, largest free block "
-              f"{exact_bytes(o['largest_free_block'])} ({fits})")
+        out(oom_line(o, _when(o["time_us"], start)))
+
+
+def oom_line(o: dict[str, Any], when: str) -> str:
+    """One OOM (a ``snapshot_ooms`` row) with torch's own figures beside tlview's: the
+    segment it tried to allocate (its message, the OOM observer) and the reserved bytes
+    not in whole blocks (its "reserved but unallocated")."""
+    fits = {True: "it would fit", False: "it would not fit", None: "unknown"}[o["request_fits"]]
+    segment = ("" if o["segment_bytes"] == o["requested_bytes"] else
+               f" (torch's message and OOM observer say {exact_bytes(o['segment_bytes'])}: "
+               "the segment it asked CUDA for)")
+    return (f"  OOM at {_at(o['event_index'])} ({when}): requested "
+            f"{exact_bytes(o['requested_bytes'])}{segment}, CUDA free "
+            f"{exact_bytes(o['device_free'])}; allocated {exact_bytes(o['block_bytes'])} in "
+            f"whole blocks ({exact_bytes(o['allocated_bytes'])} requested), reserved "
+            f"{exact_bytes(o['reserved_bytes'])}, of it "
+            f"{exact_bytes(o['reserved_unallocated_bytes'])} reserved but unallocated; "
+            f"largest free block {exact_bytes(o['largest_free_block'])} ({fits})")

@@ -223,8 +223,12 @@ class WrapperParser:
         self.inputs: dict[str, int] = {}  # input name -> line
         self.input_meta: dict[str, tuple[list[str], list[str], str | None]] = {}
         self.streams: dict[str, int] = {}
-        self.device: str | None = None
+        self.device: str | None = None  # the first allocation's
         self.device_index: str | None = None
+        # Where no allocation names the device (a graph that allocates nothing): the
+        # `with torch.<dev>._DeviceGuard(<i>):` of call(), else cpu if it launches C++.
+        self.guard_device: str | None = None
+        self.launched_cpp = False
         self.pending: list[Record] = []
         self.last_line = 0
         self.n_launches = 0
@@ -414,6 +418,7 @@ class WrapperParser:
         m = _DEVICE_GUARD.match(first)
         if m:
             self.device_index = m["idx"]
+            self.guard_device = self.guard_device or f"{m['dev']}:{m['idx']}"
             return
         if first.startswith(_IGNORED_PREFIXES):
             return
@@ -687,6 +692,7 @@ class WrapperParser:
         step = self.step
         base = callee[:-len(".run")] if callee.endswith(".run") else callee
         kernel = self.kernels.get(base)
+        self.launched_cpp = self.launched_cpp or kind == "cpp"
         args = self._split_args(args_text)
         pos: list[str] = []
         kw: dict[str, str] = {}
@@ -912,8 +918,9 @@ class WrapperParser:
     def _make_note(self, kernels_defined: int, never: list[str]) -> None:
         """The timeline's note, once the module is read (``kernels_defined`` kernels,
         ``never`` the sorted names of those never launched)."""
+        device = self.device or self.guard_device or ("cpu" if self.launched_cpp else None)
         note: dict[str, Any] = {
-            "n_steps": self.step, "device": self.device, "launches": self.n_launches,
+            "n_steps": self.step, "device": device, "launches": self.n_launches,
             "kernels_defined": kernels_defined, "unknown_lines": self.n_unknown,
             "interleaved_lines": self.interleaved,
         }

@@ -463,7 +463,11 @@ struct Reader {
     std::unordered_map<std::string, std::pair<Dims, Dims>> asserted, sizes;
     std::unordered_map<std::string, Meta> input_meta;
     std::unordered_map<std::string, int64_t> streams;
-    Str device, device_index;
+    Str device, device_index;  // device: the first allocation's
+    // Where no allocation names the device (a graph that allocates nothing): the
+    // `with torch.<dev>._DeviceGuard(<i>):` of call(), else cpu if it launches C++.
+    Str guard_device;
+    bool launched_cpp = false;
     int64_t last_line = 0, n_launches = 0;
     std::vector<StorageP> deferred;
     Ref symbols{chk(PyDict_New())};
@@ -825,6 +829,8 @@ struct Reader {
                 while (d < first.size() && is_digit(first[d])) ++d;
                 if (d > d0 && first.substr(d, 2) == "):") {
                     device_index = std::string(first.substr(d0, d - d0));
+                    if (!guard_device)
+                        guard_device = std::string(first.substr(11, i - 11)) + ":" + *device_index;
                     return;
                 }
             }
@@ -1338,6 +1344,7 @@ struct Reader {
         sv base = base_of(callee);
         auto kit = kernels.find(std::string(base));
         KernelP kn = kit == kernels.end() ? nullptr : kit->second;
+        launched_cpp = launched_cpp || kind == "cpp";
         std::vector<sv> pos;
         std::vector<std::pair<std::string, std::string>> kw;  // dict order, last value wins
         for (sv a : split_args(args_text)) {
@@ -1697,7 +1704,9 @@ PyObject* wrapper_module(PyObject*, PyObject* args) {
         std::vector<sv> never_sv(never.begin(), never.end());
         std::vector<sv> warn_sv(r.warnings.begin(), r.warnings.end());
         Py_INCREF(out);
-        return Py_BuildValue("(NLNLnNLONO)", out, (long long)r.step, SO(r.device),
+        Str device = r.device ? r.device : r.guard_device ? r.guard_device
+                   : r.launched_cpp ? Str("cpu") : Str();
+        return Py_BuildValue("(NLNLnNLONO)", out, (long long)r.step, SO(device),
                              (long long)r.n_launches, (Py_ssize_t)r.kernels.size(),
                              str_list(never_sv), (long long)r.n_unknown, r.unknown.p,
                              str_list(warn_sv), r.symbols.p);

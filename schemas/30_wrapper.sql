@@ -52,21 +52,34 @@ SELECT t.timeline_id, t.format, t.name, s.path,
 FROM timeline_records t JOIN sources s USING (source_id)
 WHERE t.format IN ('inductor_wrapper', 'inductor_ir');
 
--- ir_vs_wrapper_peak: the scheduler IR's estimate of a graph's peak next to the peak of
--- what its output code really allocates, for the same compile side by side.
+-- ir_vs_wrapper_peak: the scheduler IR's estimate of a graph's peak next to the peak its
+-- output code plans, for the same compile side by side. Both figures are the compiler's,
+-- read from what it wrote (neither was measured: a profiler trace's or an allocator
+-- snapshot's figures are in memory_estimate_vs_measured / planned_vs_actual).
 --   A scheduler-IR timeline and a wrapper timeline are the same compile when their files
 --   lie in the same folder and either the wrapper came from that folder's output_code.py
 --   (TORCH_COMPILE_DEBUG's layout: model__0_forward_1.0/{ir_post_fusion.txt,output_code.py})
 --   or the IR file is named after the wrapper's AOT id (0_forward.ir_post_fusion.txt).
+--   A folder may hold both IRs of the compile: one row each.
+--   ir_stage: post_fusion (ir_post_fusion.txt: the schedule the output code was generated
+--   from) | pre_fusion (ir_pre_fusion.txt: before fusion, one node per IR buffer) | NULL
+--   (an IR file named otherwise);
 --   ir_peak_bytes: peak_memory of the IR timeline (the IR liveness rule, docs/liveness.md);
---   wrapper_peak_bytes: peak_memory of the wrapper timeline (real allocations);
---   estimate_minus_real: ir - wrapper; ratio: ir / wrapper.
+--   wrapper_peak_bytes: peak_memory of the wrapper timeline (what its output code
+--   allocates: its storages, `# reuse` and `del` applied);
+--   ir_minus_wrapper: ir - wrapper; ratio: ir / wrapper.
+--   estimate_minus_real: the same as ir_minus_wrapper, under its name before 2026-11
+--   (kept for queries written then; it called the output code's plan "real", which it is
+--   not: use ir_minus_wrapper).
 CREATE OR REPLACE VIEW ir_vs_wrapper_peak AS
 SELECT w.aot_id, i.timeline_id AS ir_timeline_id, w.timeline_id AS wrapper_timeline_id,
+       CASE WHEN i.file LIKE '%ir!_post!_fusion%' ESCAPE '!' THEN 'post_fusion'
+            WHEN i.file LIKE '%ir!_pre!_fusion%' ESCAPE '!' THEN 'pre_fusion' END AS ir_stage,
        pi.peak_bytes AS ir_peak_bytes, pw.peak_bytes AS wrapper_peak_bytes,
-       pi.peak_bytes - pw.peak_bytes AS estimate_minus_real,
+       pi.peak_bytes - pw.peak_bytes AS ir_minus_wrapper,
        round(pi.peak_bytes / nullif(pw.peak_bytes, 0), 3) AS ratio,
-       pi.node AS ir_peak_node, pw.node AS wrapper_peak_node
+       pi.node AS ir_peak_node, pw.node AS wrapper_peak_node,
+       pi.peak_bytes - pw.peak_bytes AS estimate_minus_real
 FROM _compile_timelines w
 JOIN _compile_timelines i
   ON i.format = 'inductor_ir' AND w.format = 'inductor_wrapper' AND i.folder = w.folder

@@ -514,9 +514,13 @@ FROM w LEFT JOIN n USING (run, rank);
 --   than the rank before it it arrived (late_arrivals.late_ns); times_last, n_collectives
 --   (with two or more ranks); step_ns: the run's profiled time per rank (the mean over its
 --   ranks of their ProfilerSteps' summed CPU durations; without ProfilerSteps, of their
---   collective kernels' extent); wait_share: caused_wait_ns / ((n_ranks - 1) x step_ns),
---   the share of the other ranks' step time spent waiting for it; straggler_rank: 1 = the
---   most wait caused (ties: the lower rank).
+--   collective kernels' extent); step_basis: what step_ns is: profiler_steps (every rank
+--   has ProfilerSteps) | collectives_span (none has: the share is of the span of the
+--   collective kernels, not of a step) | mixed; wait_share: caused_wait_ns /
+--   ((n_ranks - 1) x step_ns), the share of the other ranks' step_ns spent waiting for it;
+--   caused_wait_order: 1 = the rank that caused the most wait, 2 the next... (ties: the
+--   lower rank): an order, not a rank id (rank is the rank); straggler_rank: the same
+--   order under its name before 2026-11, kept for queries written then.
 CREATE OR REPLACE VIEW stragglers AS
 WITH a AS MATERIALIZED (
     SELECT run, collective_id, rank, timeline_id, start_ns, last_arrival_ns, late_order
@@ -538,20 +542,24 @@ WITH a AS MATERIALIZED (
     WHERE timeline_id IN (SELECT timeline_id FROM per_rank) GROUP BY timeline_id
 ), span AS (
     SELECT t.run, avg(COALESCE(st.step_ns, t.last_ns - t.first_ns)) AS step_ns,
-           count(*) AS n_ranks
+           count(*) AS n_ranks,
+           CASE count(st.step_ns) WHEN count(*) THEN 'profiler_steps'
+                                  WHEN 0 THEN 'collectives_span' ELSE 'mixed' END AS step_basis
     FROM rank_traces t LEFT JOIN steps st USING (timeline_id)
     WHERE t.run IS NOT NULL GROUP BY t.run
+), o AS (
+    SELECT p.run, p.rank, p.timeline_id, p.n_collectives, COALESCE(c.times_last, 0) AS times_last,
+           COALESCE(c.caused_wait_ns, 0) AS caused_wait_ns, COALESCE(c.delay_ns, 0) AS delay_ns,
+           row_number() OVER (PARTITION BY p.run
+                              ORDER BY COALESCE(c.caused_wait_ns, 0) DESC, p.rank)
+               AS caused_wait_order
+    FROM per_rank p LEFT JOIN caused c USING (run, rank)
 )
-SELECT p.run, p.rank, p.timeline_id, p.n_collectives, COALESCE(c.times_last, 0) AS times_last,
-       COALESCE(c.caused_wait_ns, 0) AS caused_wait_ns, COALESCE(c.delay_ns, 0) AS delay_ns,
-       CAST(sp.step_ns AS BIGINT) AS step_ns,
-       round(COALESCE(c.caused_wait_ns, 0) / nullif((sp.n_ranks - 1) * sp.step_ns, 0), 4)
-           AS wait_share,
-       row_number() OVER (PARTITION BY p.run ORDER BY COALESCE(c.caused_wait_ns, 0) DESC, p.rank)
-           AS straggler_rank
-FROM per_rank p
-LEFT JOIN caused c USING (run, rank)
-JOIN span sp USING (run);
+SELECT o.run, o.rank, o.timeline_id, o.n_collectives, o.times_last, o.caused_wait_ns,
+       o.delay_ns, CAST(sp.step_ns AS BIGINT) AS step_ns,
+       round(o.caused_wait_ns / nullif((sp.n_ranks - 1) * sp.step_ns, 0), 4) AS wait_share,
+       o.caused_wait_order AS straggler_rank, sp.step_basis, o.caused_wait_order
+FROM o JOIN span sp USING (run);
 
 -- collective_nodes: per collective instance and rank, the compiled node that issued it,
 -- where the rank's trace is attached to its output code (kernel_attachments: the NCCL

@@ -368,16 +368,25 @@ SELECT timeline_id, 'oom', event_index, size, stream FROM allocator_events WHERE
 
 -- fragmentation: at the peak and at each OOM (moment: 'peak' | 'oom'), per stream and pool
 -- (small | large):
---   reserved_bytes (its segments), allocated_bytes (requested bytes of its live blocks),
---   reserved_minus_allocated, largest_free_block (the largest free range of one of its
---   segments: between live blocks, or before the first / after the last), free_ranges
---   (how many), internal_waste = Σ (block size − requested size) of its live blocks;
---   for an OOM: requested_bytes (the failed request), request_bytes_rounded (as the
---   allocator rounds it: 512-byte multiples), and on the row of the request's stream and
---   pool (small if the rounded size is <= 1 MiB) request_fits: whether it would have fit
---   in that largest free block. blocks_exact: false when some block sizes of the
---   timeline are estimates (timeline_notes attrs.block_bytes_estimated), so free ranges
---   are bounds.
+--   reserved_bytes (its segments); allocated_bytes (requested bytes of its live blocks, as
+--   allocator_curve counts them); block_bytes (the same blocks whole, as torch's
+--   memory_allocated() and its OOM message's "allocated by PyTorch" count them: a block
+--   is at least its request rounded up to 512 B, and a cached block reused for a smaller
+--   request is not split when 1 MiB or less would remain);
+--   reserved_unallocated_bytes = reserved_bytes - block_bytes: torch's figure, what its
+--   OOM message calls "reserved by PyTorch but unallocated" (the rows of an OOM sum to
+--   it); reserved_minus_requested = reserved_bytes - allocated_bytes: the same plus the
+--   blocks' internal waste (= the free ranges' bytes + internal_waste);
+--   largest_free_block (the largest free range of one of its segments: between live
+--   blocks, or before the first / after the last), free_ranges (how many), internal_waste
+--   = block_bytes - allocated_bytes;
+--   for an OOM: requested_bytes (the failed request as the OOM's trace entry holds it:
+--   already rounded by the allocator, see ooms), request_bytes_rounded (512-byte
+--   multiples: the same figure unless the allocator was set to round otherwise), and on
+--   the row of the request's stream and pool (small if the rounded size is <= 1 MiB)
+--   request_fits: whether it would have fit in that largest free block. blocks_exact:
+--   false when some block sizes of the timeline are estimates (timeline_notes
+--   attrs.block_bytes_estimated), so free ranges are bounds.
 CREATE OR REPLACE VIEW fragmentation AS
 WITH segs AS (
     SELECT p.timeline_id, p.moment, p.event_index, s.address AS seg, s.size AS seg_size,
@@ -405,6 +414,7 @@ WITH segs AS (
 ), per_group AS (
     SELECT timeline_id, moment, event_index, stream, pool,
            COALESCE(sum(requested_size), 0) AS allocated_bytes,
+           COALESCE(sum(size), 0) AS block_bytes,
            COALESCE(sum(size - requested_size), 0) AS internal_waste,
            max(greatest(COALESCE(gap_before, 0), COALESCE(gap_after, 0))) AS largest_free_block,
            count(*) FILTER (WHERE gap_before > 0) + count(*) FILTER (WHERE gap_after > 0) AS free_ranges
@@ -418,7 +428,9 @@ WITH segs AS (
     FROM timeline_notes GROUP BY timeline_id
 )
 SELECT g.timeline_id, g.moment, g.event_index, g.stream, g.pool, r.reserved_bytes,
-       g.allocated_bytes, r.reserved_bytes - g.allocated_bytes AS reserved_minus_allocated,
+       g.allocated_bytes, g.block_bytes,
+       r.reserved_bytes - g.block_bytes AS reserved_unallocated_bytes,
+       r.reserved_bytes - g.allocated_bytes AS reserved_minus_requested,
        g.largest_free_block, g.free_ranges, g.internal_waste,
        p.requested_bytes,
        CASE WHEN p.requested_bytes < 512 THEN 512
@@ -435,8 +447,22 @@ LEFT JOIN exact x USING (timeline_id)
 ORDER BY g.timeline_id, g.event_index, g.stream, g.pool;
 
 -- ooms: every OOM the allocator recorded.
---   requested_bytes: the failed request; device_free: what CUDA reported free;
+--   requested_bytes: the failed request, as the OOM's trace entry holds it: the size the
+--   allocator looked for a block of, the program's request already rounded (512-byte
+--   multiples; PYTORCH_CUDA_ALLOC_CONF's roundup_power2_divisions may round more);
+--   segment_bytes: the segment it then asked CUDA for and could not get, by the caching
+--   allocator's rule (c10/cuda/CUDACachingAllocator.cpp, get_allocation_size): 2 MiB for
+--   a request of 1 MiB or less, 20 MiB below 10 MiB, else the request rounded up to 2 MiB.
+--   It is what torch's OOM message says it "Tried to allocate" and what an OOM observer
+--   (torch._C._cuda_attach_out_of_memory_observer) gets as alloc: 1,835,008 B more than
+--   requested_bytes for a 62.25 MiB request, 64 MiB; equal for a multiple of 2 MiB from
+--   10 MiB up. (With expandable_segments the allocator maps pages into one segment
+--   instead; the rule does not apply.)
+--   device_free: what CUDA reported free;
 --   allocated_bytes, reserved_bytes, block_bytes, active_blocks: allocator_curve at it;
+--   reserved_unallocated_bytes = reserved_bytes - block_bytes: torch's "reserved by
+--   PyTorch but unallocated" (its message counts whole blocks; reserved_bytes -
+--   allocated_bytes also counts the blocks' internal waste);
 --   largest_free_block / request_fits: from fragmentation (the request's stream and pool);
 --   live_by_site: the live blocks grouped by allocation site, largest first:
 --   [{site, blocks, bytes}] whose bytes sum to allocated_bytes.
@@ -455,7 +481,10 @@ WITH live AS (
 )
 SELECT o.timeline_id, o.event_index, o.time_us, o.size AS requested_bytes, o.device_free,
        o.stream, c.allocated_bytes, c.reserved_bytes, c.block_bytes, c.active_blocks,
-       f.largest_free_block, f.request_fits, s.live_by_site
+       f.largest_free_block, f.request_fits, s.live_by_site,
+       CASE WHEN o.size <= 1048576 THEN 2097152 WHEN o.size < 10485760 THEN 20971520
+            ELSE (o.size + 2097151) // 2097152 * 2097152 END AS segment_bytes,
+       c.reserved_bytes - c.block_bytes AS reserved_unallocated_bytes
 FROM allocator_events o
 JOIN allocator_curve c USING (timeline_id, event_index)
 LEFT JOIN by_site s USING (timeline_id, event_index)

@@ -169,10 +169,13 @@ FROM calls c JOIN base b USING (timeline_id, call_seq) JOIN peak p USING (timeli
 
 -- memory_estimate_vs_measured: per graph (wrapper timeline) and trace, the planned
 -- peaks beside the measured one.
---   ir_peak_bytes: the scheduler IR's peak (ir_vs_wrapper_peak, the IR of this graph
---   or of a copy of it); wrapper_peak_bytes: what its output code allocates at most
---   (peak_memory); measured_peak_bytes: the largest call_peak_bytes of its calls in the
---   trace (calls: how many; an ambiguous call counts for each of its candidates);
+--   ir_peak_bytes: the post-fusion scheduler IR's peak (ir_vs_wrapper_peak, ir_stage
+--   post_fusion or unnamed: the schedule the output code was generated from), of this
+--   graph or of a copy of it (copies agree; the largest where they do not);
+--   ir_pre_fusion_peak_bytes: the pre-fusion IR's (ir_pre_fusion.txt), where ingested;
+--   wrapper_peak_bytes: what its output code allocates at most (peak_memory);
+--   measured_peak_bytes: the largest call_peak_bytes of its calls in the trace (calls:
+--   how many; an ambiguous call counts for each of its candidates);
 --   wrapper_minus_measured, measured_ratio = measured / wrapper.
 --   An allocator snapshot's view (allocator_peak) joins on measured_timeline_id /
 --   device where the database has one.
@@ -194,7 +197,11 @@ WITH graphs AS (
     SELECT c.measured_timeline_id, c.timeline_id, c.copy_of
     FROM graph_copies c
 ), ir AS (
-    SELECT w.graph_class, any_value(i.ir_peak_bytes) AS ir_peak_bytes
+    SELECT w.graph_class,
+           max(i.ir_peak_bytes) FILTER (WHERE i.ir_stage IS DISTINCT FROM 'pre_fusion')
+               AS ir_peak_bytes,
+           max(i.ir_peak_bytes) FILTER (WHERE i.ir_stage = 'pre_fusion')
+               AS ir_pre_fusion_peak_bytes
     FROM ir_vs_wrapper_peak i JOIN _output_graphs w ON w.timeline_id = i.wrapper_timeline_id
     GROUP BY ALL
 )
@@ -202,7 +209,8 @@ SELECT t.timeline_id, json_extract_string(r.attrs, '$.aot_id') AS aot_id,
        p.measured_timeline_id, p.device, ir.ir_peak_bytes, pk.peak_bytes AS wrapper_peak_bytes,
        p.measured_peak_bytes, p.calls,
        pk.peak_bytes - p.measured_peak_bytes AS wrapper_minus_measured,
-       round(p.measured_peak_bytes / nullif(pk.peak_bytes, 0), 3) AS measured_ratio
+       round(p.measured_peak_bytes / nullif(pk.peak_bytes, 0), 3) AS measured_ratio,
+       ir.ir_pre_fusion_peak_bytes
 FROM timelines_of t
 JOIN per_graph p ON p.measured_timeline_id = t.measured_timeline_id
                 AND p.graph_timeline_id = t.graph_timeline_id

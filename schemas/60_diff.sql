@@ -63,9 +63,12 @@ CREATE OR REPLACE MACRO _diff_kind(fmt) AS
 --     dtypes and sizes (how a changed node is told);
 --   live_bytes, alloc_bytes, freed_bytes: memory_curve at the step; for a snapshot the
 --     allocated bytes after the entry and the entry's size if it allocs / frees; for a
---     trace the allocator's total_allocated when the event starts (its [memory] events);
+--     trace the allocator's total_allocated when the event starts (the [memory] events
+--     of the event's own device: a CPU [memory] event says nothing of the GPU's);
 --   time_ns: the measured time: the node's (node_times, of the lowest-numbered trace
---     attached), the GPU event's duration.
+--     attached), the GPU event's duration;
+--   ts_ns: when it happened, where the dump says: the GPU event's start, the allocator
+--     entry's time (time_us x 1000); NULL for compiled nodes.
 -- _diff_signatures is the same without the compiled nodes' measured times (what the
 -- alignment reads: cheap).
 CREATE OR REPLACE VIEW _diff_signatures AS
@@ -92,12 +95,13 @@ WITH outs AS (
                      c.own_shape, o.outputs) AS sig,
            concat_ws('|', c.node_class, c.ir_type, _diff_name(c.kernel), c.detail, c.fusion_kind)
                AS loose_sig,
-           m.live_bytes, m.alloc_bytes, m.freed_bytes, CAST(NULL AS BIGINT) AS time_ns
+           m.live_bytes, m.alloc_bytes, m.freed_bytes, CAST(NULL AS BIGINT) AS time_ns,
+           CAST(NULL AS BIGINT) AS ts_ns
     FROM compiled c
     LEFT JOIN outs o USING (timeline_id, step)
     LEFT JOIN memory_curve m USING (timeline_id, step)
 ), gpu AS (
-    SELECT l.timeline_id, l.seq, l.kernel, l.category, l.cpu_op, l.ts_ns, l.dur_ns,
+    SELECT l.timeline_id, l.seq, l.kernel, l.category, l.cpu_op, l.ts_ns, l.dur_ns, l.device,
            json_extract_string(g.attrs, '$.args.grid') AS grid,
            json_extract_string(g.attrs, '$.args.block') AS block,
            row_number() OVER (PARTITION BY l.timeline_id ORDER BY l.ts_ns, l.seq) - 1 AS step
@@ -107,9 +111,11 @@ WITH outs AS (
            concat_ws('|', g.category, _diff_name(g.kernel), g.grid, g.block) AS sig,
            concat_ws('|', g.category, _diff_name(COALESCE(g.cpu_op, g.kernel))) AS loose_sig,
            mm.total_allocated AS live_bytes, CAST(NULL AS BIGINT) AS alloc_bytes,
-           CAST(NULL AS BIGINT) AS freed_bytes, g.dur_ns AS time_ns
+           CAST(NULL AS BIGINT) AS freed_bytes, g.dur_ns AS time_ns, g.ts_ns
     FROM gpu g
-    ASOF LEFT JOIN measured_memory mm ON mm.timeline_id = g.timeline_id AND g.ts_ns >= mm.ts_ns
+    ASOF LEFT JOIN measured_memory mm
+      ON mm.timeline_id = g.timeline_id AND mm.device IS NOT DISTINCT FROM g.device
+     AND g.ts_ns >= mm.ts_ns
 ), allocator AS (
     SELECT e.timeline_id, e.event_index AS step, e.action || ' ' || e.size AS item,
            CAST(NULL AS VARCHAR) AS kernel, s.site AS detail,
@@ -118,7 +124,7 @@ WITH outs AS (
            c.allocated_bytes AS live_bytes,
            CASE WHEN e.action = 'alloc' THEN e.size END AS alloc_bytes,
            CASE WHEN e.action = 'free_completed' THEN e.size END AS freed_bytes,
-           CAST(NULL AS BIGINT) AS time_ns
+           CAST(NULL AS BIGINT) AS time_ns, e.time_us * 1000 AS ts_ns
     FROM allocator_events e
     LEFT JOIN allocator_stacks s USING (source_id, stack_id)
     LEFT JOIN allocator_curve c USING (timeline_id, event_index)

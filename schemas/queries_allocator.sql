@@ -106,8 +106,8 @@ GROUP BY site HAVING sum(requested_size) > 0
 ORDER BY bytes_at_peak DESC, site LIMIT 1;
 
 -- name: snapshot_ooms
-SELECT event_index, time_us, requested_bytes, device_free, allocated_bytes, reserved_bytes,
-       largest_free_block, request_fits
+SELECT event_index, time_us, requested_bytes, segment_bytes, device_free, allocated_bytes,
+       block_bytes, reserved_bytes, reserved_unallocated_bytes, largest_free_block, request_fits
 FROM ooms WHERE timeline_id = ? ORDER BY event_index;
 
 -- What a snapshot screen of the terminal UI reads (store/snapshot_queries.py): range reads
@@ -175,5 +175,5 @@ ORDER BY event_index;
 -- Each OOM as the ooms view gives it (largest_free_block / request_fits: fragmentation's,
 -- for the request's stream and pool).
 SELECT event_index, time_us, requested_bytes, device_free, stream, allocated_bytes,
-       reserved_bytes, largest_free_block, request_fits
+       reserved_bytes, largest_free_block, request_fits, segment_bytes
 FROM ooms WHERE timeline_id = $1 ORDER BY event_index;

@@ -72,8 +72,10 @@ SELECT site, delta_bytes, a_bytes_at_peak, b_bytes_at_peak, a_allocations, b_all
 FROM site_diff(?, ?) WHERE delta_bytes <> 0 LIMIT ?;
 
 -- name: diff_time_totals
--- Total measured time of both sides over the aligned steps (NULL: no times at all).
-SELECT CAST(sum(a_time_ns) AS BIGINT), CAST(sum(b_time_ns) AS BIGINT), count(*)
+-- Total measured time of both sides over the aligned steps, and how many of each side's
+-- steps have a time (0: that side is not measured).
+SELECT CAST(sum(a_time_ns) AS BIGINT), CAST(sum(b_time_ns) AS BIGINT),
+       COALESCE(sum(a_launches), 0), COALESCE(sum(b_launches), 0)
 FROM kernel_time_diff(?, ?);
 
 -- name: diff_kernel_rows
@@ -92,8 +94,20 @@ SELECT pos, method, a_step, b_step, a_node, b_node, a_live_bytes, b_live_bytes,
 FROM timeline_diff(?, ?);
 
 -- name: plot_items
--- One timeline's curve for `tlview plot`: per step its live bytes and measured time.
-SELECT step, item, live_bytes, time_ns FROM _diff_items WHERE timeline_id = ? ORDER BY step;
+-- One timeline's curve for `tlview plot`: per step its live bytes, measured time and
+-- start (a trace's GPU events are drawn in time).
+SELECT step, item, live_bytes, time_ns, ts_ns FROM _diff_items WHERE timeline_id = ?
+ORDER BY step;
+
+-- name: plot_ooms
+-- A snapshot's OOMs for `tlview plot`: where, what was asked, what was held and free.
+SELECT event_index, requested_bytes, segment_bytes, allocated_bytes, reserved_bytes,
+       device_free
+FROM ooms WHERE timeline_id = ? ORDER BY event_index;
+
+-- name: plot_sources
+-- The source path of each timeline of the list (labels that tell two '0_forward' apart).
+SELECT timeline_id, source_path FROM timelines WHERE list_contains(?, timeline_id);
 
 -- name: alignment_temp_exists
 SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'alignments';

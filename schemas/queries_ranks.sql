@@ -67,5 +67,5 @@ SELECT run, count(*) FILTER (WHERE method = 'collective_end_median') AS n_offset
 FROM clock_offsets GROUP BY run;
 
 -- name: rank_report_straggler
-SELECT run, rank AS straggler, caused_wait_ns, wait_share FROM stragglers
-WHERE straggler_rank = 1 AND caused_wait_ns > 0;
+SELECT run, rank AS straggler, caused_wait_ns, wait_share, step_basis FROM stragglers
+WHERE caused_wait_order = 1 AND caused_wait_ns > 0;

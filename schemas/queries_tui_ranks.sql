@@ -32,9 +32,10 @@ ORDER BY a.collective_id, bucket;
 
 -- name: tui_rank_stragglers
 SELECT s.rank, s.timeline_id, s.n_collectives, s.times_last, s.caused_wait_ns, s.delay_ns,
-       CAST(s.wait_share AS DOUBLE), s.straggler_rank, o.offset_ns, o.spread_ns
+       CAST(s.wait_share AS DOUBLE), s.caused_wait_order, o.offset_ns, o.spread_ns,
+       s.step_basis
 FROM stragglers s LEFT JOIN clock_offsets o USING (run, rank)
-WHERE s.run = $1 ORDER BY s.straggler_rank;
+WHERE s.run = $1 ORDER BY s.caused_wait_order;
 
 -- name: tui_rank_arrivals
 -- The ranks of collective $2 of run $1, latest arrival first.

@@ -26,9 +26,9 @@ class DiffReport:
     b_peak: PeakSide
     peak_rows: tuple[dict[str, Any], ...]  # peak_diff, status <> 'same', largest |delta| first
     site_rows: tuple[dict[str, Any], ...]  # site_diff (snapshots), delta <> 0
-    a_time_ns: int | None  # total measured time of a's aligned steps (None: no times)
+    a_time_ns: int | None  # total measured time of a's aligned steps (None: not measured)
     b_time_ns: int | None
-    kernel_rows: tuple[dict[str, Any], ...]  # kernel_time_diff, delta <> 0
+    kernel_rows: tuple[dict[str, Any], ...]  # kernel_time_diff, delta <> 0 (both measured)
     changed_nodes: tuple[dict[str, Any], ...]  # timeline_diff rows not 'same', in order
 
     @property
@@ -57,6 +57,8 @@ class DiffReport:
                      "delta_ratio": ratio(self.peak_delta, self.a_peak.bytes),
                      "buffers": list(self.peak_rows), "sites": list(self.site_rows)},
             "time": {"a_ns": self.a_time_ns, "b_ns": self.b_time_ns,
+                     "a_measured": self.a_time_ns is not None,
+                     "b_measured": self.b_time_ns is not None,
                      "delta_ns": self.time_delta,
                      "delta_ratio": ratio(self.time_delta, self.a_time_ns),
                      "kernels": list(self.kernel_rows)},
@@ -83,17 +85,26 @@ def _peak(db: Database, tid: int) -> PeakSide:
     return PeakSide(nbytes, step, node)
 
 
+def _times(db: Database, a: int, b: int) -> tuple[int | None, int | None]:
+    """Each side's total measured time over the aligned steps; None for a side with no
+    measured step (a compiled timeline with no trace attached, a trace without GPU
+    events, a snapshot): its 0 would read as a time."""
+    ta, tb, na, nb = db.query("diff_time_totals", a, b)[0]
+    return (ta if na else None), (tb if nb else None)
+
+
 def report(db: Database, info: AlignmentInfo, top: int = 10,
            changed_limit: int = 50) -> DiffReport:
     """The report of an aligned pair: top ``top`` rows of each list."""
     a, b = info.a.timeline_id, info.b.timeline_id
-    ta, tb, n = db.query("diff_time_totals", a, b)[0]
+    ta, tb = _times(db, a, b)
     sites = _dicts(db, "diff_site_rows", a, b, top) if info.kind == "allocator" else ()
     return DiffReport(
         alignment=info, a_peak=_peak(db, a), b_peak=_peak(db, b),
         peak_rows=_dicts(db, "diff_peak_rows", a, b, top), site_rows=sites,
-        a_time_ns=ta if n else None, b_time_ns=tb if n else None,
-        kernel_rows=_dicts(db, "diff_kernel_rows", a, b, top) if n else (),
+        a_time_ns=ta, b_time_ns=tb,
+        kernel_rows=_dicts(db, "diff_kernel_rows", a, b, top)
+        if ta is not None and tb is not None else (),
         changed_nodes=_dicts(db, "diff_changed_nodes", a, b, changed_limit))
 
 
@@ -141,9 +152,10 @@ def comparison(db: Database, a: int, b: int, rows: int = 500) -> Comparison:
 
     info = ensure_alignment(db, a, b)
     steps = tuple(AlignedStep(*r[:8]) for r in db.query("diff_curves", a, b))
-    ta, tb, n = db.query("diff_time_totals", a, b)[0]
+    ta, tb = _times(db, a, b)
     return Comparison(
         alignment=info, a_peak=_peak(db, a), b_peak=_peak(db, b), steps=steps,
         peak_rows=_dicts(db, "diff_peak_rows_all", a, b),
-        kernel_rows=_dicts(db, "diff_kernel_rows", a, b, rows) if n else (),
-        a_time_ns=ta if n else None, b_time_ns=tb if n else None)
+        kernel_rows=_dicts(db, "diff_kernel_rows", a, b, rows)
+        if ta is not None and tb is not None else (),
+        a_time_ns=ta, b_time_ns=tb)

@@ -63,10 +63,11 @@ class StragglerRow:
     times_last: int
     caused_wait_ns: int
     delay_ns: int
-    wait_share: float | None
-    straggler_rank: int
+    wait_share: float | None  # of the others' step_ns: see step_basis
+    caused_wait_order: int  # 1: the rank that caused the most wait
     offset_ns: int | None
     spread_ns: int | None
+    step_basis: str  # profiler_steps | collectives_span | mixed (stragglers)
 
 
 @frozen

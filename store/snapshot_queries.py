@@ -72,6 +72,7 @@ class OomDetail:
     reserved: int
     largest_free_block: int | None  # fragmentation's, for the request's stream and pool
     request_fits: bool | None
+    segment_bytes: int | None  # what torch says it "Tried to allocate" (ooms)
 
 
 def overview(db: Database, tid: int) -> SnapshotOverview | None:

@@ -18,8 +18,10 @@ SNAP = FIXTURES / "snapshot"
 DIFF = FIXTURES / "diff"
 # Every real snapshot, with torch's figures beside it.
 REAL = [SNAP / "compiled_step.pickle.gz", SNAP / "compiled_step_wrapped.pickle.gz",
-        SNAP / "oom.pickle.gz", SNAP / "frag_oom.pickle", DIFF / "leak0.pickle.gz",
-        DIFF / "leak1.pickle.gz"]
+        SNAP / "oom.pickle.gz", SNAP / "frag_oom.pickle", SNAP / "oom_waste.pickle.gz",
+        DIFF / "leak0.pickle.gz", DIFF / "leak1.pickle.gz"]
+OOMS = [p for p in REAL if "oom" in p.name]
+MiB = 1 << 20
 
 
 def torch_figures(path: Path) -> dict:
@@ -202,15 +204,15 @@ class TestOomAndFragmentation:
                        "block_bytes, reserved_bytes, live_by_site FROM ooms WHERE timeline_id = ?",
                   tid)
         assert row[:3] == (i, oom["size"], oom["device_free"])
-        assert (row[1], row[2]) == (fig["observer"]["alloc"], fig["observer"]["device_free"])
+        assert row[2] == fig["observer"]["device_free"]
         assert row[3] == replay(snap)["allocated"][i + 1] == sum(live_at(snap, i).values())
         assert row[4] == fig["observer"]["at_oom"]["memory_allocated"]  # in whole blocks
         assert row[5] == fig["observer"]["at_oom"]["memory_reserved"]
         assert sum(s["bytes"] for s in row[6]) == row[3]
         assert sum(s["blocks"] for s in row[6]) == len(live_at(snap, i))
 
-    @pytest.mark.parametrize("name,limit_mib", [("oom.pickle.gz", 1024), ("frag_oom.pickle", 650)])
-    def test_fragmentation_at_oom_from_the_end_state(self, con, real_db, name, limit_mib):
+    @pytest.mark.parametrize("name", [p.name for p in OOMS])
+    def test_fragmentation_at_oom_from_the_end_state(self, con, real_db, name):
         """Each snapshot was taken in the OOM observer, so the end state is the state at
         the OOM: its inactive blocks are the free ranges."""
         tid = real_db[1][name]
@@ -221,19 +223,19 @@ class TestOomAndFragmentation:
             segs = [s for s in snap["segments"] if s["segment_type"] == pool]
             if not segs:
                 continue
+            live = [b for s in segs for b in s["blocks"] if b["state"] != "inactive"]
             free = [b["size"] for s in segs for b in s["blocks"] if b["state"] == "inactive"]
-            alloc = sum(b["requested_size"] for s in segs for b in s["blocks"]
-                        if b["state"] != "inactive")
-            waste = sum(b["size"] - b["requested_size"] for s in segs for b in s["blocks"]
-                        if b["state"] != "inactive")
+            alloc = sum(b["requested_size"] for b in live)
+            blocks = sum(b["size"] for b in live)
             reserved = sum(s["total_size"] for s in segs)
-            row = one(con, "SELECT reserved_bytes, allocated_bytes, reserved_minus_allocated, "
+            row = one(con, "SELECT reserved_bytes, allocated_bytes, block_bytes, "
+                           "reserved_unallocated_bytes, reserved_minus_requested, "
                            "largest_free_block, free_ranges, internal_waste, request_fits "
                            "FROM fragmentation WHERE timeline_id = ? AND moment = 'oom' "
                            "AND pool = ?", tid, pool)
             fits = (max(free, default=0) >= request) if pool == "large" else None
-            assert row == (reserved, alloc, reserved - alloc, max(free, default=0), len(free),
-                           waste, fits), pool
+            assert row == (reserved, alloc, blocks, reserved - blocks, reserved - alloc,
+                           max(free, default=0), len(free), blocks - alloc, fits), pool
 
     def test_fragmentation_oom_figures(self, con, real_db):
         """The fragmentation case: 600 MiB reserved, 280 MiB allocated (torch's message says
@@ -241,15 +243,55 @@ class TestOomAndFragmentation:
         range is the 40 MiB tail, the 14 others are 20 MiB holes."""
         tid = real_db[1]["frag_oom.pickle"]
         fig = torch_figures(SNAP / "frag_oom.pickle")
-        row = one(con, "SELECT reserved_bytes, allocated_bytes, reserved_minus_allocated, "
+        row = one(con, "SELECT reserved_bytes, allocated_bytes, reserved_unallocated_bytes, "
                        "largest_free_block, free_ranges, requested_bytes, request_fits "
                        "FROM fragmentation WHERE timeline_id = ? AND moment = 'oom'", tid)
-        MiB = 1 << 20
         assert row == (600 * MiB, 280 * MiB, 320 * MiB, 40 * MiB, 15, 100 * MiB, False)
         assert "280.00 MiB is allocated by PyTorch, and 320.00 MiB is reserved" in fig["error"]
         sites = one(con, "SELECT live_by_site FROM ooms WHERE timeline_id = ?", tid)[0]
         assert [(s["blocks"], s["bytes"]) for s in sites] == [(14, 280 * MiB)]
         assert sites[0]["site"].endswith("gpu_snapshots.py:209:case_frag")
+
+    @pytest.mark.parametrize("path", OOMS, ids=lambda p: p.name)
+    def test_reserved_but_unallocated_as_torch_says_it(self, con, real_db, path):
+        """torch's OOM message counts whole blocks: reserved - memory_allocated() at the
+        OOM (oom_waste: 17.50 MiB). fragmentation's rows of the OOM sum to it and ooms
+        gives it; reserved - requested bytes (oom_waste: 23.50 MiB, the 6 MiB more are
+        twelve 30 MiB blocks holding 29.5 MiB each) is the column named for it."""
+        tid = real_db[1][path.name]
+        fig = torch_figures(path)
+        at = fig["observer"]["at_oom"]
+        torch_says = at["memory_reserved"] - at["memory_allocated"]
+        assert (f"{at['memory_allocated'] / MiB:.2f} MiB is allocated by PyTorch, and "
+                f"{torch_says / MiB:.2f} MiB is reserved by PyTorch but unallocated"
+                in fig["error"])
+        frag = one(con, "SELECT sum(reserved_unallocated_bytes), sum(reserved_minus_requested), "
+                        "sum(internal_waste) FROM fragmentation WHERE timeline_id = ? "
+                        "AND moment = 'oom'", tid)
+        oom = one(con, "SELECT reserved_unallocated_bytes, reserved_bytes - allocated_bytes "
+                       "FROM ooms WHERE timeline_id = ?", tid)
+        assert frag[0] == oom[0] == torch_says
+        assert frag[1] == oom[1] == torch_says + frag[2]
+        assert at["memory_allocated"] - at["requested_bytes.all.current"] == frag[2]
+        if path.name == "oom_waste.pickle.gz":
+            assert (torch_says, frag[1]) == (int(17.5 * MiB), int(23.5 * MiB))
+
+    @pytest.mark.parametrize("path", OOMS, ids=lambda p: p.name)
+    def test_the_segment_torch_tried_to_allocate(self, con, real_db, path):
+        """The OOM's trace entry holds the request as the allocator rounded it; the OOM
+        observer's alloc and the message's "Tried to allocate" are the segment it asked
+        CUDA for: on oom_waste 67,108,864 B for a 65,273,856 B request, 1,835,008 B more
+        (a large request's segment is rounded up to 2 MiB)."""
+        tid = real_db[1][path.name]
+        fig = torch_figures(path)
+        entry = load(path)["device_traces"][0][-1]
+        requested, segment = one(con, "SELECT requested_bytes, segment_bytes FROM ooms "
+                                      "WHERE timeline_id = ?", tid)
+        assert requested == entry["size"]
+        assert segment == fig["observer"]["alloc"]
+        assert f"Tried to allocate {segment / MiB:.2f} MiB" in fig["error"]
+        if path.name == "oom_waste.pickle.gz":
+            assert (requested, segment - requested) == (fig["requested"], 1_835_008)
 
     def test_allocation_sites_at_peak_sum_to_peak(self, con, real_db):
         for name, tid in real_db[1].items():
@@ -366,8 +408,31 @@ def test_cli_ingest_prints_peaks_site_and_ooms(tmp_path):
     assert lines[4] == (
         "  OOM at event 60 (+1.151 ms, 2026-11-23 12:05:12.317275 UTC): requested "
         "104,857,600 B (100.00 MiB), CUDA free 82,693,849,088 B (77.01 GiB); allocated "
-        "293,601,280 B (280.00 MiB), reserved 629,145,600 B (600.00 MiB), largest free block "
-        "41,943,040 B (40.00 MiB) (it would not fit)")
+        "293,601,280 B (280.00 MiB) in whole blocks (293,601,280 B (280.00 MiB) requested), "
+        "reserved 629,145,600 B (600.00 MiB), of it 335,544,320 B (320.00 MiB) reserved but "
+        "unallocated; largest free block 41,943,040 B (40.00 MiB) (it would not fit)")
+
+
+def test_oom_line_gives_torchs_figures(tmp_path, capsys):
+    """At an OOM whose segment the allocator rounded up and whose blocks are wider than
+    their requests, the ingest says torch's figures (its message: "Tried to allocate 64.00
+    MiB", "982.50 MiB is allocated by PyTorch, and 17.50 MiB is reserved by PyTorch but
+    unallocated") beside the requested bytes."""
+    from tlview.cli import main
+
+    path = SNAP / "oom_waste.pickle.gz"
+    fig = torch_figures(path)
+    at = fig["observer"]["at_oom"]
+    assert main(["ingest", str(path), "--db", str(tmp_path / "w.duckdb")]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "OOM at" in x]
+    assert (f"requested {fig['requested']:,} B (62.25 MiB) (torch's message and OOM observer "
+            f"say {fig['observer']['alloc']:,} B (64.00 MiB): the segment it asked CUDA for)"
+            in line)
+    assert (f"allocated {at['memory_allocated']:,} B (982.50 MiB) in whole blocks "
+            f"({at['requested_bytes.all.current']:,} B (976.50 MiB) requested), reserved "
+            f"{at['memory_reserved']:,} B (1000.00 MiB), of it "
+            f"{at['memory_reserved'] - at['memory_allocated']:,} B (17.50 MiB) reserved but "
+            "unallocated") in line
 
 
 def test_curve_cache_is_the_view_and_ranges_chain(con, real_db):

@@ -453,3 +453,93 @@ def test_xla_peak_diff_counts_shared_allocation_bytes_once(tmp_path):
     assert sum(r["delta_bytes"] for r in rows) == rb["peak_bytes"] - ra["peak_bytes"]
     assert sum(r["a_bytes"] or 0 for r in rows) == ra["peak_bytes"]
     assert sum(r["b_bytes"] or 0 for r in rows) == rb["peak_bytes"]
+
+
+# ----- what the report says when a side has no times, or the two hardly align -----
+
+GPU_STEP = FIXTURES / "torch_trace" / "gpu_step"
+
+
+@pytest.fixture(scope="module")
+def measured_db(tmp_path_factory) -> Path:
+    """The H100 step's forward graphs (scheduler IR and output code of two identical
+    blocks) measured by its trace, beside seed 002, an IR nothing measured."""
+    from conftest import SEED_002
+
+    path = tmp_path_factory.mktemp("measured") / "m.duckdb"
+    debug = GPU_STEP / "debug"
+    ingest_into(path, debug / "model__0_forward_1.0" / "ir_post_fusion.txt",
+                debug / "model__0_forward_1.0" / "output_code.py",
+                debug / "model__1_forward_4.1" / "ir_post_fusion.txt",
+                debug / "model__1_forward_4.1" / "output_code.py",
+                GPU_STEP / "step.pt.trace.json.gz", SEED_002)
+    return path
+
+
+def _ir_ids(path: Path) -> tuple[str, str, str]:
+    """(seed 002, the first block's IR, the second block's IR) timeline ids."""
+    with open_database(path, read_only=True) as d:
+        def tid(src: str) -> str:
+            return str(_tid(d, "inductor_ir", "", src))
+        return tid("002_"), tid("model__0_forward"), tid("model__1_forward")
+
+
+def test_an_unmeasured_side_is_said_and_the_time_gate_refuses(measured_db, capsys):
+    """Seed 002 has no trace: the report says A is not measured (no '0 ns -> ...', no
+    kernel list against nothing) and the time gate exits 2 with why, not 0 in silence."""
+    seed, first, _ = _ir_ids(measured_db)
+    code, out, err = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("measured time")]
+    assert line.startswith(f"measured time: A (timeline {seed}) has none (no trace "
+                           "attached, no GPU events): nothing to compare; B: ")
+    assert "0 ns ->" not in out and "None" not in out
+    code, out, err = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
+                           "--json", "--fail-if-time-grows", "5%")
+    assert code == 2
+    assert (f"--fail-if-time-grows: A (timeline {seed} 002_0926b2a0123efc8b.txt) has no "
+            "time (no measured times: no trace attached, no GPU events): nothing to compare"
+            in err)
+    code, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
+                         "--json")
+    t = json.loads(out)["time"]
+    assert (t["a_ns"], t["a_measured"], t["b_measured"], t["kernels"]) == (None, False, True, [])
+
+
+def test_timelines_that_hardly_align_are_warned(measured_db, capsys):
+    """Seed 002 (4 nodes) against a transformer block's forward: different programs."""
+    seed, first, second = _ir_ids(measured_db)
+    code, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
+                         "--json")
+    al_ = json.loads(out)["alignment"]
+    aligned, larger = al_["same"] + al_["changed"], max(al_["a_items"], al_["b_items"])
+    assert aligned * 2 < larger
+    _, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store")
+    assert (f"  note: only {aligned} of {larger} steps align (same or changed): different "
+            "programs? The rows below pair unrelated steps.") in out.splitlines()
+    _, out, _ = _main(capsys, "diff", first, second, "--db", str(measured_db), "--no-store")
+    assert "note: only" not in out
+
+
+def test_kernels_without_a_name_and_an_unchanged_peak(measured_db, capsys):
+    """The two identical blocks: IR nodes measured without a kernel name are said so
+    (not 'None'); an unchanged peak is 'no change', with no 'explained by:' before
+    nothing."""
+    _, first, second = _ir_ids(measured_db)
+    _, out, _ = _main(capsys, "diff", first, second, "--db", str(measured_db), "--no-store")
+    lines = out.splitlines()
+    assert "None" not in out
+    assert any(x.endswith("(nodes without a kernel name)") for x in lines)
+    assert "  peak unchanged" in lines
+    assert not any(x.endswith("explained by:") and i + 1 < len(lines)
+                   and not lines[i + 1].startswith("  ") for i, x in enumerate(lines))
+
+
+def test_an_absolute_time_gate_says_the_growth_once(db, capsys):
+    ta = _gpu_total_ns(DIFF / "kineto_base.pt.trace.json.gz")
+    tb = _gpu_total_ns(DIFF / "kineto_wide.pt.trace.json.gz")
+    code, _, err = _main(capsys, "diff", "kineto_base.pt.trace.json.gz",
+                         "kineto_wide.pt.trace.json.gz", "--db", str(db), "--no-store",
+                         "--fail-if-time-grows", "200us")
+    assert code == 1
+    assert f"tlview: time grew by {(tb - ta) / 1e6:,.3f} ms, more than 200.0 us" in err.splitlines()

@@ -8,6 +8,7 @@ tests/reference_profile.py, the output code's launch lines with a regex.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,54 @@ class TestCompileViews:
             ("bwd_compilation_metrics", "0/0", None, None, None),
             ("compilation_metrics", "0/0", metrics[0]["co_name"],
              metrics[0]["entire_frame_compile_time_s"], metrics[0]["graph_op_count"])]
+
+
+@pytest.fixture(scope="module")
+def both_irs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """cpu_step's TORCH_COMPILE_DEBUG tree with each graph's ir_pre_fusion.txt beside its
+    ir_post_fusion.txt, as torch writes them (fixtures/torch_trace/pre_fusion: the same
+    compile, README), and the CPU trace that measures it."""
+    tmp = tmp_path_factory.mktemp("both_irs")
+    debug = tmp / "debug"
+    shutil.copytree(CPU / "debug", debug)
+    for pre in sorted((FIXTURES / "torch_trace" / "pre_fusion").rglob("ir_pre_fusion.txt")):
+        shutil.copy(pre, debug / pre.parent.name / pre.name)
+    path = tmp / "a.duckdb"
+    ingest_into(path, *sorted(debug.rglob("ir_pre_fusion.txt")),
+                *sorted(debug.rglob("ir_post_fusion.txt")), *sorted(debug.rglob("output_code.py")),
+                CPU / "step.pt.trace.json.gz")
+    return path
+
+
+class TestPreAndPostFusionIr:
+    """A debug folder holds both scheduler IRs of a compile; their peaks differ (the
+    backward: 8,480 B before fusion, 8,544 B after). Each figure says which IR it is."""
+
+    def test_each_ir_pairs_with_the_output_code_under_its_stage(self, both_irs_db):
+        with open_database(both_irs_db, read_only=True) as db:
+            rows = db.sql("SELECT aot_id, ir_stage, ir_peak_bytes, wrapper_peak_bytes, "
+                          "ir_minus_wrapper FROM ir_vs_wrapper_peak ORDER BY 1, 2").fetchall()
+            peaks = dict(db.sql("SELECT regexp_extract(s.path, '(model__[^/]*/[^/]*)$', 1), "
+                                "p.peak_bytes FROM peak_memory p JOIN timeline_records t "
+                                "USING (timeline_id) JOIN sources s USING (source_id) "
+                                "WHERE t.format = 'inductor_ir'").fetchall())
+        bwd, fwd = "model__0_backward_3.1/", "model__0_forward_1.0/"
+        assert peaks[bwd + "ir_pre_fusion.txt"] == 8_480
+        assert peaks[bwd + "ir_post_fusion.txt"] == 8_544
+        assert rows == [
+            ("0_backward", "post_fusion", 8_544, 8_544, 0),
+            ("0_backward", "pre_fusion", 8_480, 8_544, -64),
+            ("0_forward", "post_fusion", peaks[fwd + "ir_post_fusion.txt"], 7_872,
+             peaks[fwd + "ir_post_fusion.txt"] - 7_872),
+            ("0_forward", "pre_fusion", peaks[fwd + "ir_pre_fusion.txt"], 7_872,
+             peaks[fwd + "ir_pre_fusion.txt"] - 7_872)]
+
+    def test_estimate_vs_measured_names_the_post_fusion_ir(self, both_irs_db):
+        """ir_peak_bytes is the post-fusion IR's (the schedule the output code came from),
+        the pre-fusion one has its own column: no more any_value over both."""
+        with open_database(both_irs_db, read_only=True) as db:
+            rows = db.sql("SELECT DISTINCT aot_id, ir_peak_bytes, ir_pre_fusion_peak_bytes, "
+                          "wrapper_peak_bytes, measured_peak_bytes "
+                          "FROM memory_estimate_vs_measured ORDER BY aot_id").fetchall()
+        assert rows[0] == ("0_backward", 8_544, 8_480, 8_544, 14_624)
+        assert [r[0] for r in rows] == ["0_backward", "0_forward"]

@@ -100,7 +100,8 @@ def test_read_whole():
         p._feed(numbers[i], texts[i])
         got = core.wrapper_module(texts, numbers, i + 1, p.key, iw._RECORD_CLASSES,
                                   p._fx_graph())
-        assert got is not None and len(got[0]) > 3, texts[i]
+        # the least: torch/no_alloc's in-place graph (its input, one launch, the return)
+        assert got is not None and len(got[0]) >= 3, texts[i]
 
 
 EDITS = [

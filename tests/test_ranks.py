@@ -124,7 +124,7 @@ class TestRealTwoRanks:
         _, _, _, _, arr = reference(RANKS)
         waited, caused, last = ref.waits(arr)
         wait = {r["rank"]: r for r in rows(coll_db, "SELECT * FROM rank_wait")}
-        strag = rows(coll_db, "SELECT * FROM stragglers ORDER BY straggler_rank")
+        strag = rows(coll_db, "SELECT * FROM stragglers ORDER BY caused_wait_order")
         for rank in (0, 1):
             assert wait[rank]["wait_ns"] == waited[rank]
             assert wait[rank]["times_last"] == last[rank]
@@ -237,7 +237,7 @@ class TestClockAlignment:
         (o,) = rows(db, "SELECT * FROM clock_offsets WHERE rank = 1")
         assert o["offset_ns"] == off[1]
         assert abs(o["offset_ns"] - gen.DELAYED_CLOCK_NS) <= o["spread_ns"]
-        strag = rows(db, "SELECT * FROM stragglers ORDER BY straggler_rank")
+        strag = rows(db, "SELECT * FROM stragglers ORDER BY caused_wait_order")
         _, caused, _ = ref.waits(arr)
         assert strag[0]["rank"] == 0 and strag[0]["caused_wait_ns"] == caused[0]
         assert strag[1]["caused_wait_ns"] == caused[1]
@@ -338,3 +338,53 @@ class TestBadInput:
                   "reason": "1 of its 2 ranks have it (its process group's ranks are not "
                             "recorded)"} for u in un)
         assert rows(db, "SELECT missing FROM rank_runs") == [{"missing": [1]}]
+
+
+def _step_ns(path: Path) -> int:
+    """The rank's profiled time: its ProfilerSteps' summed durations (README)."""
+    evs = ref.load(path)["traceEvents"]
+    return sum(ref.ns(e["dur"]) for e in evs if e.get("cat") == "user_annotation"
+               and e["name"].startswith("ProfilerStep#"))
+
+
+def _collectives_span_ns(path: Path) -> int:
+    """Without ProfilerSteps: first NCCL kernel's start to the last one's end."""
+    cs = ref.calls(path)
+    return max(c["own_end"] for c in cs) - min(c["own_start"] for c in cs)
+
+
+class TestStragglerShare:
+    """stragglers' share divides the wait a rank caused by the others' step time: their
+    ProfilerSteps, else the span of their collective kernels, and says which. The
+    ordinal is named for what it is (caused_wait_order); rank is the rank id."""
+
+    def test_with_profiler_steps(self, coll_db, capsys):
+        (s, *_) = rows(coll_db, "SELECT * FROM stragglers ORDER BY caused_wait_order")
+        assert (s["rank"], s["caused_wait_order"], s["straggler_rank"]) == (1, 1, 1)
+        assert s["step_basis"] == "profiler_steps"
+        assert s["step_ns"] == (sum(_step_ns(p) for p in RANKS) + 1) // 2  # mean, rounded
+
+    def test_without_profiler_steps_the_span_is_said(self, tmp_path, capsys):
+        """The real traces with their ProfilerStep marks renamed (as a trace recorded
+        without prof.step() has none), every other byte as it was."""
+        from tlview.cli import main
+
+        paths = []
+        for p in RANKS:
+            text = gzip.decompress(p.read_bytes()).decode()
+            assert text.count('"ProfilerStep#') == 3
+            out = tmp_path / p.name.replace(".gz", "")
+            out.write_text(text.replace('"ProfilerStep#', '"step mark #'))
+            paths.append(out)
+        assert main(["ingest", *map(str, paths), "--db", str(tmp_path / "n.duckdb")]) == 0
+        (line,) = [x for x in capsys.readouterr().out.splitlines() if "straggler" in x]
+        strag = rows(tmp_path / "n.duckdb", "SELECT * FROM stragglers ORDER BY caused_wait_order")
+        span = (sum(_collectives_span_ns(p) for p in paths) + 1) // 2
+        assert [(s["step_basis"], s["step_ns"]) for s in strag] == [("collectives_span", span)] * 2
+        worst = strag[0]
+        share = worst["caused_wait_ns"] / span
+        assert float(worst["wait_share"]) == pytest.approx(share, abs=5e-5)
+        assert line.endswith(f"straggler rank {worst['rank']}: its late arrivals cost the others "
+                             f"{worst['caused_wait_ns'] / 1e6:,.3f} ms ({100 * share:.2f}% of the "
+                             "span of their collective kernels: the traces have no ProfilerStep)")
+        assert "step time" not in line

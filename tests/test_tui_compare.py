@@ -81,16 +81,20 @@ class TestCompareMode:
         assert pair_db.read_bytes() == before  # the UI aligns without writing the file
 
     @asynctest
-    async def test_the_timeline_come_back_from_is_the_first(self, pair_db):
+    async def test_back_from_a_timeline_c_marks_first(self, pair_db):
+        """The timeline come back from is not taken as the first (`c` compared at
+        once, issue 24): `c` marks, `c` on another compares."""
         app = TlviewApp(str(pair_db))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
             await press(pilot, "j", "enter")
             assert isinstance(app.screen, TimelineScreen)
             await press(pilot, "t", "k", "c")
+            assert isinstance(app.screen, ChooserScreen) and app.screen.compare_from == 1
+            await press(pilot, "j", "c")
             await settle(pilot, 8)
             assert isinstance(app.screen, CompareScreen)
-            assert (app.screen.a.timeline_id, app.screen.b.timeline_id) == (2, 1)
+            assert (app.screen.a.timeline_id, app.screen.b.timeline_id) == (1, 2)
 
     @asynctest
     async def test_c_twice_on_one_row_unmarks_and_other_kinds_are_refused(self, pair_db):

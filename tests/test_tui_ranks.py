@@ -86,7 +86,7 @@ class TestRankQueries:
             assert c.strip.late_ns == (late[0], late[1])
             assert c.strip.last_bucket == c.last_rank
         assert [(s.rank, s.caused_wait_ns) for s in v.stragglers] == view(
-            coll_tree, "SELECT rank, caused_wait_ns FROM stragglers ORDER BY straggler_rank")
+            coll_tree, "SELECT rank, caused_wait_ns FROM stragglers ORDER BY caused_wait_order")
         c = v.collectives[2]
         assert [(a.rank, a.late_ns, a.wait_ns) for a in arrivals] == sorted(
             [(r, late, c.skew_ns - late) for r, late in

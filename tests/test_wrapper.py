@@ -315,9 +315,11 @@ def test_ir_estimate_next_to_wrapper_peak(db_path):
     ingest_into(db_path, *sorted(folder.glob("*.ir_post_fusion.txt")),
                 *sorted(folder.glob("*.output_code.py")))
     con = duckdb.connect(str(db_path), read_only=True)
-    rows = con.execute("SELECT aot_id, ir_peak_bytes, wrapper_peak_bytes, estimate_minus_real "
-                       "FROM ir_vs_wrapper_peak ORDER BY aot_id").fetchall()
-    assert rows == [("0_backward", 3744, 3232, 512), ("0_forward", 1024, 644, 380)]
+    rows = con.execute("SELECT aot_id, ir_stage, ir_peak_bytes, wrapper_peak_bytes, "
+                       "ir_minus_wrapper, estimate_minus_real FROM ir_vs_wrapper_peak "
+                       "ORDER BY aot_id").fetchall()
+    assert rows == [("0_backward", "post_fusion", 3744, 3232, 512, 512),
+                    ("0_forward", "post_fusion", 1024, 644, 380, 380)]
     with open_database(db_path, read_only=True) as db:
         ir, wr = con.execute("SELECT ir_timeline_id, wrapper_timeline_id FROM "
                              "ir_vs_wrapper_peak WHERE aot_id = '0_forward'").fetchone()
@@ -483,3 +485,25 @@ def test_debug_folder_types_extern_outputs_from_its_fx_graphs(db_path):
     assert json.loads(con.execute("SELECT notes FROM timelines WHERE timeline_id = ?",
                                   [tid]).fetchone()[0])["fx_graph_files"] == [
         "fx_graph_readable.py", "fx_graph_transformed.py"]
+
+
+@pytest.mark.parametrize("native", ["1", "0"], ids=["compiled", "python"])
+def test_output_code_that_allocates_nothing_still_has_its_device(tmp_path, monkeypatch, native):
+    """A graph that only updates its input in place allocates nothing in call(): its
+    device is the one its `with torch.<dev>._DeviceGuard(<i>):` names, or cpu where it
+    launches C++ kernels (fixtures/torch/no_alloc, H100 and CPU, torch 2.11 / 2.13)."""
+    monkeypatch.setenv("TLVIEW_NATIVE", native)
+    want = {}
+    for p in sorted((TORCH / "no_alloc").glob("*.output_code.py")):
+        text = p.read_text()
+        assert "empty_strided" not in text.split("def call")[1]  # allocates nothing
+        guard = re.search(r"with torch\.(\w+)\._DeviceGuard\((\d+)\):", text)
+        want[p.name] = f"{guard[1]}:{guard[2]}" if guard else (
+            "cpu" if re.search(r"^\s+cpp_fused\w*\(", text, re.M) else None)
+    assert want == {"cpu.output_code.py": "cpu", "cuda.output_code.py": "cuda:0"}
+    db = tmp_path / "n.duckdb"
+    ingest_into(db, *sorted((TORCH / "no_alloc").glob("*.output_code.py")))
+    con = duckdb.connect(str(db), read_only=True)
+    got = dict(con.execute("SELECT regexp_extract(source_path, '[^/]*$'), device "
+                           "FROM timelines").fetchall())
+    assert got == want

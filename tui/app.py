@@ -27,7 +27,7 @@ from tlview.store.timeline_queries import DataVersion, TimelineInfo, TimelinePea
 from . import messages as m
 from .chooser import ChooserScreen
 from .compare_screen import CompareScreen
-from .glyphs import Glyphs, glyphs
+from .glyphs import ASCII, Glyphs, glyphs
 from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
@@ -68,9 +68,9 @@ class TlviewApp(App[int]):
 
     def __init__(self, db_path: str, *, ascii_only: bool | None = None,
                  poll_s: float = POLL_S) -> None:
+        self.glyphs: Glyphs = glyphs(ascii_only)  # before the CSS is read (its borders)
         super().__init__()
         self.db_path = db_path
-        self.glyphs: Glyphs = glyphs(ascii_only)
         self.reader = Reader(db_path, on_wait=self._waiting)
         self.poll_s = poll_s
         self.timelines: tuple[TimelineInfo, ...] = ()
@@ -79,6 +79,13 @@ class TlviewApp(App[int]):
         self.version: DataVersion | None = None
         self.stamp = file_stamp(db_path)
         self.opened = False
+
+    def get_css_variables(self) -> dict[str, str]:
+        """The theme's, and the border kinds of tlview.tcss: ASCII under --ascii."""
+        ascii_only = getattr(self, "glyphs", None) is ASCII
+        return {**super().get_css_variables(),
+                "frame": "ascii" if ascii_only else "solid",
+                "frame-side": "ascii" if ascii_only else "vkey"}
 
     def _waiting(self, text: str | None) -> None:
         """From a reader's thread: the file is locked by a writer (text), or free again."""

@@ -30,9 +30,9 @@ KEYS = (
     ("j k  Down Up", "next / previous timeline"),
     ("PgDn PgUp Home End", "a page / the first / the last"),
     ("Enter", "open the timeline"),
-    ("c", "compare: on a first timeline marks it, on a second compares the two (a "
-          "timeline you came back from counts as the first)"),
-    ("/", "filter: type words of the name, format, device or source"),
+    ("c", "compare: on a first timeline marks it, on a second compares the two"),
+    ("/", "filter: type words of the name, format, device or source (/ again: a new "
+          "filter)"),
     ("r", "the ranks: collectives across the ranks' profiler traces, stragglers"),
     ("Esc", "(in the filter) clear it"),
 )
@@ -50,7 +50,8 @@ class ChooserScreen(Screen[None]):
     """Enter posts ``OpenTimeline``; the app opens it."""
 
     KEYS = KEYS
-    BINDINGS = [Binding("slash", "filter", "filter", key_display="/"),
+    # priority: in the filter box too, `/` starts a new filter (a name never needs '/')
+    BINDINGS = [Binding("slash", "filter", "filter", key_display="/", priority=True),
                 Binding("r", "ranks", show=False),
                 Binding("c", "compare", show=False),  # in ?'s list: the footer stays short
                 Binding("escape", "clear_filter", show=False)]
@@ -125,12 +126,13 @@ class ChooserScreen(Screen[None]):
         self.app.post_message(m.OpenRanks(self.selected_id))
 
     def action_compare(self) -> None:
-        """The first ``c`` marks a timeline (or takes the one the user came back from);
-        ``c`` on another asks the app to compare the two."""
+        """The first ``c`` marks a timeline (the one the user came back from is only
+        shown, never taken as the first: ``c`` compared at once); ``c`` on another asks
+        the app to compare the two."""
         chosen = self.selected_id
         if chosen is None:
             return
-        first = self.compare_from if self.compare_from is not None else self.current
+        first = self.compare_from
         if first is None or first == chosen:
             self.compare_from = None if self.compare_from == chosen else chosen
             self._show()
@@ -140,7 +142,10 @@ class ChooserScreen(Screen[None]):
         self.app.post_message(m.CompareTimelines(first, chosen))
 
     def action_filter(self) -> None:
-        self.query_one(Input).focus()
+        """Into the filter box, its text selected: what is typed replaces it."""
+        box = self.query_one(Input)
+        box.focus()
+        box.select_all()
 
     def action_clear_filter(self) -> None:
         box = self.query_one(Input)

@@ -37,9 +37,20 @@ class LiveBuffers(Widget, can_focus=True):
         self.glyphs = glyphs
         self.live: LiveAt | None = None
         self.message = ""
+        self.top_at_step: int | None = None  # that step's list opens on its largest
+
+    def from_top_at(self, step: int) -> None:
+        """The list of ``step`` (shown now or when it arrives) starts at its largest
+        buffer, whatever was selected before (``p``: the peak's largest first)."""
+        if self.live is not None and self.live.step == step:
+            self.cursor_row = 0
+        else:
+            self.top_at_step = step
 
     def show(self, live: LiveAt | None, message: str = "") -> None:
         keep = self.selected
+        if live is not None and live.step == self.top_at_step:
+            keep, self.top_at_step = None, None
         self.live = live
         self.message = message
         row = 0

@@ -219,7 +219,7 @@ class RanksScreen(Screen[None]):
         self.query_one("#ranks-stragglers", RowList).set_rows(
             [straggler_cells(s) for s in self.view.stragglers], cursor=0,
             marks=frozenset(i for i, s in enumerate(self.view.stragglers)
-                            if s.straggler_rank == 1 and s.caused_wait_ns > 0))
+                            if s.caused_wait_order == 1 and s.caused_wait_ns > 0))
 
     @on(m.TargetsLoaded)
     def on_targets_loaded(self, event: m.TargetsLoaded) -> None:
@@ -260,7 +260,8 @@ class RanksScreen(Screen[None]):
             text.append(f" · missing rank {ranks_text(info.missing)}", style="bold")
         worst = v.stragglers[0] if v.stragglers else None
         if worst is not None and worst.caused_wait_ns > 0:
-            share = f" ({100 * worst.wait_share:.1f}% of the others' step)" \
+            of = "step" if worst.step_basis == "profiler_steps" else "collectives' span"
+            share = f" ({100 * worst.wait_share:.1f}% of the others' {of})" \
                 if worst.wait_share is not None else ""
             text.append(" · straggler ")
             text.append(f"rank {worst.rank}", style="bold")

@@ -5,7 +5,7 @@ them), times from the window's start. Plain functions of frozen values."""
 from __future__ import annotations
 
 from rich.text import Text
-from tlview.fmt import exact_bytes
+from tlview.fmt import exact_bytes, human_bytes
 from tlview.store.snapshot_queries import OomDetail, SnapshotOverview, SnapshotPoint
 
 
@@ -61,6 +61,9 @@ def describe(p: SnapshotPoint, o: SnapshotOverview, oom: OomDetail | None) -> li
         fits = {True: "the request would have fit", False: "the request would not fit",
                 None: "whether it fits is unknown"}[oom.request_fits]
         asked = Text(f"CUDA free (device_free) {exact_bytes(oom.device_free)}")
+        if oom.segment_bytes is not None and oom.segment_bytes != p.size:
+            asked.append(f" · torch tried a {human_bytes(oom.segment_bytes)} segment "
+                         f"({oom.segment_bytes:,} B)")
         free = Text(f"largest free block {exact_bytes(oom.largest_free_block)}: {fits}")
         return [first, held, asked, free]
     blocks = Text(f"{p.active_blocks:,} block{'s' if p.active_blocks != 1 else ''}, "

@@ -299,8 +299,8 @@ class TimelineScreen(Screen[None]):
         self.query_one(ExecutionList).cursor = step
         self.query_one(MemoryCurve).cursor = step
         self.query_one(TitleBar).show(
-            f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]"
-            f"  step {step:,} of {info.n_steps:,}")
+            f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]",
+            keep=f"step {step:,} of {info.n_steps:,}")
         if info.n_steps:
             # Draw the cursor first; then read what is at it (skipped if it moved on).
             self.call_after_refresh(self._read_at_cursor, info.timeline_id, step)
@@ -339,6 +339,7 @@ class TimelineScreen(Screen[None]):
             if self.curve is not None and self.curve.peak_step is not None
             and self.curve.has_liveness else None)
         if peak is not None:
+            self.query_one(LiveBuffers).from_top_at(peak.peak_step)
             self.go(peak.peak_step)
         elif not self.peak_read and self.curve is None:
             if "peak" not in self.pending:  # carried out when the peak arrives

@@ -13,6 +13,7 @@ class TitleBar(Static):
     def __init__(self, text: str = "tlview", **kw) -> None:
         super().__init__(**kw)
         self.text = text
+        self.keep = ""  # drawn whole after the text (a step number), the text cut first
         self.notice = ""
 
     def on_mount(self) -> None:
@@ -23,16 +24,22 @@ class TitleBar(Static):
         self.notice = notice
         self._draw()
 
-    def show(self, text: str) -> None:
-        self.text = text
+    def show(self, text: str, keep: str = "") -> None:
+        """``text``, then ``keep``: what must stay whole (the step), ``text`` cut first."""
+        self.text, self.keep = text, keep
         self._draw()
 
     def _draw(self) -> None:
-        """The title, cut if need be so that the notice is always whole."""
+        """The title, cut if need be so that the kept part and the notice are whole."""
         width = max(1, self.size.width - 2)  # less the padding
+        glyphs = getattr(self.app, "glyphs", None)
+        dots = glyphs.ellipsis if glyphs is not None else "…"
         text = self.text
+        if self.keep:
+            room = width - len(self.keep) - 2 - (len(self.notice) + 1 if self.notice else 0)
+            text = fit(text, max(0, room), dots) + "  " + self.keep
         if self.notice:
-            text = fit(text, max(0, width - len(self.notice) - 1))
+            text = fit(text, max(0, width - len(self.notice) - 1), dots)
         line = Text(text)  # plain text: a name with [brackets] is not markup
         if self.notice:
             line.append(" " * max(1, width - len(text) - len(self.notice)))
