@@ -240,10 +240,10 @@ SELECT * FROM _cache_allocator_blocks;
 
 -- _is_internal_frame: frames that are not the allocation's site: C/C++ frames and
 -- anything not a .py file, Python's own library, <frozen ...>/<string>, and the
--- packages torch and triton.
+-- packages torch, triton, jax and jaxlib (a JAX memory profile's stacks begin inside jax).
 CREATE OR REPLACE MACRO _is_internal_frame(fn) AS
     fn IS NULL OR NOT ends_with(fn, '.py') OR starts_with(fn, '<')
-    OR regexp_matches(fn, '(^|/)(torch|triton)/')
+    OR regexp_matches(fn, '(^|/)(torch|triton|jax|jaxlib)/')
     OR (regexp_matches(fn, '/lib/python3\.[0-9]+/') AND NOT regexp_matches(fn, '/(site|dist)-packages/'));
 
 -- allocator_stacks: per stack, its frames as text (innermost first) and its site.
