@@ -10,12 +10,21 @@ device (count, and bytes = size x count) with the labels ``kind`` (``buffer`` or
 One timeline per device (format ``jax_memory_profile``, key the device), of one step:
 node ``memory_profile`` at step 0 is the instant of the dump; each buffer sample is a
 buffer (``sample_<i>``, i its index among the file's samples) allocated at step 0 and live
-through it, so that ``memory_curve``/``peak_memory`` give the live device bytes at the
-dump (on a GPU, what ``memory_stats()['bytes_in_use']`` says then; on the CPU backend,
-the live arrays' ``nbytes``). ``attrs`` of a buffer: ``count`` (buffers it stands for),
-``size`` (bytes of each), ``stack_id`` (its traceback, interned in ``frames``/``stacks``
-as an allocator snapshot's, innermost first), ``labels`` (any other label), ``offset``
-(of its sample in the un-gzipped profile). dtype and shape come from ``dtype``/``shape``
+through it, so that ``memory_curve``/``peak_memory`` give the device bytes held at the dump.
+
+**Bytes.** The profile states each buffer's size on the device (``space`` / count). On the
+CPU backend that is what the buffers hold (the live arrays' ``nbytes``). On a GPU or TPU,
+XLA's BFC allocator hands out whole chunks of 256-byte multiples (``kMinAllocationSize``),
+and ``memory_stats()['bytes_in_use']`` counts the chunks: a buffer row's ``bytes`` is its
+size rounded up to 256 B, times count (a lower bound of its chunks: the allocator may hand
+out a chunk it does not split, up to twice the rounded size), and ``attrs.profile_bytes``
+keeps the profile's own figure. On the real fixtures the rounded sum equals
+``bytes_in_use`` at the dump (the 8-byte PRNG key takes 256 B).
+
+``attrs`` of a buffer: ``count`` (buffers it stands for), ``size`` (bytes of each, as the
+profile says), ``profile_bytes``, ``stack_id`` (its traceback, interned in
+``frames``/``stacks`` as an allocator snapshot's, innermost first), ``labels`` (any other
+label), ``offset`` (of its sample in the un-gzipped profile). dtype and shape come from ``dtype``/``shape``
 labels where the profile has them (JAX 0.10 writes none).
 
 Executables are not device buffers (their code is not counted in ``bytes_in_use``): the
@@ -49,6 +58,7 @@ from .pprof import Profile, ProtoError, looks_like_profile, parse_profile
 FORMAT = "jax_memory_profile"
 NODE = "memory_profile"
 MAX_BYTES = 1 << 30  # a device memory profile is KBs to MBs; more is no profile
+CHUNK = 256  # XLA's BFC allocator: every chunk a multiple of kMinAllocationSize
 EXPECTED = "expected a gzipped pprof profile (jax.profiler.save_device_memory_profile)"
 
 
@@ -114,23 +124,27 @@ def parse_profile_file(path: str, progress: ProgressFn | None = None) -> Iterato
         stack_id = interner.stack(_stack(profile, s.location_ids))
         count = s.values[count_i] if count_i is not None else 1
         nbytes = s.values[nbytes_i]
+        dev = labels.pop("device", None)
+        device = dev if isinstance(dev, str) else "device" if dev is None else f"device:{dev}"
         if kind == "executable":
             executables.append({"sample": i, "count": count, "bytes": nbytes,
                                 "stack_id": stack_id})
             continue
-        dev = labels.pop("device", None)
-        device = dev if isinstance(dev, str) else "device" if dev is None else f"device:{dev}"
         buf = f"sample_{i}"
-        attrs: dict[str, Any] = {"count": count, "stack_id": stack_id, "offset": s.offset}
-        if count and nbytes % count == 0:
-            attrs["size"] = nbytes // count
+        attrs: dict[str, Any] = {"count": count, "stack_id": stack_id, "offset": s.offset,
+                                 "profile_bytes": nbytes}
+        held = nbytes
+        if count > 0 and nbytes >= 0 and nbytes % count == 0:
+            attrs["size"] = size = nbytes // count
+            if not device.startswith("cpu"):
+                held = count * (-(-size // CHUNK) * CHUNK)
         if kind != "buffer":
             attrs["kind"] = kind
         dtype, shape = labels.pop("dtype", None), labels.pop("shape", None)
         if labels:
             attrs["labels"] = labels
         devices.setdefault(device, []).extend((
-            BufferAllocated(timeline=device, step=0, buffer=buf, bytes=nbytes, node=NODE,
+            BufferAllocated(timeline=device, step=0, buffer=buf, bytes=held, node=NODE,
                             dtype=None if dtype is None else str(dtype),
                             shape=None if shape is None else str(shape), device=device,
                             attrs=attrs),
@@ -164,7 +178,10 @@ def parse_profile_file(path: str, progress: ProgressFn | None = None) -> Iterato
         yield TimelineNote(timeline=device, attrs={
             "device": device, "buffers": sum(e.attrs["count"] for e in allocated),
             "buffer_samples": len(allocated),
-            "live_bytes": sum(e.bytes or 0 for e in allocated), **summary})
+            "profile_bytes": sum(e.attrs["profile_bytes"] for e in allocated),
+            "live_bytes": sum(e.bytes or 0 for e in allocated),
+            "bytes_rule": "as the profile says" if device.startswith("cpu") else
+            f"each buffer rounded up to {CHUNK} B (XLA's BFC allocator chunks)", **summary})
 
 
 def sniff(head: str, path: str) -> bool:

@@ -1,22 +1,25 @@
 -- JAX device memory profiles (ingest/jax_memory_profile.py): the live device buffers at
 -- one instant, by the Python stack that made them. A profile is a timeline of one step
 -- (node memory_profile at step 0) whose buffers are all live at it, so memory_curve and
--- peak_memory hold its live bytes (on a GPU, what memory_stats()['bytes_in_use'] said
--- at the dump). Each buffer row stands for `count` buffers of one size made at one stack
+-- peak_memory hold the bytes they occupy (on a GPU, what memory_stats()['bytes_in_use']
+-- said at the dump; see memory_profile_buffers.bytes). Each buffer row stands for `count` buffers of one size made at one stack
 -- on one device (the profile's sample); its stack is interned in frames/stacks as an
 -- allocator snapshot's (allocator_stacks gives its frames and site).
 
 -- memory_profile_buffers: every buffer sample of every memory profile, largest first
 -- within a timeline.
 --   timeline_id, source_id, buffer (sample_<i>: i its index among the file's samples),
---   bytes (all its buffers: size x count), count (buffers it stands for), size (bytes of
---   each), device, dtype and shape (where the profile's labels give them, else NULL),
+--   bytes (what its buffers hold on the device: count x size, on a GPU/TPU each rounded up
+--   to 256 B, the chunks of XLA's BFC allocator, which bytes_in_use counts), profile_bytes
+--   (the profile's own figure: count x size), count (buffers it stands for), size (bytes
+--   of each, as the profile says), device, dtype and shape (where the profile's labels give them, else NULL),
 --   stack_id (frames in stacks/frames, same source_id), site (the first frame outside
 --   jax, torch, triton and Python's library: see _is_internal_frame; '<no frames>' when
 --   the profile has none), stack (all frames as 'file:line:name', innermost first),
 --   attrs (the sample's other labels, its byte offset in the profile).
 CREATE OR REPLACE VIEW memory_profile_buffers AS
 SELECT b.timeline_id, t.source_id, b.buffer, b.bytes,
+       TRY_CAST(json_extract(b.attrs, '$.profile_bytes') AS BIGINT) AS profile_bytes,
        TRY_CAST(json_extract(b.attrs, '$.count') AS BIGINT) AS count,
        TRY_CAST(json_extract(b.attrs, '$.size') AS BIGINT) AS size,
        b.device, b.dtype, b.shape,
