@@ -151,3 +151,28 @@ def test_a_dispatch_of_an_unknown_partition_is_one_line(db, tmp_path, capsys, mo
                "does not define: expected def partition_7(args) before call" in err, err
     with open_database(db, read_only=True) as d:
         assert json.dumps([source_digest(d, s) for s in range(1, 7)], sort_keys=True) == before
+
+
+def test_gpu_partitioned_output_code_peaks_equal_the_walk(tmp_path):
+    """The H200 reduce-overhead runs (tests/fixtures/cudagraphs: torch 2.11 partitions by
+    default): each graph's kernels all in partition_0, call only dispatching it. The
+    wrapper peaks of the TORCH_LOGS output code equal the walk of the same modules (both
+    typing extern outputs from their first argument: the log holds no FX graph)."""
+    cg = FIXTURES / "cudagraphs"
+    logs = [cg / "infer" / "torch_logs.txt", cg / "train" / "torch_logs.txt"]
+    path = tmp_path / "g.duckdb"
+    ingest_into(path, *logs)
+    walked = {}
+    for log in logs:
+        for m in ref.wrapper_modules(log):
+            assert any(ln.startswith("def partition_0(args):") for ln in m)
+            walked[(log.parent.name, ref.aot_id(m))] = ref.simulate_wrapper(m)
+    with open_database(path, read_only=True) as d:
+        got = {(Path(src).parent.name, name): (peak, parts) for src, name, peak, parts in d.sql(
+            "SELECT t.source_path, t.name, p.peak_bytes, count(n.step) FILTER (WHERE "
+            "json_extract_string(n.attrs, '$.partition') = 'partition_0') FROM timelines t "
+            "JOIN peak_memory p USING (timeline_id) JOIN nodes n USING (timeline_id) "
+            "GROUP BY ALL").fetchall()}
+    assert {k: v[0] for k, v in got.items()} == walked
+    assert walked[("train", "0_forward")] == 34_660_368 and len(walked) == 3
+    assert all(parts > 10 for _, parts in got.values())  # every launch inside the partition
