@@ -38,6 +38,14 @@ def _peak(db: Any, tid: int) -> dict[str, Any] | None:
     return s
 
 
+def _pools(db: Any, tid: int) -> list[dict[str, Any]]:
+    """allocator_pools' rows for ``tid``, read only where a segment is in a private pool
+    (a CUDA graph's, a MemPool): the view places every block in its segment."""
+    if not db.scalar("snapshot_private_segments", tid):
+        return []
+    return db.query_dicts("snapshot_pools", tid)
+
+
 def print_snapshot_summary(db: Any, r: dict[str, Any],
                            out: Callable[[str], None] = print) -> None:
     """Events, the allocated and reserved peaks with time and top site, every OOM."""
@@ -47,6 +55,16 @@ def print_snapshot_summary(db: Any, r: dict[str, Any],
             f"{', ' + r['device'] if r['device'] else ''}]")
     if s is None:
         out(f"{head}: no allocator state")
+        return
+    if not s["n_events"]:  # include_traces=False: the state, no history
+        out(f"{head}: no trace entries: the end state only (segments and blocks when the "
+            "snapshot was taken, e.g. include_traces=False), no curve over time")
+        out(f"  allocated {exact_bytes(s['allocated_bytes'])} (in whole blocks "
+            f"{exact_bytes(s['block_bytes'])}), reserved {exact_bytes(s['reserved_bytes'])}")
+        for p in _pools(db, tid):
+            out(f"  pool {p['pool_id']} ({p['kind']}): {p['segments_end']} segments, reserved "
+                f"{exact_bytes(p['reserved_end_bytes'])}, allocated "
+                f"{exact_bytes(p['allocated_end_bytes'])}")
         return
     actions = ", ".join(f"{n:,} {a}" for a, n in db.query("snapshot_actions", tid))
     out(f"{head}: {s['n_events']:,} events{' (' + actions + ')' if actions else ''}")
@@ -61,6 +79,20 @@ def print_snapshot_summary(db: Any, r: dict[str, Any],
           f"{_at(s['block_event_index'])} (what torch.cuda.max_memory_allocated() counts)")
     if not s["consistent"]:
         out("  the trace does not match its allocations: these sums are not to be trusted")
+    for p in _pools(db, tid):
+        if p["kind"] == "default":
+            continue
+        owners = "; ".join(
+            f"{o['owner']}{' (' + o['function'] + ')' if o['function'] else ''}: "
+            f"{exact_bytes(o['bytes'])}" for o in p["owners"][:3])
+        made = f"; allocated in it in the window by {owners}" if owners else ""
+        if p["pool_id"] is None:
+            out("  segments freed before the snapshot (their pool not recorded)"
+                + (f": allocated in them in the window by {owners}" if owners else ""))
+            continue
+        out(f"  pool {p['pool_id']} ({p['kind']}): {p['segments_end']} segments at the end, "
+            f"reserved {exact_bytes(p['reserved_end_bytes'])}, allocated "
+            f"{exact_bytes(p['allocated_end_bytes'])}{made}")
     for o in db.query_dicts("snapshot_ooms", tid):
         out(oom_line(o, _when(o["time_us"], start)))
 

@@ -29,6 +29,8 @@ def print_summary_rows(db: Database, rows: list[dict[str, Any]],
     """The summaries of ``rows`` of ``timeline_summaries`` (one query for many files'
     timelines, printed file by file)."""
     for r in rows:
+        if r.get("n_replay_kernels"):  # only traces with CUDA-graph replays pay for this
+            r = {**r, "replay_attached": db.scalar("replay_kernels_attached", r["timeline_id"])}
         if r["format"] == "cuda_snapshot":
             print_snapshot_summary(db, r, out)
             for w in r["warnings"]:
@@ -62,4 +64,8 @@ def _measured(r: dict[str, Any]) -> str:
     if r["n_comm"]:
         pct = ", ".join(f"{float(p):.2f}%" for p in r["overlap_pct"] or [])
         line += f", {r['n_comm']:,} communication kernels, overlapped by compute {pct}"
+    if r.get("n_replay_kernels"):
+        line += (f"; {r['n_replay_kernels']:,} of them from {r['n_replays']:,} CUDA-graph "
+                 f"replays, {r.get('replay_attached') or 0:,} of those attached to compiled "
+                 "nodes")
     return line

@@ -39,16 +39,17 @@ def _registry() -> list[FormatSpec]:
     from . import (
         cuda_snapshot,
         inductor_ir,
+        jax_memory_profile,
         kineto,
         torch_log,
         torch_trace,
         xla_buffer_assignment,
     )
 
-    # The binary format first: its sniffer checks exact bytes, the text ones patterns.
+    # The binary formats first: their sniffers check exact bytes, the text ones patterns.
     # torch_trace before torch_log: a TORCH_TRACE log's payloads hold output code too.
-    return [cuda_snapshot.SPEC, inductor_ir.SPEC, xla_buffer_assignment.SPEC,
-            torch_trace.SPEC, torch_log.SPEC,
+    return [cuda_snapshot.SPEC, jax_memory_profile.SPEC, inductor_ir.SPEC,
+            xla_buffer_assignment.SPEC, torch_trace.SPEC, torch_log.SPEC,
             *kineto.SPECS]
 
 

@@ -14,6 +14,20 @@ live while that launch runs); a ``del`` after launch k ends the name's life at s
 launch, so that the step maximum never misses the true peak.) An extern or fallback op
 that allocates its own outputs allocates them at its own step.
 
+**Graph partitions and subgraphs.** With ``graph_partition`` (the default under CUDA graphs)
+the kernels live in top-level functions ``def partition_N(args):`` and ``call`` only
+dispatches them: ``partitionN_args = [a, b]`` (``del`` of the names it hands over), then
+``(x, y, ) = self.partitions[N](partitionN_args)``. A subgraph launcher called with its
+outputs flattened is the same shape: ``def name(args):``, ``(x, ) = name(name_args)``
+(the list form ``x = name(name_args)`` with ``x[i]``, and control flow around subgraphs,
+``if``/``while``, are not read: their lines are kept as unknown). Their bodies are the program: each dispatch is read in place,
+the function's statements in order as if written in ``call`` (their launches are steps,
+with ``attrs.partition`` / ``attrs.subgraph`` naming the function), its parameters bound
+to the arguments given (a buffer keeps its identity: the same storage, whatever it is
+called on either side), its return values to the caller's names; what it made or was
+handed and neither returns nor deletes dies when it returns. A dispatch of a function the
+module does not define is an error naming the line.
+
 Memory is counted per *storage*: ``empty_strided_*``/``empty_strided``/``torch.empty*``/
 ``empty_strided_p2p`` make a storage of exact bytes (sizes, strides, dtype); a reuse
 (``bufX = bufY; del bufY  # reuse`` or ``bufX = reinterpret_tensor(bufY, ...); del bufY``)
@@ -57,6 +71,14 @@ _KERNEL_DEF = re.compile(
     r"(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<kind>\w+)\((?P<rest>.*?)(?P<q>r?''')\s*\Z")
 _ASYNC_DEF = re.compile(r"(?P<name>[A-Za-z_]\w*) = async_compile\.(?P<kind>\w+)\(")
 _CALL_DEF = re.compile(r"(?P<indent>\s*)def call\((?:self, )?(?P<args>\w+)\):\s*\Z")
+# A top-level function of the module's program (a graph partition, a subgraph launcher).
+_FUNC_DEF = re.compile(r"def (?P<name>[A-Za-z_]\w*)\((?P<args>\w+)\):\s*\Z")
+# Its dispatch in call: `(x, y, ) = self.partitions[N](partitionN_args)`, `(x, ) = f(f_args)`
+_DISPATCH = re.compile(
+    r"\(\s*(?P<outs>[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)?\s*,?\s*\)\s*=\s*"
+    r"(?P<fn>self\.partitions\[(?P<idx>\d+)\]|[A-Za-z_]\w*)\((?P<arg>[A-Za-z_]\w*)\)\Z")
+_PARTITION = re.compile(r"partition_\d+\Z")
+MAX_NESTING = 32  # functions dispatching functions: deeper is no Inductor output
 _TOPO = re.compile(
     r"#\s*Topologically Sorted Source Nodes:\s*\[(?P<nodes>[^\]]*)\],\s*"
     r"Original ATen:\s*\[(?P<aten>[^\]]*)\]")
@@ -97,6 +119,31 @@ class _Kernel:
     comments: dict[str, Any] = attrs.field(factory=dict)
     params: list[str] | None = None
     launched: bool = False
+
+
+@attrs.define
+class _Function:
+    """A top-level ``def name(args):`` of the module: its body's lines, read at each
+    dispatch (a graph partition or a subgraph launcher)."""
+
+    name: str
+    param: str
+    line: int
+    lines: list[tuple[int, str]] = attrs.field(factory=list)
+    calls: int = 0
+    launches: int = 0
+
+
+@attrs.define
+class _Frame:
+    """A function being read in place: what it was given and what was bound before."""
+
+    fn: _Function
+    args: list[tuple[str, Any]]  # the argument list: (caller's name, its _Name or None)
+    before: dict[str, Any]  # the caller's names when it was dispatched
+    outs: list[str]  # the caller's names for its return values
+    number: int = 0  # the dispatching line
+    returned: bool = False
 
 
 @attrs.define
@@ -237,6 +284,11 @@ class WrapperParser:
         self.deferred: list[Storage] = []
         self.sizes: dict[str, tuple[list[str], list[str]]] = {}
         self.symbols: dict[str, str] = {}
+        self.functions: dict[str, _Function] = {}  # partitions and subgraph launchers
+        self.function: _Function | None = None  # the one whose lines are being kept
+        self.arg_lists: dict[str, list[tuple[str, Any]]] = {}  # partitionN_args = [...]
+        self.frames: list[_Frame] = []  # functions being read in place, innermost last
+        self.cleared: set[str] = set()  # argument lists a dispatched function took
 
     # -- plumbing -----------------------------------------------------------------------
     def error(self, line: int, message: str) -> IngestError:
@@ -278,6 +330,13 @@ class WrapperParser:
             else:
                 self.kernel.source.append(text)
             return
+        if self.state == "func":
+            assert self.function is not None
+            if not text.strip() or text[0].isspace():
+                self.function.lines.append((number, text))
+                return
+            self.state = "top"
+            self.function = None
         if self.state == "body":
             if self.partial is not None:
                 parts, start = self.partial
@@ -330,6 +389,15 @@ class WrapperParser:
             self.state = "body"
             self.call_indent = len(m["indent"])
             self.call_line = number
+            self.comments = {}
+            return
+        m = _FUNC_DEF.match(text)
+        if m and m["name"] != "call":
+            if m["name"] in self.functions:
+                raise self.error(number, f"function {m['name']} defined again (first at line "
+                                 f"{self.functions[m['name']].line}): expected one definition")
+            self.function = self.functions[m["name"]] = _Function(m["name"], m["args"], number)
+            self.state = "func"
             self.comments = {}
             return
         m = _RAND_STRIDED.match(s)
@@ -405,8 +473,17 @@ class WrapperParser:
             return
         first = stmts[0]
         if first.startswith("return"):
-            self._return(first[len("return"):].strip(), number)
+            if self.frames:
+                self._function_return(first[len("return"):].strip(), number)
+            else:
+                self._return(first[len("return"):].strip(), number)
             return
+        if first.startswith("("):
+            m = _DISPATCH.match(first)
+            if m:
+                outs = [x.strip() for x in m["outs"].split(",")] if m["outs"] else []
+                self._dispatch(m["fn"], m["idx"], m["arg"], outs, number)
+                return
         if first.startswith("del "):
             for st in stmts:
                 if not st.startswith("del "):
@@ -423,6 +500,9 @@ class WrapperParser:
         if first.startswith(_IGNORED_PREFIXES):
             return
         m = _UNPACK.match(first)
+        if m and self.frames and m["src"] == self.frames[-1].fn.param:
+            self._bind_params(self._split_args(m["names"]), number)
+            return
         if m and m["src"] == "args":
             graph = self._fx_graph()
             if graph is not None:
@@ -506,6 +586,13 @@ class WrapperParser:
             self.symbols[lhs] = rhs  # a size symbol, not a tensor
             return
         reuse = any(d == _target_of(rhs) for d in dels) or "reuse" in comment
+        if lhs.endswith("_args") and rhs.startswith("[") and rhs.endswith("]"):
+            # a function's argument list: it holds its buffers until the function takes them
+            self.arg_lists[lhs] = [(a.strip(), self.bound.get(a.strip()))
+                                   for a in self._split_args(rhs[1:-1]) if a.strip()]
+            for d in dels:
+                self._del(d, number, reuse=False)
+            return
         m = _CALL.match(rhs)
         callee = m["callee"] if m else None
         if callee in _ALLOC_FNS or callee in _CONTIGUOUS_ALLOC_FNS:
@@ -742,6 +829,8 @@ class WrapperParser:
                 kernel.launched = True
             attrs_["defined_at_line"] = kernel.line
         attrs_["profiler_name"] = profiler_name(kind, base)
+        if self.frames:
+            self._in_function(attrs_)
         if lhs is not None:
             writes.append(lhs)
             attrs_["returns"] = lhs
@@ -781,6 +870,14 @@ class WrapperParser:
         return meta[2] if meta else None
 
     def _del(self, name: str, number: int, *, reuse: bool) -> None:
+        if name in self.cleared:  # `del partitionN_args`: the function cleared it
+            self.cleared.discard(name)
+            return
+        held = any(a == name and o is not None and self.bound.get(name) is o
+                   for lst in self.arg_lists.values() for a, o in lst)
+        if held:  # handed to an argument list: it holds the buffer, the name goes
+            self.bound.pop(name)
+            return
         nm = self.bound.pop(name, None)
         if nm is None:
             self._keep_unknown(number, f"del {name} (name not bound)")
@@ -879,6 +976,122 @@ class WrapperParser:
             self.bound.pop(nm.name, None)
             self._release(nm, step)
 
+    # -- functions read in place (graph partitions, subgraphs) ----------------------------
+    def _in_function(self, attrs_: dict[str, Any]) -> None:
+        """A launch inside functions being read: the partition it runs in (the outermost
+        partition_N: the unit a CUDA graph captures) and the innermost subgraph."""
+        names = [f.fn.name for f in self.frames]
+        part = next((n for n in names if _PARTITION.match(n)), None)
+        sub = next((n for n in reversed(names) if not _PARTITION.match(n)), None)
+        if part is not None:
+            attrs_["partition"] = part
+        if sub is not None:
+            attrs_["subgraph"] = sub
+        self.frames[-1].fn.launches += 1
+
+    def _dispatch(self, fn: str, idx: str | None, arg: str, outs: list[str],
+                  number: int) -> None:
+        """``outs = fn(arg)``: read the function's body here, in place."""
+        name = f"partition_{idx}" if idx is not None else fn
+        what = f"self.partitions[{idx}]" if idx is not None else f"{fn}({arg})"
+        func = self.functions.get(name)
+        if func is None:
+            raise self.error(number, f"{what} dispatches {name}, which this module does not "
+                             f"define: expected def {name}(args) before call")
+        if any(f.fn is func for f in self.frames) or len(self.frames) >= MAX_NESTING:
+            chain = " -> ".join(f.fn.name for f in self.frames)
+            raise self.error(number, f"{name} dispatched inside itself ({chain}): expected "
+                             f"straight-line functions, at most {MAX_NESTING} deep")
+        if arg not in self.arg_lists:
+            raise self.error(number, f"{what}: no argument list {arg} = [...] before it")
+        func.calls += 1
+        frame = _Frame(func, self.arg_lists.pop(arg), dict(self.bound), outs, number)
+        self.cleared.add(arg)  # the function clears it (args.clear()); `del` follows
+        self.frames.append(frame)
+        partial: tuple[list[str], int] | None = None
+        for n, text in func.lines:
+            if partial is not None:
+                partial[0].append(text.strip())
+                if self._balance(" ".join(partial[0])) <= 0:
+                    joined, start = " ".join(partial[0]), partial[1]
+                    partial = None
+                    self._statement(joined, start)
+                continue
+            s = text.strip()
+            if not s:
+                continue
+            if self._balance(s) > 0:
+                partial = ([s], n)
+                continue
+            self._statement(s, n)
+            if frame.returned:
+                break
+        if partial is not None:
+            raise self.error(partial[1], "statement never ends (unbalanced brackets): "
+                             "truncated?")
+        if not frame.returned:
+            self._function_return(None, func.lines[-1][0] if func.lines else func.line)
+        self.frames.pop()
+
+    def _bind_params(self, params: list[str], number: int) -> None:
+        """``a, b = args`` in a function read in place: its parameters take the
+        arguments' buffers (the same storage; a name of the caller keeps its own)."""
+        frame = self.frames[-1]
+        if len(params) != len(frame.args):
+            raise self.error(number, f"{frame.fn.name} unpacks {len(params)} arguments, "
+                             f"line {frame.number} gives {len(frame.args)}: expected as many")
+        for p, (a, obj) in zip(params, frame.args):
+            p = p.strip()
+            if obj is None:
+                continue  # a size symbol or an unknown value: nothing to hold
+            if p == a and self.bound.get(p) is obj:
+                continue  # the caller still holds it under this name: the same binding
+            if p == a and p not in self.bound:
+                self.bound[p] = obj  # handed over: the name holds the buffer again
+                continue
+            self._take(p, a, obj, number)
+
+    def _take(self, new: str, old: str, obj: Any, number: int) -> None:
+        """``new`` holds the buffer ``obj`` (bound as ``old`` by the other side)."""
+        if obj.storage is None:
+            self._bind(_Name(new, None, self.step, number, "tuple", target=old, op=obj.op))
+        else:
+            self._bind(_Name(new, obj.storage, self.step, number, "view", target=old,
+                             shape=obj.shape, stride=obj.stride, dtype=obj.dtype))
+        self.pending.append(BufferAliased(timeline=self.key or "", step=self.step,
+                                          buffer=new, target=old, relation="alias",
+                                          attrs={"line": number}))
+
+    def _function_return(self, text: str | None, number: int) -> None:
+        """The end of a function read in place: its return values to the caller's names,
+        the rest of what it held released."""
+        frame = self.frames[-1]
+        frame.returned = True
+        values: list[Any] = []
+        if text is not None:
+            t = text.strip()
+            if t.startswith("(") and t.endswith(")"):
+                t = t[1:-1]
+            values = [self._arg_buffers(a) for a in self._split_args(t) if a.strip()]
+        outs = frame.outs
+        if text is not None and len(values) != len(outs):
+            raise self.error(number, f"{frame.fn.name} returns {len(values)} values to "
+                             f"{len(outs)} names at line {frame.number}: expected as many")
+        end = self._free_step()
+        kept: set[str] = set()
+        for out, val in zip(outs, values):
+            if val is None:
+                continue
+            obj = self.bound[val]
+            if out != val:
+                self._take(out, val, obj, number)
+            kept.add(out)
+        for name, obj in list(self.bound.items()):
+            if name in kept or frame.before.get(name) is obj:
+                continue  # returned, or the caller's own binding
+            self.bound.pop(name)
+            self._release(obj, end)
+
     def flush(self) -> Iterator[Record]:
         out, self.pending = self.pending, []
         yield from out
@@ -895,7 +1108,7 @@ class WrapperParser:
         if self.partial is not None:
             raise self.error(self.partial[1], "statement never ends (unbalanced brackets): "
                              "truncated?")
-        if self.state == "top" and self.call_line == 0:
+        if self.state in ("top", "func") and self.call_line == 0:
             raise self.error(end, "output code without a call(args) function: truncated?")
         if self.state == "body" and not self.returned:
             raise self.error(end, "file ends inside call(args) before its return: truncated?")
@@ -938,6 +1151,13 @@ class WrapperParser:
             note["symbols"] = self.symbols
         if self.graph is not None and self.graph.get("files"):
             note["fx_graph_files"] = self.graph["files"]
+        if self.functions:
+            note["functions"] = [{"name": f.name, "line": f.line, "calls": f.calls,
+                                  "launches": f.launches} for f in self.functions.values()]
+            never = [f.name for f in self.functions.values() if not f.calls]
+            if never:
+                warnings.append(f"function(s) defined but never dispatched: "
+                                f"{', '.join(never)}")
         if warnings:
             note["warnings"] = warnings
         self.note = TimelineNote(timeline=self.key, attrs=note)
@@ -1039,7 +1259,7 @@ class CompiledWrapperParser(WrapperParser):
                 j = source_end(texts, i)
                 self.kernel.source += texts[i:j]
                 i = j
-            elif state != "body" and self.key is not None:  # lines _top passes over
+            elif state not in ("body", "func") and self.key is not None:  # _top passes over
                 i = top_next(texts, i)
             if i < n:
                 feed(numbers[i], texts[i])

@@ -67,8 +67,9 @@ bool contains(std::string_view s, const char* what) {
 
 // Is this top-level line one WrapperParser._top ignores? Blank once stripped, or not a
 // comment and holding none of the texts its patterns need (``async_compile.`` for a
-// kernel, ``def call(`` for call(args), ``rand_strided(`` for an input's metadata). Lines
-// of wider characters are never skipped (the parser reads them).
+// kernel, ``def `` for call(args) and a function of the program (a graph partition),
+// ``rand_strided(`` for an input's metadata). Lines of wider characters are never
+// skipped (the parser reads them).
 bool top_ignored(PyObject* t) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(t);
     int kind = PyUnicode_KIND(t);
@@ -79,7 +80,7 @@ bool top_ignored(PyObject* t) {
     if (kind != PyUnicode_1BYTE_KIND) return false;
     std::string_view s(static_cast<const char*>(data), (size_t)len);
     if (s[(size_t)a] == '#') return false;
-    return !contains(s, "async_compile.") && !contains(s, "def call(") &&
+    return !contains(s, "async_compile.") && !contains(s, "def ") &&
            !contains(s, "rand_strided(");
 }
 

@@ -588,6 +588,18 @@ struct Reader {
                 }
             }
         }
+        // _FUNC_DEF on the text: def (\w+)\((\w+)\):\s*\Z, not call: a graph partition or
+        // a subgraph, whose dispatches the Python parser reads in place
+        if (starts(text, "def ") && !starts(text, "def call(")) {
+            sv r = rstrip(text.substr(4));
+            size_t i = 0;
+            while (i < r.size() && is_word(r[i])) ++i;
+            size_t j = i + 1;
+            while (j < r.size() && is_word(r[j])) ++j;
+            if (i > 0 && is_head(r[0]) && i < r.size() && r[i] == '(' && j > i + 1 &&
+                r.substr(j) == "):")
+                throw Fallback{};
+        }
         // _CALL_DEF on the text: (\s*)def call\((?:self, )?(\w+)\):\s*\Z
         if (state != DONE) {
             size_t ind = text.size() - lstrip(text).size();

@@ -37,11 +37,14 @@ GROUP BY timeline_id, name, category, device;
 
 -- kernel_launches: each GPU event with the runtime call that launched it (same
 -- correlation id) and the innermost CPU op around that call (same External id).
---   launch_ts_ns: when the CPU asked; thread: the launching thread.
+--   launch_ts_ns: when the CPU asked; thread: the launching thread;
+--   graph_launch: launched by a CUDA-graph replay (runtime cudaGraphLaunch, or HIP's
+--   hipGraphLaunch: every kernel of the replay shares its correlation id).
 CREATE OR REPLACE VIEW kernel_launches AS
 SELECT g.timeline_id, g.seq, g.name AS kernel, g.category, g.device, g.stream, g.ts_ns,
        g.dur_ns, g.correlation, r.name AS runtime, r.ts_ns AS launch_ts_ns,
-       r.stream AS thread, op.name AS cpu_op, op.seq AS cpu_op_seq
+       r.stream AS thread, op.name AS cpu_op, op.seq AS cpu_op_seq,
+       COALESCE(r.name LIKE '%GraphLaunch%', false) AS graph_launch
 FROM gpu_activity g
 LEFT JOIN measured r
   ON r.timeline_id = g.timeline_id AND r.category = 'runtime' AND r.correlation = g.correlation
@@ -285,10 +288,12 @@ SELECT timeline_id, seq AS call_seq,
 FROM measured
 WHERE category = 'annotation' AND name LIKE '## Call CompiledFxGraph%';
 
--- _call_launches: the GPU events launched during each compiled call.
+-- _call_launches: the GPU events launched during each compiled call (a CUDA-graph
+-- replay's kernels all carry the time of its cudaGraphLaunch: order by launch_ts_ns, then
+-- ts_ns, for the order they ran in).
 CREATE OR REPLACE VIEW _call_launches AS
 SELECT c.timeline_id, c.call_seq, l.seq, l.kernel, l.category, l.device, l.ts_ns, l.dur_ns,
-       l.launch_ts_ns
+       l.launch_ts_ns, l.correlation, l.graph_launch
 FROM _compiled_calls c JOIN kernel_launches l
   ON l.timeline_id = c.timeline_id AND l.thread = c.thread
  AND l.launch_ts_ns >= c.ts_ns AND l.launch_ts_ns < c.end_ns;
@@ -327,10 +332,12 @@ WHERE t.format = 'inductor_wrapper';
 
 -- _output_nodes: the nodes of output-code timelines with the name a trace gives them.
 --   kind: triton | cpp | extern | NULL (not a launch: return, ...); occurrence: 1 for the
---   first node of that profiler_name in the timeline, 2 for the next, ...
+--   first node of that profiler_name in the timeline, 2 for the next, ...; partition: the
+--   graph partition it runs in (NULL: in call itself).
 CREATE OR REPLACE VIEW _output_nodes AS
 WITH n AS (
     SELECT timeline_id, step, node, kernel, device,
+           json_extract_string(attrs, '$.partition') AS partition,
            CASE WHEN kernel LIKE 'triton!_%' ESCAPE '!' THEN 'triton'
                 WHEN node_class = 'cpp' OR kernel LIKE 'cpp!_%' ESCAPE '!' THEN 'cpp'
                 WHEN kernel LIKE 'extern!_kernels.%' ESCAPE '!' OR kernel LIKE 'torch.ops.%'
@@ -375,7 +382,7 @@ GROUP BY o.timeline_id, o.aot_id, o.rank, o.graph_key, o.path, o.folder;
 CREATE OR REPLACE VIEW _call_candidates AS
 WITH gpu AS (
     SELECT timeline_id, call_seq, any_value(device) AS device,
-           list(kernel ORDER BY launch_ts_ns, seq) AS sig
+           list(kernel ORDER BY launch_ts_ns, ts_ns, seq) AS sig
     FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
     GROUP BY timeline_id, call_seq
 ), cpu_names AS (
@@ -439,22 +446,30 @@ FROM placed p JOIN f3 USING (timeline_id, call_seq, graph_class);
 --   ambiguous, each of them gets 1/k of it); class_rank: this one's place (1..k) by
 --   timeline id; copies: timelines of this graph (copies included) that matched;
 --   match: graph_key (named by its cache key) | kernel_sequence | ambiguous;
---   weight: 1 / candidates.
+--   weight: 1 / candidates; mode: cuda_graph_replay (a CUDA graph replayed the graph's
+--   kernels: one cudaGraphLaunch per partition), eager (each kernel launched on its own:
+--   default mode, or CUDA graph trees' warm-up), no_gpu_work (nothing it launched ran on
+--   the GPU: a CPU graph, or a CUDA graph being captured, whose launches run nothing).
 CREATE OR REPLACE VIEW call_graphs AS
 WITH reps AS (
     SELECT *, count(*) OVER (PARTITION BY timeline_id, call_seq) AS candidates,
            row_number() OVER (PARTITION BY timeline_id, call_seq ORDER BY graph_timeline_id)
                AS class_rank
     FROM _call_candidates WHERE member_rank = 1
+), modes AS (
+    SELECT timeline_id, call_seq,
+           CASE WHEN bool_or(graph_launch) THEN 'cuda_graph_replay' ELSE 'eager' END AS mode
+    FROM _call_launches GROUP BY ALL
 )
 SELECT r.timeline_id, r.call_seq, c.graph_key, r.graph_timeline_id, r.candidates,
        r.class_rank, r.copies,
        CASE WHEN r.by_key THEN 'graph_key' WHEN r.candidates > 1 THEN 'ambiguous'
             ELSE 'kernel_sequence' END AS match,
-       1.0 / r.candidates AS weight, g.cpu
+       1.0 / r.candidates AS weight, g.cpu, COALESCE(m.mode, 'no_gpu_work') AS mode
 FROM reps r
 JOIN _compiled_calls c ON c.timeline_id = r.timeline_id AND c.call_seq = r.call_seq
-JOIN _output_graphs g ON g.timeline_id = r.graph_timeline_id;
+JOIN _output_graphs g ON g.timeline_id = r.graph_timeline_id
+LEFT JOIN modes m ON m.timeline_id = r.timeline_id AND m.call_seq = r.call_seq;
 
 -- graph_copies: per trace, the output-code timelines recognised as copies of a graph
 -- that is attributed through another timeline (copy_of), e.g. a log's copy of an
@@ -489,27 +504,201 @@ JOIN _output_nodes n
   ON n.timeline_id = g.graph_timeline_id AND n.kind = 'extern'
  AND n.profiler_name = ops.name AND n.occurrence = ops.occurrence;
 
+-- _triton_attachments: Triton kernels of matched GPU calls, the k-th launch of a kernel
+-- (in the order they ran) to the k-th node of that kernel: method triton_name_order.
+CREATE OR REPLACE VIEW _triton_attachments AS
+WITH t AS (
+    SELECT *, row_number() OVER (PARTITION BY timeline_id, call_seq, kernel
+                                 ORDER BY launch_ts_ns, ts_ns, seq) AS occurrence
+    FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
+)
+SELECT t.timeline_id, t.seq, t.call_seq, t.kernel, t.dur_ns, t.correlation, t.graph_launch,
+       g.graph_timeline_id, n.step, n.node, n.partition, 'triton_name_order' AS method,
+       1.0 AS base_confidence, g.candidates, g.class_rank
+FROM t
+JOIN call_graphs g ON g.timeline_id = t.timeline_id AND g.call_seq = t.call_seq AND NOT g.cpu
+JOIN _output_nodes n
+  ON n.timeline_id = g.graph_timeline_id AND n.kind = 'triton' AND n.kernel = t.kernel
+ AND n.occurrence = t.occurrence;
+
+-- ===== CUDA-graph replays =====
+-- Under CUDA graphs (torch.compile mode="reduce-overhead", cudagraph trees) a compiled
+-- call replays a captured graph: one cudaGraphLaunch on the CPU, and on the GPU every
+-- kernel of the graph partition it captured, each with the launch's correlation id and no
+-- CPU op of its own. Its Triton kernels attach by name and order as in an eager call
+-- (_triton_attachments, in the order they ran). The other kernels (cuBLAS, attention,
+-- reductions of ATen ops) have no CPU op to attach through; they are placed by order:
+-- between two consecutive Triton kernels of the replay (a gap) run the kernels of the
+-- extern nodes between those two Triton nodes in the output code, in the partition the
+-- replay's Triton kernels belong to (all nodes when the code has no partitions), in order:
+--   * one extern node in the gap: every kernel of the gap is its own;
+--   * else the gap's kernels are cut into runs, one per op call: a kernel that finishes a
+--     split-K product (its name holds splitKreduce or split_k) continues the run before
+--     it; as many runs as nodes: the k-th run to the k-th node (confidence 1.0 when every
+--     GEMM run meets a matmul node and every other run another node, else 0.5);
+--   * else, when the gap holds one node that is no matmul and as many matmul nodes
+--     (aten::mm, addmm, bmm, baddbmm, _scaled_mm, _int_mm) as GEMM runs (cuBLAS, cutlass,
+--     nvjet kernels, not attention): the matmul nodes take the GEMM runs in order, the
+--     other node every other run;
+--   * else the gap's kernels stay unattached (unattached_kernels says why).
+-- method graph_replay_order. A replay with no Triton kernel attached cannot be placed.
+
+-- _is_gemm_kernel(name), _is_matmul_op(profiler_name): the kernel families of the rules.
+CREATE OR REPLACE MACRO _is_gemm_kernel(k) AS
+    regexp_matches(k, '(?i)gemm|xmma|nvjet|cutlass|cublas')
+    AND NOT regexp_matches(k, '(?i)fmha|flash|attention|sdpa|softmax');
+CREATE OR REPLACE MACRO _is_matmul_op(p) AS
+    regexp_matches(p, '^aten::(mm|addmm|bmm|baddbmm|_scaled_mm|_int_mm|_addmm_activation)$');
+
 -- kernel_attachments: every measured event of a compiled call attached to its node.
 --   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
 --   graph_timeline_id/step/node: the output-code node (of the representative);
---   method: triton_name_order | extern_cpu_op | cpu_op; confidence: as above, divided by
+--   method: triton_name_order | extern_cpu_op | cpu_op | graph_replay_order (a kernel of a
+--   CUDA-graph replay, placed by order: see above); confidence: as above, divided by
 --   candidates; weight: 1 / candidates; share_ns: the part of dur_ns attributed here
 --   (the whole of it unless the call is ambiguous; shares of one event sum to dur_ns).
 CREATE OR REPLACE VIEW kernel_attachments AS
-WITH t AS (
-    SELECT *, row_number() OVER (PARTITION BY timeline_id, call_seq, kernel
-                                 ORDER BY launch_ts_ns, seq) AS occurrence
-    FROM _call_launches WHERE kernel LIKE 'triton!_%' ESCAPE '!'
-), a AS (
-    SELECT t.timeline_id, t.seq, t.call_seq, t.kernel, t.dur_ns, g.graph_timeline_id, n.step,
-           n.node, 'triton_name_order' AS method, 1.0 AS base_confidence, g.candidates,
-           g.class_rank
-    FROM t
-    JOIN call_graphs g ON g.timeline_id = t.timeline_id AND g.call_seq = t.call_seq
-                      AND NOT g.cpu
+WITH ta AS MATERIALIZED (SELECT * FROM _triton_attachments),
+-- the replays' non-Triton kernels, placed by order (see "CUDA-graph replays" above): each
+-- with the Triton nodes around it (prev_step / next_step: NULL before the first / after the
+-- last) and the partition of the replay (of its attached Triton kernels)
+rk AS (
+    SELECT timeline_id, call_seq, correlation, seq, kernel, ts_ns, dur_ns,
+           row_number() OVER (PARTITION BY timeline_id, call_seq, correlation
+                              ORDER BY ts_ns, seq) AS pos
+    FROM _call_launches WHERE graph_launch
+), anchors AS (
+    SELECT rk.timeline_id, rk.call_seq, rk.correlation, rk.pos, ta.graph_timeline_id,
+           ta.step, ta.partition, ta.candidates, ta.class_rank
+    FROM rk JOIN ta USING (timeline_id, seq)
+), replays AS (
+    SELECT timeline_id, call_seq, correlation, graph_timeline_id,
+           any_value(partition) AS partition, any_value(candidates) AS candidates,
+           any_value(class_rank) AS class_rank
+    FROM anchors GROUP BY ALL
+), k AS (
+    SELECT rk.*, r.graph_timeline_id, r.partition, r.candidates, r.class_rank
+    FROM rk JOIN replays r USING (timeline_id, call_seq, correlation)
+    WHERE rk.kernel NOT LIKE 'triton!_%' ESCAPE '!'
+), prev AS (
+    SELECT k.timeline_id, k.seq, k.graph_timeline_id, a.step AS prev_step
+    FROM k ASOF LEFT JOIN anchors a
+      ON a.timeline_id = k.timeline_id AND a.call_seq = k.call_seq
+     AND a.correlation = k.correlation AND a.graph_timeline_id = k.graph_timeline_id
+     AND k.pos >= a.pos
+), nxt AS (
+    SELECT k.timeline_id, k.seq, k.graph_timeline_id, a.step AS next_step
+    FROM k ASOF LEFT JOIN anchors a
+      ON a.timeline_id = k.timeline_id AND a.call_seq = k.call_seq
+     AND a.correlation = k.correlation AND a.graph_timeline_id = k.graph_timeline_id
+     AND k.pos <= a.pos
+),
+rg AS MATERIALIZED (
+    SELECT k.*, p.prev_step, n.next_step
+    FROM k JOIN prev p USING (timeline_id, seq, graph_timeline_id)
+    JOIN nxt n USING (timeline_id, seq, graph_timeline_id)
+), g AS (
+    SELECT *, (NOT regexp_matches(kernel, '(?i)splitkreduce|split_k')) AS starts_run,
+           _is_gemm_kernel(kernel) AS gemm
+    FROM rg
+), runs AS (
+    SELECT *, sum(CASE WHEN starts_run THEN 1 ELSE 0 END) OVER w AS run_idx
+    FROM g
+    WINDOW w AS (PARTITION BY timeline_id, call_seq, correlation, graph_timeline_id,
+                              prev_step ORDER BY pos ROWS UNBOUNDED PRECEDING)
+), runs1 AS (
+    -- a gap opening with a continuation: its first kernel starts the first run anyway
+    SELECT * REPLACE (greatest(run_idx, 1) AS run_idx) FROM runs
+), run_heads AS (
+    SELECT timeline_id, call_seq, correlation, graph_timeline_id, prev_step, run_idx,
+           arg_min(gemm, pos) AS gemm
+    FROM runs1 GROUP BY ALL
+), run_idx AS (
+    SELECT *, CASE WHEN gemm THEN row_number() OVER (
+               PARTITION BY timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
+               gemm ORDER BY run_idx) END AS gemm_idx
+    FROM run_heads
+), gaps AS (
+    SELECT DISTINCT timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
+           next_step, partition
+    FROM rg
+), parted AS (
+    SELECT timeline_id, bool_or(partition IS NOT NULL) AS parted
+    FROM _output_nodes GROUP BY timeline_id
+), gap_nodes AS (
+    SELECT gp.timeline_id, gp.call_seq, gp.correlation, gp.graph_timeline_id, gp.prev_step,
+           n.step, n.node, _is_matmul_op(n.profiler_name) AS mm,
+           row_number() OVER w AS node_idx,
+           CASE WHEN _is_matmul_op(n.profiler_name) THEN row_number() OVER (
+               PARTITION BY gp.timeline_id, gp.call_seq, gp.correlation, gp.graph_timeline_id,
+               gp.prev_step, _is_matmul_op(n.profiler_name) ORDER BY n.step) END AS mm_idx
+    FROM gaps gp JOIN parted pt ON pt.timeline_id = gp.graph_timeline_id
     JOIN _output_nodes n
-      ON n.timeline_id = g.graph_timeline_id AND n.kind = 'triton' AND n.kernel = t.kernel
-     AND n.occurrence = t.occurrence
+      ON n.timeline_id = gp.graph_timeline_id AND n.kind = 'extern'
+     AND n.step > COALESCE(gp.prev_step, -1)
+     AND n.step < COALESCE(gp.next_step, 9223372036854775807)
+     AND (NOT pt.parted OR n.partition IS NOT DISTINCT FROM gp.partition)
+    WINDOW w AS (PARTITION BY gp.timeline_id, gp.call_seq, gp.correlation,
+                              gp.graph_timeline_id, gp.prev_step ORDER BY n.step)
+), rc AS (
+    SELECT timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
+           count(*) AS n_runs, count(*) FILTER (WHERE gemm) AS n_gemm_runs
+    FROM run_idx GROUP BY ALL
+), counts AS (
+    SELECT n.timeline_id, n.call_seq, n.correlation, n.graph_timeline_id, n.prev_step,
+           count(*) AS n_nodes, count(*) FILTER (WHERE n.mm) AS n_mm,
+           any_value(rc.n_runs) AS n_runs, any_value(rc.n_gemm_runs) AS n_gemm_runs
+    FROM gap_nodes n JOIN rc
+      ON rc.timeline_id = n.timeline_id AND rc.call_seq = n.call_seq
+     AND rc.correlation = n.correlation AND rc.graph_timeline_id = n.graph_timeline_id
+     AND rc.prev_step IS NOT DISTINCT FROM n.prev_step
+    GROUP BY ALL
+), placed AS (
+    SELECT r.timeline_id, r.call_seq, r.correlation, r.graph_timeline_id, r.prev_step,
+           r.run_idx, n.step, n.node,
+           CASE WHEN c.n_nodes = 1 THEN 1.0
+                WHEN c.n_runs = c.n_nodes THEN
+                    CASE WHEN bool_and(rr.gemm = nn.mm) OVER (
+                             PARTITION BY r.timeline_id, r.call_seq, r.correlation,
+                             r.graph_timeline_id, r.prev_step) THEN 1.0 ELSE 0.5 END
+                ELSE 1.0 END AS base_confidence
+    FROM run_idx r
+    JOIN counts c
+      ON c.timeline_id = r.timeline_id AND c.call_seq = r.call_seq
+     AND c.correlation = r.correlation AND c.graph_timeline_id = r.graph_timeline_id
+     AND c.prev_step IS NOT DISTINCT FROM r.prev_step
+    JOIN gap_nodes n
+      ON n.timeline_id = r.timeline_id AND n.call_seq = r.call_seq
+     AND n.correlation = r.correlation AND n.graph_timeline_id = r.graph_timeline_id
+     AND n.prev_step IS NOT DISTINCT FROM r.prev_step
+     AND (c.n_nodes = 1
+          OR c.n_runs = c.n_nodes AND n.node_idx = r.run_idx
+          OR c.n_runs <> c.n_nodes AND c.n_nodes - c.n_mm = 1 AND c.n_mm = c.n_gemm_runs
+             AND (r.gemm AND n.mm_idx = r.gemm_idx OR NOT r.gemm AND NOT n.mm))
+    LEFT JOIN run_idx rr
+      ON rr.timeline_id = r.timeline_id AND rr.call_seq = r.call_seq
+     AND rr.correlation = r.correlation AND rr.graph_timeline_id = r.graph_timeline_id
+     AND rr.prev_step IS NOT DISTINCT FROM r.prev_step AND rr.run_idx = n.node_idx
+    LEFT JOIN gap_nodes nn
+      ON nn.timeline_id = r.timeline_id AND nn.call_seq = r.call_seq
+     AND nn.correlation = r.correlation AND nn.graph_timeline_id = r.graph_timeline_id
+     AND nn.prev_step IS NOT DISTINCT FROM r.prev_step AND nn.node_idx = n.node_idx
+),
+ra AS (
+    SELECT k.timeline_id, k.seq, k.call_seq, k.kernel, k.dur_ns, k.correlation,
+           k.graph_timeline_id, p.step, p.node, p.base_confidence, k.candidates, k.class_rank
+    FROM runs1 k JOIN placed p
+      ON p.timeline_id = k.timeline_id AND p.call_seq = k.call_seq
+     AND p.correlation = k.correlation AND p.graph_timeline_id = k.graph_timeline_id
+     AND p.prev_step IS NOT DISTINCT FROM k.prev_step AND p.run_idx = k.run_idx
+), a AS (
+    SELECT timeline_id, seq, call_seq, kernel, dur_ns, graph_timeline_id, step, node, method,
+           base_confidence, candidates, class_rank
+    FROM ta
+    UNION ALL
+    SELECT timeline_id, seq, call_seq, kernel, dur_ns, graph_timeline_id, step, node,
+           'graph_replay_order', base_confidence, candidates, class_rank
+    FROM ra
     UNION ALL
     SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.dur_ns, e.graph_timeline_id, e.step,
            e.node, 'extern_cpu_op', e.confidence, e.candidates, e.class_rank
@@ -603,6 +792,16 @@ SELECT l.timeline_id, l.seq, l.call_seq, l.kernel, l.category, l.dur_ns, false A
             THEN 'no output-code timeline launches this call''s Triton kernels in this order'
             WHEN l.kernel LIKE 'triton!_%' ESCAPE '!'
             THEN 'more launches of this Triton kernel than the output code has'
+            WHEN l.graph_launch
+            THEN 'replayed by a CUDA graph between Triton kernels whose extern nodes its '
+                 || 'kernels cannot be told apart for (or no Triton kernel of the replay '
+                 || 'is attached)'
+            WHEN (SELECT k.cpu_op FROM kernel_launches k WHERE k.timeline_id = l.timeline_id
+                    AND k.seq = l.seq) IS NOT NULL
+            THEN 'launched inside the call by ' || (SELECT k.cpu_op FROM kernel_launches k
+                 WHERE k.timeline_id = l.timeline_id AND k.seq = l.seq) || ', no op of the '
+                 || 'output code (around a CUDA-graph replay: the copy of inputs into the '
+                 || 'graph''s static buffers)'
             ELSE 'launched outside every extern op of the output code' END AS reason
 FROM _call_launches l
 WHERE NOT EXISTS (SELECT 1 FROM kernel_attachments a
@@ -616,12 +815,48 @@ FROM kernel_launches k
 WHERE NOT EXISTS (SELECT 1 FROM _call_launches l
                   WHERE l.timeline_id = k.timeline_id AND l.seq = k.seq);
 
+-- graph_replays: every CUDA-graph replay of a trace (a cudaGraphLaunch whose kernels ran).
+--   timeline_id, correlation: the launch; launch_ts_ns, thread: when and where the CPU
+--   asked; call_seq: the compiled call it ran in (NULL: outside every compiled call);
+--   graph_timeline_id: the output code the call ran (call_graphs' first candidate);
+--   partition: the graph partition it replays (of its attached Triton kernels);
+--   n_kernels, gpu_ns: its GPU events and their summed durations; gpu_first_ns /
+--   gpu_last_ns: their extent; n_attached: of its events, those attached to a node.
+CREATE OR REPLACE VIEW graph_replays AS
+WITH r AS (
+    SELECT timeline_id, correlation, any_value(launch_ts_ns) AS launch_ts_ns,
+           any_value(thread) AS thread, count(*) AS n_kernels,
+           CAST(sum(dur_ns) AS BIGINT) AS gpu_ns, min(ts_ns) AS gpu_first_ns,
+           max(ts_ns + dur_ns) AS gpu_last_ns
+    FROM kernel_launches WHERE graph_launch GROUP BY timeline_id, correlation
+), c AS (
+    SELECT DISTINCT timeline_id, correlation, call_seq FROM _call_launches WHERE graph_launch
+), g AS (
+    SELECT timeline_id, call_seq, graph_timeline_id FROM call_graphs WHERE class_rank = 1
+), a AS (
+    SELECT l.timeline_id, l.correlation, count(DISTINCT l.seq) AS n_attached,
+           any_value(n.partition) AS partition
+    FROM kernel_launches l JOIN kernel_attachments k USING (timeline_id, seq)
+    LEFT JOIN _output_nodes n ON n.timeline_id = k.graph_timeline_id AND n.step = k.step
+    WHERE l.graph_launch GROUP BY ALL
+)
+SELECT r.timeline_id, r.correlation, r.launch_ts_ns, r.thread, c.call_seq,
+       g.graph_timeline_id, a.partition, r.n_kernels, r.gpu_ns, r.gpu_first_ns,
+       r.gpu_last_ns, COALESCE(a.n_attached, 0) AS n_attached
+FROM r LEFT JOIN c USING (timeline_id, correlation)
+LEFT JOIN g USING (timeline_id, call_seq)
+LEFT JOIN a USING (timeline_id, correlation)
+ORDER BY r.timeline_id, r.launch_ts_ns;
+
 -- unattached_nodes: launch nodes of an output-code timeline that a matched call ran
 -- without any measured work being attached to them, why.
 CREATE OR REPLACE VIEW unattached_nodes AS
 SELECT g.timeline_id AS measured_timeline_id, g.call_seq, n.timeline_id, n.step, n.node,
        n.kernel, n.kind,
        CASE WHEN n.kind = 'triton' THEN 'the call launched fewer ' || n.kernel || ' kernels'
+            WHEN n.partition IS NOT NULL AND g.mode = 'cuda_graph_replay'
+            THEN 'replayed in a CUDA graph: its kernels could not be told apart from its '
+                 || 'neighbours'' (see unattached_kernels)'
             WHEN n.kind = 'cpp' THEN 'no CPU op ' || n.kernel || ' in the call (a CPU trace '
                  || 'shows C++ kernels with TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1)'
             ELSE 'no CPU op ' || n.profiler_name || ' at this position in the call'

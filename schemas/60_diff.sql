@@ -167,7 +167,8 @@ ORDER BY al.pos;
 
 -- _peak_holdings(tid): what is live at a timeline's peak, one row per holder, the bytes
 -- summing exactly to the peak (peak_memory.peak_bytes; allocator_peak.allocated_bytes).
---   holder: the buffer (a block's address in hex for a snapshot); bytes: what it counts
+--   holder: the buffer (a block's address in hex for a snapshot; a memory profile's
+--   sample, matched as blocks are: by site and size, then site); bytes: what it counts
 --   at the peak (a buffer in an XLA allocation: the byte ranges it is the first live
 --   value over, so that shared bytes count once, as memory_curve counts them; a block:
 --   its requested size); key_step: the step that made it (producer step; the alloc
@@ -204,6 +205,13 @@ SELECT l.buffer AS holder,
        COALESCE(l.dtype, '') || COALESCE(l.shape, l.size_expr, '') AS what,
        COALESCE(l.producer, nd.node) AS producer
 FROM live l LEFT JOIN owned o USING (buffer) LEFT JOIN nd ON nd.step = l.alloc_step
+WHERE (SELECT format FROM timeline_records WHERE timeline_id = tid) <> 'jax_memory_profile'
+UNION ALL
+-- a memory profile's buffers: all made before its one instant, matched as blocks are
+SELECT mp.buffer, mp.bytes, CAST(NULL AS BIGINT),
+       row_number() OVER (ORDER BY mp.buffer), mp.site || '|' || mp.bytes, mp.site,
+       COALESCE(mp.dtype || mp.shape || ' ', '') || mp.site, CAST(NULL AS VARCHAR)
+FROM memory_profile_buffers mp WHERE mp.timeline_id = tid
 UNION ALL
 SELECT printf('0x%x', lb.address), lb.requested_size, lb.alloc_index,
        CAST(1 AS BIGINT), lb.site || '|' || lb.requested_size, lb.site, lb.site, CAST(NULL AS VARCHAR)
@@ -321,13 +329,21 @@ SELECT method, a_kernel, b_kernel, a_launches, b_launches, a_time_ns, b_time_ns,
 FROM k
 ORDER BY abs(b_time_ns - a_time_ns) DESC, a_kernel NULLS LAST, b_kernel;
 
--- site_diff(a, b): two allocator snapshots' allocation sites side by side (no alignment
--- needed): bytes live at each one's peak per site (allocation_sites.bytes_at_peak), the
--- delta b - a (the rows sum to the difference of the two allocated peaks), allocations in
--- each window and each site's own maximum. Ordered by |delta_bytes|, largest first.
+-- site_diff(a, b): two allocator snapshots' (or two memory profiles') allocation sites
+-- side by side (no alignment needed): bytes live at each one's peak per site
+-- (allocation_sites.bytes_at_peak; memory_profile_sites.bytes), the delta b - a (the rows
+-- sum to the difference of the two peaks), allocations in each window (a profile: the
+-- buffers live at its instant) and each site's own maximum (a profile: its bytes).
+-- Ordered by |delta_bytes|, largest first.
 CREATE OR REPLACE MACRO site_diff(a_tid, b_tid) AS TABLE
-WITH sa AS (SELECT * FROM allocation_sites WHERE timeline_id = a_tid),
-sb AS (SELECT * FROM allocation_sites WHERE timeline_id = b_tid)
+WITH s AS (
+    SELECT timeline_id, site, bytes_at_peak, allocations, max_bytes FROM allocation_sites
+    WHERE timeline_id IN (a_tid, b_tid)
+    UNION ALL
+    SELECT timeline_id, site, bytes, buffers, bytes FROM memory_profile_sites
+    WHERE timeline_id IN (a_tid, b_tid)
+), sa AS (SELECT * FROM s WHERE timeline_id = a_tid),
+sb AS (SELECT * FROM s WHERE timeline_id = b_tid)
 SELECT COALESCE(sb.site, sa.site) AS site,
        COALESCE(sa.bytes_at_peak, 0) AS a_bytes_at_peak,
        COALESCE(sb.bytes_at_peak, 0) AS b_bytes_at_peak,

@@ -54,6 +54,15 @@ WITH b AS (
     FROM events_kernel_measured
     WHERE timeline_id BETWEEN $1 AND $2
     GROUP BY timeline_id
+), gl AS (
+    SELECT timeline_id, correlation FROM events_kernel_measured
+    WHERE timeline_id BETWEEN $1 AND $2 AND category = 'runtime' AND name LIKE '%GraphLaunch%'
+), r AS (  -- kernels of CUDA-graph replays (as kernel_launches.graph_launch)
+    SELECT k.timeline_id, count(DISTINCT k.correlation) AS n_replays,
+           count(*) AS n_replay_kernels
+    FROM events_kernel_measured k JOIN (SELECT DISTINCT * FROM gl) g USING (timeline_id, correlation)
+    WHERE k.timeline_id BETWEEN $1 AND $2 AND k.category IN ('kernel', 'comm')
+    GROUP BY k.timeline_id
 ), o AS (
     SELECT timeline_id, list(overlap_pct ORDER BY device) AS overlap_pct
     FROM comm_overlap_summary WHERE timeline_id BETWEEN $1 AND $2 GROUP BY timeline_id
@@ -71,15 +80,24 @@ SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps,
        p.peak_bytes, p.peak_step, p.node AS peak_node,
        COALESCE(m.n_events, 0) AS n_events, COALESCE(m.n_kernels, 0) AS n_kernels,
        COALESCE(m.kernel_ns, 0) AS kernel_ns, COALESCE(m.n_comm, 0) AS n_comm,
-       o.overlap_pct, COALESCE(w.warnings, []) AS warnings
+       o.overlap_pct, COALESCE(w.warnings, []) AS warnings,
+       COALESCE(r.n_replays, 0) AS n_replays, COALESCE(r.n_replay_kernels, 0) AS n_replay_kernels
 FROM timelines t
 LEFT JOIN peak_memory p USING (timeline_id)
 LEFT JOIN b USING (timeline_id)
 LEFT JOIN m USING (timeline_id)
+LEFT JOIN r USING (timeline_id)
 LEFT JOIN o USING (timeline_id)
 LEFT JOIN w USING (timeline_id)
 WHERE t.timeline_id BETWEEN $1 AND $2
 ORDER BY t.timeline_id;
+
+-- name: replay_kernels_attached
+-- Of a trace's kernels launched by CUDA-graph replays, those attached to a compiled node
+-- (kernel_attachments): what `tlview info` says beside the replays.
+SELECT count(DISTINCT a.seq)
+FROM kernel_attachments a JOIN kernel_launches l USING (timeline_id, seq)
+WHERE a.timeline_id = ? AND l.graph_launch AND l.category IN ('kernel', 'comm');
 
 -- name: list_timelines
 SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps, p.peak_bytes, p.peak_step

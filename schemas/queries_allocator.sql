@@ -177,3 +177,13 @@ ORDER BY event_index;
 SELECT event_index, time_us, requested_bytes, device_free, stream, allocated_bytes,
        reserved_bytes, largest_free_block, request_fits, segment_bytes
 FROM ooms WHERE timeline_id = $1 ORDER BY event_index;
+
+-- name: snapshot_pools
+-- The memory pools of a snapshot timeline (allocator_pools), the default pool first.
+SELECT pool_id, kind, segments_end, reserved_end_bytes, allocated_end_bytes, owners
+FROM allocator_pools WHERE timeline_id = ? ORDER BY kind <> 'default', pool_id;
+
+-- name: snapshot_private_segments
+-- How many segments of a snapshot timeline's end state are in a pool other than (0, 0).
+SELECT count(*) FROM allocator_segments_end
+WHERE timeline_id = ? AND CAST(segment_pool_id AS VARCHAR) <> '[0,0]';

@@ -25,7 +25,7 @@ class DiffReport:
     a_peak: PeakSide
     b_peak: PeakSide
     peak_rows: tuple[dict[str, Any], ...]  # peak_diff, status <> 'same', largest |delta| first
-    site_rows: tuple[dict[str, Any], ...]  # site_diff (snapshots), delta <> 0
+    site_rows: tuple[dict[str, Any], ...]  # site_diff (snapshots, profiles), delta <> 0
     a_time_ns: int | None  # total measured time of a's aligned steps (None: not measured)
     b_time_ns: int | None
     kernel_rows: tuple[dict[str, Any], ...]  # kernel_time_diff, delta <> 0 (both measured)
@@ -98,7 +98,8 @@ def report(db: Database, info: AlignmentInfo, top: int = 10,
     """The report of an aligned pair: top ``top`` rows of each list."""
     a, b = info.a.timeline_id, info.b.timeline_id
     ta, tb = _times(db, a, b)
-    sites = _dicts(db, "diff_site_rows", a, b, top) if info.kind == "allocator" else ()
+    sites = _dicts(db, "diff_site_rows", a, b, top) \
+        if info.kind in ("allocator", "jax_memory_profile") else ()
     return DiffReport(
         alignment=info, a_peak=_peak(db, a), b_peak=_peak(db, b),
         peak_rows=_dicts(db, "diff_peak_rows", a, b, top), site_rows=sites,

@@ -16,7 +16,14 @@ How the wrapper is counted here (and by torch, see tests/fixtures/gen/make_torch
   sizes are read ahead from ``assert_size_stride`` of x (one tensor) or of ``z = x[i]``
   (a tuple; the tuple holds a reference to each element), the dtype from the FX graph
   when given one (same op, sizes and strides), else the first tensor argument's;
-* returned names stay referenced until call() returns (the peak cannot fall there).
+* returned names stay referenced until call() returns (the peak cannot fall there);
+* graph partitions and subgraphs (``def partition_0(args):``, ``def subgraph_0(args):`` at
+  the module's top level) run as Python runs them: ``x_args = [a, b]`` is a list holding a
+  reference to each element's storage; the call gives the function a scope of its own
+  (its names apart from the caller's), ``p, q = args`` references the list's elements,
+  ``args.clear()`` drops the list's references, the return values are referenced by the
+  caller's names (``(o1, o2) = f(x_args)``, or ``o = f(x_args)``: a list, ``o[i]``), and
+  then the function's own names go.
 """
 
 from __future__ import annotations
@@ -117,8 +124,7 @@ def aot_id(module: list[str]) -> str:
 
 
 # -- the wrapper ------------------------------------------------------------------------
-def _call_body(module: list[str]) -> list[str]:
-    start = next(i for i, ln in enumerate(module) if re.match(r"\s*def call\(", ln))
+def _body_at(module: list[str], start: int) -> list[str]:
     indent = len(module[start]) - len(module[start].lstrip())
     body = []
     for ln in module[start + 1:]:
@@ -126,6 +132,21 @@ def _call_body(module: list[str]) -> list[str]:
             break
         body.append(ln.strip())
     return [b for b in body if b and not b.startswith("#")]
+
+
+def _call_body(module: list[str]) -> list[str]:
+    start = next(i for i, ln in enumerate(module) if re.match(r"\s*def call\(", ln))
+    return _body_at(module, start)
+
+
+def _functions(module: list[str]) -> dict[str, list[str]]:
+    """name -> body of each top-level ``def name(args):`` but call."""
+    out = {}
+    for i, ln in enumerate(module):
+        m = re.match(r"def (\w+)\(args\):", ln)
+        if m and m[1] != "call":
+            out[m[1]] = _body_at(module, i)
+    return out
 
 
 def _fx_outputs(fx_body: list[str] | None) -> list[tuple[str, str, list[int], list[int], int | None]]:
@@ -162,13 +183,14 @@ def _fx_inputs(fx_body: list[str] | None) -> dict[str, str]:
 def simulate_wrapper(module: list[str], fx_body: list[str] | None = None) -> int:
     """The most bytes call() holds at any moment, inputs excluded."""
     body = _call_body(module)
+    funcs = _functions(module)
     input_dtype = {n: FX_LONG.get(d, d) for n, d in re.findall(
         r"(\w+) = rand_strided\(.*dtype=torch\.(\w+)\)", "\n".join(module))}
     input_dtype.update(_fx_inputs(fx_body))
     fx_out = _fx_outputs(fx_body)
     asserts = {}
     elements: dict[str, list[tuple[int, str]]] = {}
-    for ln in body:
+    for ln in body + [x for f in funcs.values() for x in f]:
         m = re.match(r"assert_size_stride\((\w+), (.*)\)$", ln)
         if m:
             sz, st = _tuples(m[2])[:2]
@@ -180,7 +202,6 @@ def simulate_wrapper(module: list[str], fx_body: list[str] | None = None) -> int
     refs: dict[int, int] = {}      # storage id -> references
     size: dict[int, int] = {}      # storage id -> bytes (0 for inputs: not counted)
     dtype_of: dict[int, str] = {}
-    holds: dict[str, list[int]] = {}  # name -> storages it references
     counter = [0]
     live = peak = 0
 
@@ -192,12 +213,13 @@ def simulate_wrapper(module: list[str], fx_body: list[str] | None = None) -> int
             dtype_of[counter[0]] = dt
         return counter[0]
 
-    def ref(name: str, sids: list[int]) -> None:
+    def ref(holds: dict, name: str, sids: list[int]) -> None:
+        unref(holds, name)  # rebinding a name drops what it held
         holds[name] = list(sids)
         for s in sids:
             refs[s] += 1
 
-    def unref(name: str) -> None:
+    def unref(holds: dict, name: str) -> None:
         nonlocal live
         for s in holds.pop(name, []):
             refs[s] -= 1
@@ -209,65 +231,113 @@ def simulate_wrapper(module: list[str], fx_body: list[str] | None = None) -> int
         live += nb
         peak = max(peak, live)
 
-    for ln in body:
-        code = ln.split("  #")[0]
-        stmts = [s.strip() for s in code.split(";") if s.strip()]
-        for st in stmts:
-            m = re.match(r"([\w, ]+?),? = args$", st)
-            if m:
-                for n in [x.strip() for x in m[1].split(",")]:
-                    ref(n, [new(0, input_dtype.get(n))])
-                continue
-            if st.startswith("del "):
-                unref(st[4:].strip())
-                continue
-            if st.startswith("return"):
-                continue
-            m = re.match(r"(\w+) = (empty_strided\w*|torch\.empty_strided)\((.*)\)$", st)
-            if m:
-                sz, stv = _tuples(m[3])[:2]
-                dt = re.findall(r"torch\.(\w+)", m[3])[-1]
-                sid = new(nbytes(_ints(sz), _ints(stv), dt), dt)
-                ref(m[1], [sid])
-                alloc(size[sid])
-                continue
-            m = re.match(r"(\w+) = (?:reinterpret_tensor|alloc_from_pool)\((\w+)", st)
-            if m or re.match(r"(\w+) = (\w+)$", st):
-                m = m or re.match(r"(\w+) = (\w+)$", st)
-                ref(m[1], holds.get(m[2], []))
-                continue
-            m = re.match(r"(\w+) = (\w+)\[(\d+)\]$", st)
-            if m:
-                tup = holds.get(m[2], [])
-                ref(m[1], [tup[int(m[3])]] if int(m[3]) < len(tup) else [])
-                continue
-            m = re.match(r"(\w+) = ((?:extern_kernels|torch\.ops|aten)[\w.]*)\((.*)\)$", st)
-            if m:
-                name, op = m[1], m[2]
-                opname = op.split(".")[3] if op.startswith("torch.ops") else op.split(".")[-1]
-                first = re.search(r"(?:reinterpret_tensor\()?\b(\w+)\b", m[3])[1]
-                first_dt = next((dtype_of[s] for s in holds.get(first, []) if s in dtype_of),
-                                None)
-                outs = sorted(elements.get(name, [])) or [(None, name)]
-                sids = []
-                slots = max((i for i, _ in outs if i is not None), default=-1) + 1
-                by_index = dict(outs) if outs[0][0] is not None else {}
-                for i in range(slots if by_index else 1):
-                    el = by_index.get(i, name) if by_index else name
-                    if el not in asserts:
-                        sids.append(new(0, None))
+    def run(stmts: list[str], holds: dict, lists: dict, args: list[list[int]] | None,
+            args_list: str | None, caller: dict | None) -> list[list[int]]:
+        """Run a body in the scope ``holds`` (name -> storages) and ``lists`` (a list's
+        name -> its elements' storages); returns the storages of what it returns."""
+        for ln in stmts:
+            code = ln.split("  #")[0]
+            for st in [s.strip() for s in code.split(";") if s.strip()]:
+                m = re.match(r"([\w, ]+?),? = args$", st)
+                if m and args is not None:  # a function's parameters: the list's elements
+                    for n, sids in zip([x.strip() for x in m[1].split(",")], args):
+                        ref(holds, n, sids)
+                    continue
+                if m:
+                    for n in [x.strip() for x in m[1].split(",")]:
+                        ref(holds, n, [new(0, input_dtype.get(n))])
+                    continue
+                if st == "args.clear()" and caller is not None and args_list is not None:
+                    unref(caller, args_list)  # the caller's list object, emptied
+                    continue
+                if st.startswith("del "):
+                    for n in st[4:].split(","):
+                        unref(holds, n.strip())
+                        lists.pop(n.strip(), None)
+                    continue
+                if st.startswith("return"):
+                    if args is None:
                         continue
-                    sz, stv = asserts[el]
-                    cands = {d for (o, d, s1, s2, ix) in fx_out
-                             if o == opname and s1 == sz and s2 == stv
-                             and ix == (i if by_index else None)}
-                    dt = cands.pop() if len(cands) == 1 else first_dt
-                    sid = new(nbytes(sz, stv, dt), dt)
-                    sids.append(sid)
+                    t = st[len("return"):].strip().strip("()")
+                    return [list(holds.get(x.strip(), [])) for x in t.split(",") if x.strip()]
+                m = re.match(r"(\w+) = \[(.*)\]$", st)
+                if m:  # an argument list
+                    elems = [list(holds.get(x.strip(), [])) for x in m[2].split(",")
+                             if x.strip()]
+                    lists[m[1]] = elems
+                    ref(holds, m[1], [x for e in elems for x in e])
+                    continue
+                m = re.match(r"\(([\w, ]*)\) = (?:self\.partitions\[(\d+)\]|(\w+))\((\w+)\)$",
+                             st) or re.match(r"(\w+) = ()(\w+)\((\w+)\)$", st)
+                if m and (m[3] in funcs or (m[2] and f"partition_{m[2]}" in funcs)):
+                    fn = funcs[f"partition_{m[2]}" if m[2] else m[3]]
+                    own: dict = {}
+                    got = run(fn, own, {}, lists.get(m[4], []), m[4], holds)
+                    if st.startswith("("):
+                        outs = [x.strip() for x in m[1].split(",") if x.strip()]
+                        for o, sids in zip(outs, got, strict=True):
+                            ref(holds, o, sids)
+                    else:  # o = f(f_args): o is the list of its results
+                        lists[m[1]] = got
+                        ref(holds, m[1], [x for e in got for x in e])
+                    for n in list(own):
+                        unref(own, n)
+                    continue
+                m = re.match(r"(\w+) = \[None\] \* \d+$", st)
+                if m:
+                    continue
+                m = re.match(r"(\w+) = (empty_strided\w*|torch\.empty_strided)\((.*)\)$", st)
+                if m:
+                    sz, stv = _tuples(m[3])[:2]
+                    dt = re.findall(r"torch\.(\w+)", m[3])[-1]
+                    sid = new(nbytes(_ints(sz), _ints(stv), dt), dt)
+                    ref(holds, m[1], [sid])
                     alloc(size[sid])
-                ref(name, sids)
-                continue
-            # launches with out= and other statements hold no new memory
+                    continue
+                m = re.match(r"(\w+) = (?:reinterpret_tensor|alloc_from_pool)\((\w+)", st)
+                if m or re.match(r"(\w+) = (\w+)$", st):
+                    m = m or re.match(r"(\w+) = (\w+)$", st)
+                    ref(holds, m[1], holds.get(m[2], []))
+                    continue
+                m = re.match(r"(\w+) = (\w+)\[(\d+)\]$", st)
+                if m:
+                    if m[2] in lists:
+                        el = lists[m[2]]
+                        ref(holds, m[1], el[int(m[3])] if int(m[3]) < len(el) else [])
+                        continue
+                    tup = holds.get(m[2], [])
+                    ref(holds, m[1], [tup[int(m[3])]] if int(m[3]) < len(tup) else [])
+                    continue
+                m = re.match(r"(\w+) = ((?:extern_kernels|torch\.ops|aten)[\w.]*)\((.*)\)$", st)
+                if m:
+                    name, op = m[1], m[2]
+                    opname = op.split(".")[3] if op.startswith("torch.ops") else op.split(".")[-1]
+                    first = re.search(r"(?:reinterpret_tensor\()?\b(\w+)\b", m[3])[1]
+                    first_dt = next((dtype_of[s] for s in holds.get(first, [])
+                                     if s in dtype_of), None)
+                    outs = sorted(elements.get(name, [])) or [(None, name)]
+                    sids = []
+                    slots = max((i for i, _ in outs if i is not None), default=-1) + 1
+                    by_index = dict(outs) if outs[0][0] is not None else {}
+                    for i in range(slots if by_index else 1):
+                        el = by_index.get(i, name) if by_index else name
+                        if el not in asserts:
+                            sids.append(new(0, None))
+                            continue
+                        sz, stv = asserts[el]
+                        cands = {d for (o, d, s1, s2, ix) in fx_out
+                                 if o == opname and s1 == sz and s2 == stv
+                                 and ix == (i if by_index else None)}
+                        dt = cands.pop() if len(cands) == 1 else first_dt
+                        sid = new(nbytes(sz, stv, dt), dt)
+                        sids.append(sid)
+                        alloc(size[sid])
+                    ref(holds, name, sids)
+                    continue
+                # launches with out= and other statements hold no new memory
+        return []
+
+    run(body, {}, {}, None, None, None)
     return peak
 
 

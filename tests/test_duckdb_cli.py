@@ -76,13 +76,17 @@ def public_objects() -> tuple[list[str], list[str]]:
 def every_kind(tmp_path_factory) -> Path:
     """A database holding every fixture kind: scheduler IR, XLA (one file and split),
     output code and FX graphs (folder and log), Kineto (single and 2 ranks), JAX,
-    a TORCH_TRACE log with its trace, allocator snapshots with their debug tree."""
+    a TORCH_TRACE log with its trace, allocator snapshots with their debug tree, JAX
+    device memory profiles, a trace of CUDA-graph replays with its output code."""
     db = tmp_path_factory.mktemp("cli") / "all.duckdb"
     inputs = [SEED_002, SEED_003, FIXTURES / "torch" / "mlp_train.log"]
     for folder in (FIXTURES / "xla", FIXTURES / "torch" / "mlp_train", PROFILE / "single",
                    PROFILE / "jax", PROFILE / "coll", FIXTURES / "torch_trace" / "gpu_step",
-                   FIXTURES / "snapshot"):
+                   FIXTURES / "snapshot", FIXTURES / "jax_memory"):
         inputs += [Path(p) for p, _ in discover(folder)]
+    infer = FIXTURES / "cudagraphs" / "infer"  # CUDA-graph replays (graph_replays)
+    inputs += [infer / "kineto.pt.trace.json.gz",
+               *sorted((infer / "torch_compile_debug").rglob("output_code.py"))]
     ingest_into(db, *inputs)
     with open_database(db) as d:  # stored alignments for the diff macros (60_diff.sql)
         for fmt in ("inductor_ir", "kineto", "cuda_snapshot"):

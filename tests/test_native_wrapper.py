@@ -92,16 +92,23 @@ class TestFixtures:
 
 def test_read_whole():
     """Every fixture module is read by the compiled reader (native/wrapper_module.cpp), not
-    declined to the line-by-line path (whose records the tests above also compare)."""
+    declined to the line-by-line path (whose records the tests above also compare), but
+    those split into graph partitions: the Python parser reads their dispatches."""
     core = native.module()
+    partitioned = 0
     for _, kw, texts, numbers in MODULES:
         p = iw.CompiledWrapperParser(core, "w.log", _Names(), **kw)
         i = next(k for k, t in enumerate(texts) if t.strip())
         p._feed(numbers[i], texts[i])
         got = core.wrapper_module(texts, numbers, i + 1, p.key, iw._RECORD_CLASSES,
                                   p._fx_graph())
-        # the least: torch/no_alloc's in-place graph (its input, one launch, the return)
-        assert got is not None and len(got[0]) >= 3, texts[i]
+        if any(t.startswith("def partition_") for t in texts):
+            partitioned += 1
+            assert got is None, texts[i]
+        else:
+            # the least: torch/no_alloc's in-place graph (its input, one launch, the return)
+            assert got is not None and len(got[0]) >= 3, texts[i]
+    assert partitioned >= 6  # partitions/: 2 modules in each of 3 forms (and short/glog)
 
 
 EDITS = [
@@ -116,6 +123,10 @@ EDITS = [
     "import torch", "", "   ", "\u2028", "    return (buf0, )", "    del buf0",
     "    buf9 = empty_strided_cpu((4, ), (1, ), torch.float32)", "        pass", "class Runner:",
     "    (", ")", "# AOT ID: ['9_forward']",
+    "def partition_0(args):", "def partition_9(args):", "def f(x):", "def g(args): ",
+    "    buf0, = args", "        partition0_args = [buf0]",
+    "        (buf1, ) = self.partitions[0](partition0_args)", "        del partition0_args",
+    "        (buf2, buf3) = self.partitions[1](partition1_args)", "    return (buf1, )",
 ]
 
 STATEMENTS = [
@@ -202,13 +213,14 @@ class TestScans:
                 p = iw.WrapperParser("w.log", _Names())
                 p._feed(1, "# AOT ID: ['0_forward']")
                 before = (p.state, dict(p.comments), dict(p.kernels), dict(p.input_meta),
-                          p.call_line)
+                          p.call_line, dict(p.functions))
                 p._top(2, t)
-                assert (p.state, p.comments, p.kernels, p.input_meta, p.call_line) == before, t
+                assert (p.state, p.comments, p.kernels, p.input_meta, p.call_line,
+                        p.functions) == before, t
             if j < len(self.LINES):
                 t = self.LINES[j]
                 assert t.strip() and (not t.isascii() or t.strip().startswith("#") or any(
-                    w in t for w in ("async_compile.", "def call(", "rand_strided("))), t
+                    w in t for w in ("async_compile.", "def ", "rand_strided("))), t
             i = j + 1
 
 
