@@ -88,12 +88,14 @@ def readme_objects() -> set[str]:
 def every_kind(tmp_path_factory) -> Path:
     """A database holding every fixture kind: scheduler IR, XLA (one file and split),
     output code and FX graphs (folder and log), Kineto (single and 2 ranks), JAX,
-    a TORCH_TRACE log with its trace, allocator snapshots with their debug tree."""
+    a TORCH_TRACE log with its trace, allocator snapshots with their debug tree, a hung
+    job's Flight Recorder dumps and stack dumps."""
     db = tmp_path_factory.mktemp("cli") / "all.duckdb"
     inputs = [SEED_002, SEED_003, FIXTURES / "torch" / "mlp_train.log"]
     for folder in (FIXTURES / "xla", FIXTURES / "torch" / "mlp_train", PROFILE / "single",
                    PROFILE / "jax", PROFILE / "coll", FIXTURES / "torch_trace" / "gpu_step",
-                   FIXTURES / "snapshot"):
+                   FIXTURES / "snapshot", FIXTURES / "flight_recorder" / "gloo_subgroup" / "pickle",
+                   FIXTURES / "flight_recorder" / "gloo_subgroup" / "stacks"):
         inputs += [Path(p) for p, _ in discover(folder)]
     ingest_into(db, *inputs)
     with open_database(db) as d:  # stored alignments for the diff macros (60_diff.sql)
