@@ -39,6 +39,7 @@ from .parallel_ingest import (
     local_pool,
     say_err,
 )
+from .hang_report import print_hang_report
 from .rank_report import print_rank_report
 from .summary import print_summaries, print_summary_rows
 
@@ -113,6 +114,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 except duckdb.Error as e:
                     say(f"ranks: not reported ({str(e).splitlines()[0]})")
                 _tick(phases, "rank report", t)
+                try:  # incidents of the new Flight Recorder dumps
+                    print_hang_report(db, new_ids, out=say)
+                except duckdb.Error as e:
+                    say(f"hang: not reported ({str(e).splitlines()[0]})")
             finally:
                 t = time.perf_counter()
                 _close(db, remove_if_empty=created)

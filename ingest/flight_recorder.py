@@ -148,6 +148,7 @@ class _Dump:
         self.n_entries = 0
         self.unknown_entry_keys: dict[str, int] = {}
         self.old_seq_ids = 0
+        self.bad: IngestError | None = None
 
     def timeline(self) -> Timeline:
         name = Path(self.path).name
@@ -160,10 +161,13 @@ class _Dump:
 
     def entry(self, e: Any) -> list[Record]:
         """The records of one entry (its newly interned frames first)."""
-        if type(e) is not dict:
-            raise IngestError(self.path, None, f"entry {self.n_entries} is a "
-                              f"{type(e).__name__}, expected a dict with record_id, "
-                              "process_group, collective_seq_id, profiling_name, ...")
+        if type(e) is not dict:  # said once the dump is read: a refusal comes first
+            if self.bad is None:
+                self.bad = IngestError(self.path, None, f"entry {self.n_entries} is a "
+                                       f"{type(e).__name__}, expected a dict with record_id, "
+                                       "process_group, collective_seq_id, profiling_name, ...")
+            self.n_entries += 1
+            return []
         extra = {}
         for k, v in e.items():
             if k not in _COLUMNS:
@@ -201,6 +205,8 @@ class _Dump:
 
     def tail(self, top: dict[str, Any]) -> list[Record]:
         """The groups, their progress and the note, from the dump's other keys."""
+        if self.bad is not None:
+            raise self.bad
         out: list[Record] = []
         cfg = top.get("pg_config")
         if isinstance(cfg, dict):
@@ -335,8 +341,9 @@ def _parse_json(path: str) -> Iterator[Record]:
         raise IngestError(path, None, f"byte {e.start:,}: not UTF-8: expected the JSON "
                           "of a Flight Recorder dump") from None
     except json.JSONDecodeError as e:
-        what = "the file ends inside the JSON: truncated dump" if e.pos >= len(data) - 1 \
-            else e.msg
+        ends = e.pos >= len(data.rstrip()) - 1 or (
+            e.msg.startswith("Unterminated string") and b'"' not in data[e.pos + 1:])
+        what = "the file ends inside the JSON: truncated dump" if ends else e.msg
         raise IngestError(path, e.lineno, f"column {e.colno}: {what}; expected the JSON "
                           "of a Flight Recorder dump (_dump_fr_trace_json)") from None
     if not isinstance(top, dict):

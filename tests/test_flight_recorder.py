@@ -266,3 +266,113 @@ def test_records_for_detects_both_forms_and_stacks():
         FR / "gloo_skip" / "stacks" / "rank0.faulthandler.txt")}
     assert fmts == {"pickle": "flight_recorder", "json": "flight_recorder",
                     "stacks": "stack_dump"}
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    from tlview.cli import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def state_of(db: Path) -> tuple:
+    with open_database(db, read_only=True) as d:
+        return (d.query("counts")[0], d.sql("SELECT count(*) FROM frames").fetchone(),
+                d.sql("SELECT count(*) FROM events_collective_recorded").fetchone())
+
+
+class _Evil:
+    """Unpickling this runs a shell command that writes a marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+class TestBadInput:
+    """One line naming the file, the place and what was expected; exit 2; the database
+    exactly as it was."""
+
+    @pytest.fixture
+    def db(self, tmp_path) -> Path:
+        db = tmp_path / "d.duckdb"
+        ingest_into(db, FR / "gloo_sizes" / "pickle" / "fr_trace_rank_0")
+        return db
+
+    def refused(self, capsys, db: Path, path: Path, *needles: str) -> str:
+        before = state_of(db)
+        code, _, err = run(capsys, "ingest", str(path), "--db", str(db))
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert path.name in err
+        for n in needles:
+            assert n in err, err
+        assert state_of(db) == before
+        return err
+
+    def test_truncated_pickle(self, capsys, db, tmp_path):
+        data = (FR / "gloo_skip" / "pickle" / "fr_trace_rank_0").read_bytes()
+        bad = tmp_path / "fr_trace_rank_0"
+        bad.write_bytes(data[:len(data) // 2])
+        self.refused(capsys, db, bad, "byte ", "truncated pickle")
+
+    def test_truncated_json(self, capsys, db, tmp_path):
+        text = (FR / "gloo_skip" / "json" / "fr_trace_rank_0.json").read_text()
+        bad = tmp_path / "fr_trace_rank_0.json"
+        bad.write_text(text[:len(text) // 2])
+        err = self.refused(capsys, db, bad, "truncated dump", "column ")
+        assert f"{bad.name}:1:" in err
+
+    @pytest.mark.parametrize("protocol", [2, 4])
+    def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(
+            self, capsys, db, tmp_path, protocol):
+        import pickle
+        import subprocess
+        import sys
+
+        real = json.loads((FR / "gloo_skip" / "json" / "fr_trace_rank_0.json").read_text())
+
+        def dump_with(marker: Path) -> bytes:  # a real dump, an entry's field the payload
+            first = real["entries"][0]
+            poisoned = {**json.loads(json.dumps(first)), "frames": _Evil(marker)}
+            return pickle.dumps({**real, "entries": [first, poisoned]}, protocol=protocol)
+
+        # the same bytes really run the command under pickle.load (in a child process)
+        probe, probe_marker = tmp_path / "probe.pkl", tmp_path / "PROBE"
+        probe.write_bytes(dump_with(probe_marker))
+        subprocess.run([sys.executable, "-c", "import pickle,sys; "
+                        "pickle.load(open(sys.argv[1],'rb'))", str(probe)],
+                       capture_output=True, check=False)
+        assert probe_marker.exists()
+        marker = tmp_path / "MARKER"
+        evil = tmp_path / "fr_trace_rank_1"
+        evil.write_bytes(dump_with(marker))
+        self.refused(capsys, db, evil, "refused pickle opcode", "system",
+                     "a Flight Recorder dump holds only", "nothing was run")
+        assert not marker.exists()
+
+    def test_a_dump_of_another_shape(self, capsys, db, tmp_path):
+        bad = tmp_path / "fr_trace_rank_4.json"
+        bad.write_text(json.dumps({"version": "2.10", "pg_config": {}, "entries": {"a": 1}}))
+        self.refused(capsys, db, bad, "entries is a dict, expected a list")
+
+    def test_missing_and_conflicting_ranks_are_said_in_one_line_each(self, capsys, tmp_path):
+        db = tmp_path / "r.duckdb"
+        folder = tmp_path / "dumps"
+        folder.mkdir()
+        for r in (0, 2):
+            (folder / f"fr_trace_rank_{r}").write_bytes(
+                (FR / "gloo_late" / "pickle" / f"fr_trace_rank_{r}").read_bytes())
+        (folder / "again_rank_2").write_bytes(
+            (FR / "gloo_late" / "pickle" / "fr_trace_rank_0").read_bytes())
+        code, out, err = run(capsys, "ingest", str(folder), "--db", str(db))
+        assert code == 0, err
+        hang = [ln for ln in out.splitlines() if ln.startswith(("hang:", "  "))]
+        assert hang[0] == "hang: incident 1: 3 Flight Recorder dumps (ranks 0), no dump of ranks 1-2"
+        notes = [ln for ln in hang if "note:" in ln]
+        assert len(notes) == 1 and "rank 2 is claimed by dumps that overlap" in notes[0]
+        assert "again_rank_2" in notes[0] and "fr_trace_rank_2" in notes[0]
