@@ -29,6 +29,7 @@ from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
 from tlview.store.writer import limit_ingest_memory
 
 from . import cluster
+from .hang_report import print_hang_report
 from .locking import lock_wait_s, say_waiting
 from .output import say
 from .parallel_ingest import (
@@ -39,7 +40,6 @@ from .parallel_ingest import (
     local_pool,
     say_err,
 )
-from .hang_report import print_hang_report
 from .rank_report import print_rank_report
 from .summary import print_summaries, print_summary_rows
 

@@ -575,3 +575,41 @@ SELECT c.run, c.collective_id, c.rank, c.timeline_id, c.seq, c.collective, c.mat
 FROM _collective_ranks c
 JOIN ka ON ka.timeline_id = c.timeline_id AND ka.seq = c.seq
 LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_step = ka.step;
+
+-- whatif_stragglers: per run, ProfilerStep and rank that arrived last at some collective of
+-- the step, what the step would have taken had that rank's late arrivals been on time.
+--   The model replays the step's collectives in order: a collective starts when its last
+--   rank arrives, and every rank's work after it shifts by what the collective's start
+--   moves. Taking rank X's arrival at each collective it was last at down to the arrival
+--   before it (late_arrivals.late_ns earlier) moves that collective's start, and so every
+--   rank's work after it, earlier by late_ns; the shifts add up through the step, so
+--   saved_ns = the sum of late_ns over the step's collectives X was last at (a collective
+--   belongs to the step whose ProfilerStep launched it: collective_skew.profiler_step).
+--   measured_ns: the step's time, the longest over the run's ranks of the step's GPU
+--   extent (step_totals: first start to last end of the GPU work its ProfilerStep
+--   launched); modelled_ns = measured_ns - saved_ns; slowest_rank: the rank whose extent
+--   is measured_ns; n_late: the collectives of the step X was last at.
+--   Limits: every rank is shifted alike, as if every collective of the step held every
+--   rank (one process group): where a subgroup's collective was late, ranks outside the
+--   group are shifted too, so saved_ns is then an upper bound; work that could overlap the
+--   moved collective (other streams, compute that does not wait for it) is taken to move
+--   with it, and a rank's own compute is not shortened: only its lateness goes.
+CREATE OR REPLACE VIEW whatif_stragglers AS
+WITH late AS (
+    SELECT l.run, s.profiler_step AS step, l.rank, count(*) AS n_late,
+           CAST(sum(l.late_ns) AS BIGINT) AS saved_ns
+    FROM late_arrivals l JOIN collective_skew s USING (run, collective_id)
+    WHERE s.profiler_step IS NOT NULL AND l.late_ns > 0
+    GROUP BY l.run, s.profiler_step, l.rank
+), ext AS (
+    SELECT t.run, st.step, t.rank, st.gpu_last_ns - st.gpu_first_ns AS extent_ns
+    FROM step_totals st JOIN rank_traces t USING (timeline_id)
+    WHERE t.run IS NOT NULL AND st.gpu_first_ns IS NOT NULL
+), m AS (
+    SELECT run, step, max(extent_ns) AS measured_ns,
+           arg_max(rank, [extent_ns, -rank]) AS slowest_rank
+    FROM ext GROUP BY run, step
+)
+SELECT l.run, l.step, l.rank, l.n_late, l.saved_ns, m.measured_ns,
+       m.measured_ns - l.saved_ns AS modelled_ns, m.slowest_rank
+FROM late l JOIN m USING (run, step);

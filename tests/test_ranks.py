@@ -249,6 +249,73 @@ class TestClockAlignment:
             assert r["last_rank"] == 0 and r["late_ns"] > gen.DELAY_NS // 2
 
 
+def gpu_extents(path: Path) -> dict[int, int]:
+    """Per ProfilerStep of one trace, the extent of the GPU work its CPU range launched
+    (first start to last end), read from the trace itself."""
+    trace = ref.load(path)
+    evs = trace["traceEvents"]
+    launch = {e["args"]["correlation"]: ref.ns(e["ts"]) for e in evs
+              if e.get("cat") in ("cuda_runtime", "cuda_driver")
+              and "correlation" in (e.get("args") or {})}
+    steps = [(ref.ns(e["ts"]), ref.ns(e["ts"]) + ref.ns(e["dur"]), int(e["name"].split("#")[1]))
+             for e in evs if e.get("cat") == "user_annotation"
+             and e["name"].startswith("ProfilerStep#")]
+    span: dict[int, list[int]] = {}
+    for e in evs:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        t = launch.get((e.get("args") or {}).get("correlation"))
+        step = next((k for a, b, k in steps if t is not None and a <= t < b), None)
+        if step is not None:
+            lo, hi = ref.ns(e["ts"]), ref.ns(e["ts"]) + ref.ns(e["dur"])
+            cur = span.setdefault(step, [lo, hi])
+            cur[0], cur[1] = min(cur[0], lo), max(cur[1], hi)
+    return {k: hi - lo for k, (lo, hi) in span.items()}
+
+
+class TestWhatIf:
+    """whatif_stragglers on the delayed pair: rank 0 made 1 ms late at each step's first
+    reduce-scatter."""
+
+    def test_saved_is_the_steps_late_arrivals_and_gives_the_delay_back(self, tmp_path):
+        db = tmp_path / "w.duckdb"
+        ingest_into(db, *DELAYED)
+        _, instances, _, _, arr = reference(DELAYED)
+        want: dict[tuple[int, int], int] = {}
+        for key, a in arr.items():
+            if a["late"] > 0:
+                k = (instances[key][a["last_rank"]]["step"], a["last_rank"])
+                want[k] = want.get(k, 0) + a["late"]
+        got = {(r["step"], r["rank"]): r for r in rows(db, "SELECT * FROM whatif_stragglers")}
+        assert {k: r["saved_ns"] for k, r in got.items()} == want
+        ext = [gpu_extents(p) for p in DELAYED]
+        for (step, _), r in got.items():
+            assert r["measured_ns"] == max(e[step] for e in ext)
+            assert r["modelled_ns"] == r["measured_ns"] - r["saved_ns"]
+        # the injected delay comes back, within what the real (undelayed) pair waited at
+        # the same collective: rank 0's lateness there is 1 ms less rank 1's natural lead
+        _, real_inst, _, _, real_arr = reference(RANKS)
+        for step in (1, 2, 3):
+            (k,) = [k for k, a in arr.items() if a["last_rank"] == 0
+                    and instances[k][0]["step"] == step and a["late"] > gen.DELAY_NS // 2]
+            assert "reduce_scatter" in instances[k][0]["collective"]
+            real = real_arr[k]
+            natural = real["start"][0] - real["start"][1]  # rank 0's arrival after rank 1's
+            assert abs(arr[k]["late"] - gen.DELAY_NS) <= abs(natural) + 50_000
+            assert got[(step, 0)]["saved_ns"] >= arr[k]["late"]
+
+    def test_the_report_says_it_in_words(self, tmp_path, capsys):
+        from tlview.cli import main
+
+        db = tmp_path / "w.duckdb"
+        assert main(["ingest", *map(str, DELAYED), "--db", str(db)]) == 0
+        out = capsys.readouterr().out
+        (w,) = rows(db, "SELECT * FROM whatif_stragglers ORDER BY saved_ns DESC LIMIT 1")
+        assert (f"without rank {w['rank']}'s delay, step {w['step']} would take "
+                f"{w['modelled_ns'] / 1e6:,.3f} ms instead of {w['measured_ns'] / 1e6:,.3f} ms"
+                ) in out
+
+
 class TestBadInput:
     """Runs mixed in one folder, a rank twice, a rank missing, a truncated rank."""
 
