@@ -81,3 +81,11 @@ SELECT count(*) > 0 FROM timeline_records WHERE format IN ('kineto', 'jax_trace'
 -- How many of the timelines $1 (a list of ids) are Flight Recorder dumps.
 SELECT count(*) FROM timeline_records
 WHERE format = 'flight_recorder' AND list_contains(?::INTEGER[], timeline_id);
+
+-- name: hang_incident_of
+-- The incident of timeline $1: a dump's own, else (a stack dump) that of its rank's dumps.
+SELECT COALESCE(
+    (SELECT incident FROM fr_dumps WHERE timeline_id = $1),
+    (SELECT min(d.incident) FROM fr_dumps d JOIN timelines t
+       ON TRY_CAST(json_extract(t.attrs, '$.rank') AS BIGINT) = d.rank
+     WHERE t.timeline_id = $1));

@@ -141,6 +141,7 @@ class RankDetail:
     entries: tuple[Entry, ...]
     threads: tuple[Thread, ...]
     profile_end: tuple[Activity, ...]
+    hang_ns: int | None = None  # when the incident's first hung collective was enqueued
 
 
 def hang_summary(db: Database, timeline_ids: list[int] | None = None) -> tuple[Incident, ...]:
@@ -157,6 +158,11 @@ def hang_summary(db: Database, timeline_ids: list[int] | None = None) -> tuple[I
             versions_known=bool(r["versions_known"]), first_ns=r["first_ns"],
             last_ns=r["last_ns"], verdicts=verdicts))
     return tuple(out)
+
+
+def incident_of(db: Database, timeline_id: int) -> int | None:
+    """The incident a dump (or a rank's stack dump) belongs to, or None."""
+    return db.scalar("hang_incident_of", timeline_id)
 
 
 def grid(db: Database, incident: Incident) -> Grid:
@@ -176,7 +182,7 @@ def rank_detail(db: Database, incident: Incident, rank: int, n: int = 12) -> Ran
     profile: tuple[Activity, ...] = ()
     if since is not None and db.scalar("hang_has_profile"):
         profile = tuple(Activity(*r) for r in db.query("hang_rank_profile_end", since, rank, n))
-    return RankDetail(rank, entries, threads, profile)
+    return RankDetail(rank, entries, threads, profile, since)
 
 
 def as_json(incidents: tuple[Incident, ...]) -> list[dict[str, Any]]:
