@@ -61,6 +61,13 @@ def incident_lines(i: Incident) -> list[str]:
         lines.append(f"  note: dump version {', '.join(i.versions) or '(none stated)'} is not "
                      "one tlview knows: read by structure, unknown keys kept "
                      "(fr_dumps.version_known)")
+    for cid, with_it, without in i.compile_divergence[:3]:
+        lines.append(f"  note: TORCH_TRACE compile {cid} is in the logs of "
+                     f"{_who(list(with_it))}, not of {_who(list(without))}: a recompile on "
+                     "some ranks makes their collectives differ (compile_divergence)")
+    if len(i.compile_divergence) > 3:
+        lines.append(f"  note: {len(i.compile_divergence) - 3} more compile ids differ "
+                     "across ranks (compile_divergence)")
     if i.no_rank:
         lines.append(f"  note: {i.no_rank} dump{'s' * (i.no_rank != 1)} without a rank in "
                      "name or content: left out")

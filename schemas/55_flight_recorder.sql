@@ -369,3 +369,22 @@ SELECT i.incident, s.rank, s.timeline_id, ts.step AS thread_index, ts.thread, ts
 FROM s JOIN events_thread_stack ts USING (timeline_id)
 LEFT JOIN (SELECT DISTINCT incident, rank FROM fr_dumps WHERE incident IS NOT NULL) i
   ON i.rank = s.rank;
+
+-- compile_divergence: compile ids that some ranks' TORCH_TRACE logs hold and others do
+-- not (the desync tlparse warns about: a rank that recompiled, or compiled another graph,
+-- issues other collectives, and the job hangs or mismatches).
+--   compile_id: torch's ('0/0', '1/0_1'); ranks: the ranks whose logs hold it; missing:
+--   the ranks with a TORCH_TRACE log in the database that lack it (every log's rank is
+--   counted, whatever run it is of).
+CREATE OR REPLACE VIEW compile_divergence AS
+WITH c AS (
+    SELECT compile_id, list(DISTINCT rank ORDER BY rank) AS ranks
+    FROM compile_events WHERE rank IS NOT NULL AND compile_id IS NOT NULL
+    GROUP BY compile_id
+), a AS (
+    SELECT list(DISTINCT rank ORDER BY rank) AS all_ranks
+    FROM compile_events WHERE rank IS NOT NULL
+)
+SELECT c.compile_id, c.ranks,
+       list_filter(a.all_ranks, lambda x: NOT list_contains(c.ranks, x)) AS missing
+FROM c, a WHERE len(c.ranks) < len(a.all_ranks);

@@ -89,3 +89,10 @@ SELECT COALESCE(
     (SELECT min(d.incident) FROM fr_dumps d JOIN timelines t
        ON TRY_CAST(json_extract(t.attrs, '$.rank') AS BIGINT) = d.rank
      WHERE t.timeline_id = $1));
+
+-- name: hang_compile_divergence
+-- Compile ids whose TORCH_TRACE logs some of the ranks $1 (a list) lack.
+SELECT compile_id, ranks, list_intersect(missing, $1::BIGINT[]) AS missing
+FROM compile_divergence
+WHERE len(list_intersect(missing, $1::BIGINT[])) > 0
+ORDER BY compile_id;

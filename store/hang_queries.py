@@ -54,6 +54,8 @@ class Incident:
     first_ns: int | None
     last_ns: int | None
     verdicts: tuple[Verdict, ...]
+    # TORCH_TRACE compile ids some of its ranks lack: (compile id, ranks with, ranks without)
+    compile_divergence: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = ()
 
     @property
     def culprits(self) -> tuple[Verdict, ...]:
@@ -150,13 +152,16 @@ def hang_summary(db: Database, timeline_ids: list[int] | None = None) -> tuple[I
     out = []
     for r in db.query_dicts("hang_incidents", timeline_ids):
         verdicts = tuple(Verdict(**v) for v in db.query_dicts("hang_verdicts", r["incident"]))
+        ranks = list(r["ranks"] or ()) + list(r["missing"] or ())
+        diverge = tuple((c, tuple(w), tuple(m)) for c, w, m in
+                        db.query("hang_compile_divergence", ranks)) if ranks else ()
         out.append(Incident(
             incident=r["incident"], n_dumps=r["n_dumps"], ranks=tuple(r["ranks"] or ()),
             missing=tuple(r["missing"] or ()), conflicts=tuple(r["conflicts"] or ()),
             conflict_paths=tuple(r["conflict_paths"] or ()), no_rank=r["no_rank"],
             versions=tuple(v for v in r["versions"] or () if v is not None),
             versions_known=bool(r["versions_known"]), first_ns=r["first_ns"],
-            last_ns=r["last_ns"], verdicts=verdicts))
+            last_ns=r["last_ns"], verdicts=verdicts, compile_divergence=diverge))
     return tuple(out)
 
 

@@ -376,3 +376,32 @@ class TestBadInput:
         notes = [ln for ln in hang if "note:" in ln]
         assert len(notes) == 1 and "rank 2 is claimed by dumps that overlap" in notes[0]
         assert "again_rank_2" in notes[0] and "fr_trace_rank_2" in notes[0]
+
+
+def test_compile_ids_that_diverge_across_ranks_are_told(tmp_path, capsys):
+    """Rank 1's real TORCH_TRACE log with its compile 1/0 cut out (as if it never compiled
+    that frame): compile_divergence names it, and the hang report of the ranks says so."""
+    import gzip
+
+    tt = FIXTURES / "torch_trace" / "two_ranks"
+    lines = gzip.open(tt / "dedicated_log_torch_trace_rank_1.log.gz", "rt").read().splitlines()
+    kept, skip = [], False
+    for ln in lines:
+        if not ln.startswith("\t"):
+            skip = '"frame_id": 1,' in ln
+        if not skip:
+            kept.append(ln)
+    cut = tmp_path / "dedicated_log_torch_trace_rank_1.log"
+    cut.write_text("\n".join(kept) + "\n")
+    db = tmp_path / "c.duckdb"
+    ingest_into(db, tt / "dedicated_log_torch_trace_rank_0.log.gz", cut)
+    want = {r["c"] for r in rows(db, "SELECT DISTINCT compile_id AS c FROM compile_events "
+                                     "WHERE rank = 0 AND compile_id LIKE '1/%'")}
+    got = rows(db, "SELECT * FROM compile_divergence ORDER BY compile_id")
+    assert {r["compile_id"] for r in got} == want and want
+    assert all(r["ranks"] == [0] and r["missing"] == [1] for r in got)
+    code, out, err = run(capsys, "ingest", *(str(p) for p in sorted(
+        (FR / "gloo_sizes" / "pickle").iterdir())), "--db", str(db))
+    assert code == 0, err
+    assert f"  note: TORCH_TRACE compile {got[0]['compile_id']} is in the logs of rank 0, " \
+           "not of rank 1" in out
