@@ -174,20 +174,6 @@ SELECT p.incident, p.rank, p.timeline_id, p.process_group, p.pg_desc,
        p.first_seq, p.n_entries, p.pending, p.stuck_since_ns
 FROM p;
 
--- _fr_calls: per incident, process group, rank and collective sequence id, what the rank
--- issued (a coalesced group's ops share one id: they are joined in record order).
-CREATE OR REPLACE VIEW _fr_calls AS
-SELECT incident, process_group, rank, any_value(timeline_id) AS timeline_id, seq_id AS seq,
-       string_agg(op, ' + ' ORDER BY step) AS ops,
-       string_agg(in_sizes, ' + ' ORDER BY step) AS in_sizes,
-       string_agg(out_sizes, ' + ' ORDER BY step) AS out_sizes,
-       string_agg(in_dtypes, ' + ' ORDER BY step) AS in_dtypes,
-       string_agg(out_dtypes, ' + ' ORDER BY step) AS out_dtypes,
-       string_agg(state, ' + ' ORDER BY step) AS state,
-       bool_and(completed) AS completed, min(ts_ns) AS ts_ns, min(step) AS record_id
-FROM _fr_entries WHERE NOT COALESCE(is_p2p, false) AND seq_id IS NOT NULL
-GROUP BY incident, process_group, rank, seq_id;
-
 -- hang_verdict: per incident and process group, the first collective where the ranks
 -- disagree, one row per member rank.
 --   The window: from the largest of the member ranks' oldest sequence ids in their rings
@@ -215,70 +201,95 @@ GROUP BY incident, process_group, rank, seq_id;
 --   root: true for the group whose collective was issued first in the incident (the
 --   others' hangs usually follow from it); reason: the row in words.
 CREATE OR REPLACE VIEW hang_verdict AS
-WITH c AS MATERIALIZED (
-    SELECT * FROM _fr_calls
-), grp AS (
+WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compares
+    SELECT incident, process_group, rank, timeline_id, seq_id, step, ts_ns, completed,
+           state, op, COALESCE(is_p2p, false) AS is_p2p,
+           hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
+    FROM _fr_entries
+), c AS MATERIALIZED (
+    -- per rank and collective sequence id, what it issued: one hash of its entries' op,
+    -- input and output sizes and dtypes (a coalesced group's ops share one id: their
+    -- hashes are summed, so the order of the ops inside it is not compared), whether all
+    -- of them completed, their state (the first by name), when the first was enqueued
+    SELECT incident, process_group, rank, seq_id AS seq, sum(CAST(h AS HUGEINT)) AS h,
+           min(state) AS state, bool_and(completed) AS completed, min(ts_ns) AS ts_ns
+    FROM e WHERE NOT is_p2p AND seq_id IS NOT NULL
+    GROUP BY incident, process_group, rank, seq_id
+), grp AS MATERIALIZED (
     SELECT * FROM fr_groups
+), mine AS MATERIALIZED (  -- each rank's ids in each group: what its ring holds
+    SELECT incident, process_group, rank, min(seq) AS first, max(seq) AS last
+    FROM c GROUP BY ALL
 ), lo AS (  -- the window's start: every member's ring holds ids from here
-    SELECT incident, process_group, max(first) AS lo_seq, max(last) AS hi_seq
-    FROM (SELECT incident, process_group, rank, min(seq) AS first, max(seq) AS last
-          FROM c GROUP BY ALL) GROUP BY incident, process_group
-), sig AS (
-    SELECT c.*, hash(ops, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
+    SELECT incident, process_group, max(first) AS lo_seq FROM mine GROUP BY ALL
+), per_seq AS (
+    SELECT c.incident, c.process_group, c.seq, list(c.rank) AS issued,
+           count(DISTINCT c.h) > 1 AS call_diff, count(DISTINCT c.state) > 1 AS state_diff,
+           bool_and(c.completed) AS all_done, min(c.ts_ns) AS since_ns
     FROM c JOIN lo USING (incident, process_group) WHERE c.seq >= lo.lo_seq
+    GROUP BY ALL
+), first AS (
+    SELECT p.*, g.members, g.ranks_with_dump,
+           len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
+               AS rank_gone,
+           len(g.missing) > 0 AND NOT p.all_done AS dump_gone
+    FROM per_seq p JOIN grp g USING (incident, process_group)
+    WHERE p.call_diff OR p.state_diff OR NOT p.all_done
+       OR len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
+    QUALIFY row_number() OVER (PARTITION BY p.incident, p.process_group ORDER BY p.seq) = 1
+), sig AS MATERIALIZED (  -- the calls of those ids, in words
+    SELECT e.incident, e.process_group, e.rank, e.seq_id AS seq,
+           string_agg(e.op, ' + ' ORDER BY e.step) AS ops,
+           string_agg(e.in_sizes, ' + ' ORDER BY e.step) AS in_sizes,
+           string_agg(e.out_sizes, ' + ' ORDER BY e.step) AS out_sizes,
+           string_agg(e.in_dtypes, ' + ' ORDER BY e.step) AS in_dtypes,
+           string_agg(e.out_dtypes, ' + ' ORDER BY e.step) AS out_dtypes,
+           min(e.state) AS state, bool_and(e.completed) AS completed
+    FROM _fr_entries e
+    JOIN first f ON f.incident = e.incident AND f.process_group = e.process_group
+     AND f.seq = e.seq_id
+    WHERE NOT COALESCE(e.is_p2p, false)
+    GROUP BY e.incident, e.process_group, e.rank, e.seq_id
+), sig_h AS (
+    SELECT *, hash(ops, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h FROM sig
+), fs AS (
+    SELECT f.incident, f.process_group, f.seq, f.since_ns, f.members, f.ranks_with_dump,
+           f.state_diff, f.rank_gone, f.dump_gone, f.all_done,
+           count(DISTINCT s.ops) > 1 AS op_diff,
+           count(DISTINCT [s.in_sizes, s.out_sizes]) > 1 AS size_diff,
+           count(DISTINCT [s.in_dtypes, s.out_dtypes]) > 1 AS dtype_diff,
+           mode(s.state) AS major_state
+    FROM first f LEFT JOIN sig_h s USING (incident, process_group, seq)
+    GROUP BY ALL
+), found AS (
+    SELECT *,
+           CASE WHEN rank_gone THEN 'rank missing' WHEN op_diff THEN 'op mismatch'
+                WHEN size_diff THEN 'size mismatch' WHEN dtype_diff THEN 'dtype mismatch'
+                WHEN state_diff THEN 'state mismatch' WHEN dump_gone THEN 'rank missing'
+                ELSE 'not completed' END AS finding
+    FROM fs
 ), votes AS (
     SELECT incident, process_group, seq, h, count(*) AS n,
-           any_value({'ops': ops, 'in_sizes': in_sizes, 'out_sizes': out_sizes,
-                      'in_dtypes': in_dtypes, 'out_dtypes': out_dtypes}) AS call
-    FROM sig GROUP BY ALL
+           any_value({'ops': ops, 'in_sizes': in_sizes, 'out_sizes': out_sizes}) AS call
+    FROM sig_h GROUP BY ALL
 ), major AS (  -- the version most ranks issued; NULL where two or more tie
     SELECT incident, process_group, seq,
            CASE WHEN count(*) FILTER (WHERE n = top) = 1 THEN arg_max(h, n) END AS h,
            CASE WHEN count(*) FILTER (WHERE n = top) = 1 THEN arg_max(call, n) END AS call
     FROM (SELECT *, max(n) OVER (PARTITION BY incident, process_group, seq) AS top FROM votes)
     GROUP BY ALL
-), per_seq AS (
-    SELECT s.incident, s.process_group, s.seq, count(*) AS n_issued,
-           list(s.rank) AS issued, count(DISTINCT s.ops) > 1 AS op_diff,
-           count(DISTINCT [s.in_sizes, s.out_sizes]) > 1 AS size_diff,
-           count(DISTINCT [s.in_dtypes, s.out_dtypes]) > 1 AS dtype_diff,
-           count(DISTINCT s.state) > 1 AS state_diff, bool_and(s.completed) AS all_done,
-           min(s.ts_ns) AS since_ns
-    FROM sig s GROUP BY ALL
-), flagged AS (
-    SELECT p.*, g.ranks_with_dump, g.members, g.missing,
-           len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
-               AS rank_gone,
-           len(g.missing) > 0 AND NOT p.all_done AS dump_gone
-    FROM per_seq p JOIN grp g USING (incident, process_group)
-), first AS (
-    SELECT *,
-           CASE WHEN rank_gone THEN 'rank missing' WHEN op_diff THEN 'op mismatch'
-                WHEN size_diff THEN 'size mismatch' WHEN dtype_diff THEN 'dtype mismatch'
-                WHEN state_diff THEN 'state mismatch' WHEN dump_gone THEN 'rank missing'
-                WHEN NOT all_done THEN 'not completed' END AS finding
-    FROM flagged
-    WHERE rank_gone OR op_diff OR size_diff OR dtype_diff OR state_diff OR dump_gone
-       OR NOT all_done
-    QUALIFY row_number() OVER (PARTITION BY incident, process_group ORDER BY seq) = 1
 ), rows AS (
-    SELECT f.incident, f.process_group, f.seq, f.finding, f.since_ns, m.r AS rank,
-           list_contains(f.ranks_with_dump, m.r) AS has_dump
-    FROM first f, unnest(f.members) AS m(r)
-), states AS (
-    SELECT incident, process_group, seq, mode(state) AS state FROM sig GROUP BY ALL
+    SELECT f.*, m.r AS rank, list_contains(f.ranks_with_dump, m.r) AS has_dump
+    FROM found f, unnest(f.members) AS m(r)
 ), reach AS (  -- each rank's newest entry, any group
-    SELECT incident, rank, arg_max(op, [ts_ns, step]) AS last_op,
-           arg_max(process_group, [ts_ns, step]) AS last_group,
-           arg_max(seq_id, [ts_ns, step]) AS last_seq, max(ts_ns) AS last_ns
-    FROM _fr_entries GROUP BY incident, rank
+    SELECT incident, rank, arg_max(op, ts_ns) AS last_op,
+           arg_max(process_group, ts_ns) AS last_group, arg_max(seq_id, ts_ns) AS last_seq,
+           max(ts_ns) AS last_ns
+    FROM e GROUP BY incident, rank
 ), pending AS (  -- each rank's oldest entry not completed, per group
     SELECT incident, rank, process_group,
            arg_min(process_group || ':' || seq_id || ' ' || op, [ts_ns, step]) AS what
-    FROM _fr_entries WHERE NOT completed AND NOT COALESCE(is_p2p, false) GROUP BY ALL
-), mine AS (
-    SELECT incident, process_group, rank, min(seq) AS first, max(seq) AS last
-    FROM c GROUP BY ALL
+    FROM e WHERE NOT completed AND NOT is_p2p GROUP BY ALL
 ), conflicts AS (
     SELECT incident, rank, list(source_path ORDER BY timeline_id) AS paths
     FROM fr_dumps WHERE status = 'conflict' GROUP BY ALL
@@ -294,17 +305,15 @@ WITH c AS MATERIALIZED (
                           WHEN [s.in_sizes, s.out_sizes]
                                <> [mj.call.in_sizes, mj.call.out_sizes] THEN 'different sizes'
                           ELSE 'different dtypes' END
-                WHEN mj.h IS NULL AND fs.op_diff THEN 'issued a different op'
-                WHEN mj.h IS NULL AND fs.size_diff THEN 'different sizes'
-                WHEN mj.h IS NULL AND fs.dtype_diff THEN 'different dtypes'
-                WHEN fs.state_diff AND s.state <> st.state THEN 'different state'
+                WHEN mj.h IS NULL AND r.op_diff THEN 'issued a different op'
+                WHEN mj.h IS NULL AND r.size_diff THEN 'different sizes'
+                WHEN mj.h IS NULL AND r.dtype_diff THEN 'different dtypes'
+                WHEN r.state_diff AND s.state <> r.major_state THEN 'different state'
                 WHEN NOT s.completed THEN 'waiting'
                 ELSE 'completed' END AS verdict
     FROM rows r
-    JOIN first fs USING (incident, process_group, seq)
-    LEFT JOIN sig s USING (incident, process_group, seq, rank)
+    LEFT JOIN sig_h s USING (incident, process_group, seq, rank)
     LEFT JOIN major mj USING (incident, process_group, seq)
-    LEFT JOIN states st USING (incident, process_group, seq)
     LEFT JOIN mine mi USING (incident, process_group, rank)
     LEFT JOIN conflicts cf USING (incident, rank)
 )
