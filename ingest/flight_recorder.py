@@ -89,16 +89,20 @@ def rank_from_name(name: str) -> int | None:
     return int(numbers[-1]) if numbers else None
 
 
+_INT64 = (-(1 << 63), 1 << 63)
+
+
 def _int(v: Any) -> int | None:
-    """An integer field as the dump holds it (JSON gives some as text); None if not one."""
+    """An integer field as the dump holds it (JSON gives some as text); None if not one
+    (or beyond 64 bits: no dump counts that far)."""
     if type(v) is bool:
         return None
-    if type(v) is int:
+    if type(v) is str and re.fullmatch(r"-?\d{1,19}", v.strip()):
+        v = int(v)
+    elif type(v) is float and v.is_integer() and abs(v) < 2.0 ** 63:
+        v = int(v)
+    if type(v) is int and _INT64[0] <= v < _INT64[1]:
         return v
-    if type(v) is str and re.fullmatch(r"-?\d+", v.strip()):
-        return int(v)
-    if type(v) is float and v.is_integer():
-        return int(v)
     return None
 
 
@@ -193,7 +197,7 @@ class _Dump:
             ts_ns=_int(e.get("time_created_ns")),
             started_ns=_time_ns(e.get("time_discovered_started_ns")),
             completed_ns=_time_ns(e.get("time_discovered_completed_ns")),
-            dur_ns=round(dur * 1e6) if isinstance(dur, (int, float)) and not
+            dur_ns=_int(round(dur * 1e6)) if isinstance(dur, (int, float)) and not
             isinstance(dur, bool) and math.isfinite(dur) else None,
             in_sizes=_text(e.get("input_sizes")), out_sizes=_text(e.get("output_sizes")),
             in_dtypes=_text(e.get("input_dtypes")), out_dtypes=_text(e.get("output_dtypes")),
@@ -240,12 +244,12 @@ class _Dump:
                 parsed = json.loads(ranks_v)
             except ValueError:
                 parsed = None
-            if isinstance(parsed, list) and all(type(r) is int for r in parsed):
-                ranks = tuple(parsed)
+            if isinstance(parsed, list) and all(_int(r) is not None for r in parsed):
+                ranks = tuple(_int(r) for r in parsed)  # type: ignore[misc]
             else:
                 attrs["ranks_text"] = ranks_v
-        elif isinstance(ranks_v, (list, tuple)) and all(type(r) is int for r in ranks_v):
-            ranks = tuple(ranks_v)
+        elif isinstance(ranks_v, (list, tuple)) and all(_int(r) is not None for r in ranks_v):
+            ranks = tuple(_int(r) for r in ranks_v)  # type: ignore[misc]
         elif ranks_v is not None:
             attrs["ranks_text"] = _plain(ranks_v)
         if isinstance(v, dict):

@@ -355,6 +355,23 @@ class TestBadInput:
                      "a Flight Recorder dump holds only", "nothing was run")
         assert not marker.exists()
 
+    def test_odd_values_are_kept_as_null_not_a_crash(self, tmp_path):
+        data = json.loads((FR / "gloo_sizes" / "json" / "fr_trace_rank_0.json").read_text())
+        e = data["entries"][0]
+        e.update(record_id=2**70, input_sizes="x", process_group=7, is_p2p="no",
+                 duration_ms=float("1e300"), time_created_ns="123")
+        data["pg_config"] = {"0": {"name": "0", "desc": "default_pg", "ranks": '["0", 1]'}}
+        path = tmp_path / "fr_trace_rank_0.json"
+        path.write_text(json.dumps(data))
+        db = tmp_path / "o.duckdb"
+        ingest_into(db, path)
+        (r,) = rows(db, "SELECT step, in_sizes, process_group, is_p2p, dur_ns, ts_ns "
+                        "FROM events_collective_recorded ORDER BY seq LIMIT 1")
+        assert r == {"step": None, "in_sizes": '"x"', "process_group": "7", "is_p2p": None,
+                     "dur_ns": None, "ts_ns": 123}
+        (g,) = rows(db, "SELECT ranks FROM events_process_group")
+        assert g["ranks"] == [0, 1]
+
     def test_a_dump_of_another_shape(self, capsys, db, tmp_path):
         bad = tmp_path / "fr_trace_rank_4.json"
         bad.write_text(json.dumps({"version": "2.10", "pg_config": {}, "entries": {"a": 1}}))
