@@ -358,8 +358,8 @@ def _parse_json(path: str) -> Iterator[Record]:
         raise IngestError(path, 1, f"entries is a {type(entries).__name__}, expected a list")
     dump = _Dump(path, "json")
     yield dump.timeline()
-    for e in entries:
-        yield from dump.entry(e)
+    for entry in entries:
+        yield from dump.entry(entry)
     yield from dump.tail(top)
 
 

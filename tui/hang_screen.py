@@ -70,7 +70,7 @@ def grid_rows(g: Grid) -> tuple[list[Column], list[tuple[str, ...]], frozenset[i
         Column("verdict", least=8, flex=True)]
     by = {(c.rank, c.process_group): c for c in g.cells}
     ranks = sorted({r for grp in g.groups for r in grp.members} | {c.rank for c in g.cells})
-    verdicts = {}
+    verdicts: dict[int, list[hq.Verdict]] = {}
     for v in g.incident.verdicts:
         if v.culprit is not False or v.rank not in verdicts:
             verdicts.setdefault(v.rank, []).append(v)
