@@ -30,15 +30,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import (
-    FrameInterned,
-    Record,
-    StackInterned,
-    ThreadStack,
-    Timeline,
-    TimelineNote,
-)
+from tlview.store.records import Record, ThreadStack, Timeline, TimelineNote
 
+from .cuda_snapshot import Interner
 from .errors import IngestError
 from .flight_recorder import rank_from_name
 from .lines import ProgressFn, read_text
@@ -75,45 +69,33 @@ class _Reader:
         self.path = path
         self.rank = rank_from_name(Path(path).name)
         self.key = "stacks" if self.rank is None else f"rank{self.rank}"
-        self.frames: dict[tuple[Any, ...], int] = {}
-        self.stacks: dict[tuple[int, ...], int] = {}
-        self.pending: list[Record] = []
+        self.interner = Interner(path)
+        self.dump = 0  # which dump of the file (a watchdog that fired twice: 0, 1, ...)
+        self.seen: set[str | None] = set()  # the threads of this dump
         self.tool: str | None = None
         self.meta: dict[str, Any] = {}
         self.unknown = 0
         self.examples: list[str] = []
         self.threads = 0
 
-    def frame_id(self, f: dict[str, Any]) -> int:
-        extra = {k: v for k, v in f.items() if k not in ("filename", "line", "name")}
-        key = (f["filename"], f["line"], f["name"], tuple(sorted(extra.items())) or None)
-        fid = self.frames.get(key)
-        if fid is None:
-            fid = self.frames[key] = len(self.frames) + 1
-            self.pending.append(FrameInterned(fid, f["filename"], f["line"], f["name"],
-                                              attrs=extra))
-        return fid
-
-    def stack_id(self, frames: list[dict[str, Any]]) -> int | None:
-        if not frames:
-            return None
-        key = tuple(self.frame_id(f) for f in frames)
-        sid = self.stacks.get(key)
-        if sid is None:
-            sid = self.stacks[key] = len(self.stacks) + 1
-            self.pending.append(StackInterned(sid, key))
-        return sid
-
-    def thread(self, t: _Thread) -> list[Record]:
-        sid = self.stack_id(t.frames)
+    def thread(self, t: _Thread | None) -> list[Record]:
+        """The records of a finished thread (its newly interned frames first)."""
+        if t is None:
+            return []
+        sid = self.interner.stack(t.frames)
         attrs: dict[str, Any] = {"dump": t.dump, "line": t.line}
         if not t.frames:
             attrs["no_frames"] = True
         rec = ThreadStack(timeline=self.key, step=self.threads, thread=t.id, name=t.name,
                           state=t.state, stack_id=sid, attrs=attrs)
         self.threads += 1
-        out, self.pending = [*self.pending, rec], []
-        return out
+        return [*self.interner.take(), rec]
+
+    def next_dump(self) -> None:
+        """A header line: the threads after it are another dump's."""
+        if self.threads:
+            self.dump += 1
+            self.seen = set()
 
     def other(self, n: int, text: str) -> None:
         if not text.strip():
@@ -131,27 +113,23 @@ class _Reader:
         yield Timeline(key=self.key, name=f"{title} Python stacks ({name})", format=FORMAT,
                        device=None, attrs=attrs)
         cur: _Thread | None = None
-        dump = 0
-        seen: set[str | None] = set()
         for n, text in enumerate(read_text(self.path, progress), 1):
             m = _FH_THREAD.match(text) or _FH_STACK.match(text)
             s = None if m else _SPY_THREAD.match(text)
             if m or s:
-                if cur is not None:
-                    yield from self.thread(cur)
+                yield from self.thread(cur)
                 g = (m or s).groupdict()  # type: ignore[union-attr]
                 tid = g.get("id")
-                if tid in seen and tid is not None:
-                    dump += 1
-                    seen = set()
-                seen.add(tid)
+                if tid in self.seen and tid is not None:
+                    self.next_dump()
+                self.seen.add(tid)
                 if m:
                     self.tool = self.tool or "faulthandler"
                     state = "current" if g.get("current") == "Current thread" else None
                 else:
                     self.tool = "py-spy"
                     state = g["state"]
-                cur = _Thread(tid, g.get("name"), state, dump, n)
+                cur = _Thread(tid, g.get("name"), state, self.dump, n)
                 continue
             if cur is not None:
                 f = _FH_FRAME.match(text)
@@ -173,24 +151,15 @@ class _Reader:
                 if _SPY_DETAIL.match(text) and self.tool == "py-spy" and cur.frames:
                     cur.frames[-1].setdefault("locals", []).append(text.strip())
                     continue
-            if _FH_NEW_DUMP.match(text):
-                if cur is not None:
-                    yield from self.thread(cur)
-                    cur = None
-                if self.threads:
-                    dump += 1
-                    seen = set()
-                self.meta.setdefault("headers", []).append(text.strip()[:200])
-                continue
-            p = _SPY_PROCESS.match(text)
-            if p:
-                if cur is not None:
-                    yield from self.thread(cur)
-                    cur = None
-                if self.threads:
-                    dump += 1
-                    seen = set()
-                self.meta.update(pid=int(p["pid"]), command=p["cmd"])
+            p = None if _FH_NEW_DUMP.match(text) else _SPY_PROCESS.match(text)
+            if p or _FH_NEW_DUMP.match(text):
+                yield from self.thread(cur)
+                cur = None
+                self.next_dump()
+                if p:
+                    self.meta.update(pid=int(p["pid"]), command=p["cmd"])
+                else:
+                    self.meta.setdefault("headers", []).append(text.strip()[:200])
                 continue
             v = _SPY_PYTHON.match(text)
             if v:
@@ -201,13 +170,12 @@ class _Reader:
                 cur = None
                 continue
             self.other(n, text)
-        if cur is not None:
-            yield from self.thread(cur)
+        yield from self.thread(cur)
         if not self.threads:
             raise IngestError(self.path, None, "no thread stack in it: expected faulthandler's "
                               "'Thread 0x... (most recent call first):' or py-spy dump's "
                               "'Thread 0x... (active): \"MainThread\"' lines")
-        note: dict[str, Any] = {"tool": self.tool, "threads": self.threads, "dumps": dump + 1,
+        note: dict[str, Any] = {"tool": self.tool, "threads": self.threads, "dumps": self.dump + 1,
                                 **self.meta}
         if self.unknown:
             note["other_lines"] = self.unknown
