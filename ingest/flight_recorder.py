@@ -112,8 +112,20 @@ def _time_ns(v: Any) -> int | None:
     return n if n else None
 
 
+_TEXTS: dict[tuple[type, str], str] = {}  # sizes and dtypes repeat: their JSON by repr
+
+
 def _text(v: Any) -> str | None:
-    return None if v is None else json.dumps(_plain(v), separators=(",", ":"))
+    """A field as compact JSON text (sizes, dtypes: ``[[8]]``, ``["Float"]``)."""
+    if v is None:
+        return None
+    key = (type(v), repr(v))
+    got = _TEXTS.get(key)
+    if got is None:
+        got = json.dumps(_plain(v), separators=(",", ":"))
+        if len(_TEXTS) < 100_000:
+            _TEXTS[key] = got
+    return got
 
 
 def _plain(v: Any) -> Any:
