@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tlview.store import Database
-from tlview.store.hang_queries import Incident, Verdict, hang_summary
+from tlview.store.hang_queries import Incident, Verdict, group_name, hang_summary
 
 from .rank_report import _ranks
 
@@ -36,7 +36,7 @@ def group_line(rows: Sequence[Verdict]) -> str:
     tail = f" (ranks {_ranks(undecided)} split evenly: either may be wrong)" if undecided else ""
     what = v0.expected_ops or next((v.ops for v in rows if v.ops), None) or "?"
     root = " [first in the incident]" if v0.root else ""
-    return (f"  {v0.pg_desc or v0.process_group} #{v0.seq} ({what}), {v0.finding}: "
+    return (f"  {group_name(v0.pg_desc, v0.process_group)} #{v0.seq} ({what}), {v0.finding}: "
             f"{'; '.join(parts)}{tail}{root}")
 
 

@@ -593,7 +593,11 @@ LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_ste
 --   rank (one process group): where a subgroup's collective was late, ranks outside the
 --   group are shifted too, so saved_ns is then an upper bound; work that could overlap the
 --   moved collective (other streams, compute that does not wait for it) is taken to move
---   with it, and a rank's own compute is not shortened: only its lateness goes.
+--   with it, and a rank's own compute is not shortened: only its lateness goes. Where
+--   the others ran ahead while X was late (their next collectives already launched, as
+--   DDP's buckets), X's later lateness at those is counted too, though without the first
+--   delay it would not have happened: saved_ns then overestimates (docs/hangs.md: the
+--   real 4-GPU run, 37.7 ms saved for a 31.5 ms late arrival).
 CREATE OR REPLACE VIEW whatif_stragglers AS
 WITH late AS (
     SELECT l.run, s.profiler_step AS step, l.rank, count(*) AS n_late,

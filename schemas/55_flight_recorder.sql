@@ -336,8 +336,9 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
                          THEN 'dumps that conflict (' || array_to_string(v.conflict_paths, ', ')
                               || ') claim it'
                          ELSE 'no Flight Recorder dump of it in this incident' END
-            WHEN 'never issued it' THEN 'rank ' || v.rank || ' never issued ' || g.pg_desc
-                 || ' #' || v.seq || ' (' || COALESCE(v.expected_ops, '?') || ')'
+            WHEN 'never issued it' THEN 'rank ' || v.rank || ' never issued '
+                 || CASE WHEN g.pg_desc IS NULL OR g.pg_desc = 'undefined'
+                         THEN 'group ' || v.process_group ELSE g.pg_desc END || ' #' || v.seq || ' (' || COALESCE(v.expected_ops, '?') || ')'
                  || COALESCE('; its last entry: ' || re.last_op || ' ' || re.last_group
                              || ':' || re.last_seq, '')
             WHEN 'not in its ring' THEN 'rank ' || v.rank || ': its ring buffer starts at #'

@@ -146,6 +146,12 @@ class RankDetail:
     hang_ns: int | None = None  # when the incident's first hung collective was enqueued
 
 
+def group_name(pg_desc: str | None, process_group: str) -> str:
+    """How a group is named to a person: its description, else (none, or torch's
+    'undefined') ``group <name>``."""
+    return pg_desc if pg_desc and pg_desc != "undefined" else f"group {process_group}"
+
+
 def hang_summary(db: Database, timeline_ids: list[int] | None = None) -> tuple[Incident, ...]:
     """Every incident (only those holding one of ``timeline_ids``, where given), with its
     verdict: plain data for reports."""

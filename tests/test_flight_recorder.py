@@ -30,11 +30,13 @@ def rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
-def fr_trace_findings(scenario: str) -> list[dict]:
-    """What torch's analyzer logged (fr_trace.txt): per finding its sequence id, group,
-    expected ranks, missing ranks and culprits with their error types, in its order."""
+def fr_trace_findings(scenario: str, path: Path | None = None) -> list[dict]:
+    """What torch's analyzer logged (fr_trace.txt, or ``path``): per finding its sequence
+    id, group, expected ranks, missing ranks and culprits with their error types, in its
+    order."""
     out: list[dict] = []
-    for line in (FR / f"gloo_{scenario}" / "fr_trace.txt").read_text().splitlines():
+    path = path or FR / f"gloo_{scenario}" / "fr_trace.txt"
+    for line in path.read_text().splitlines():
         m = re.match(r"(Not all ranks joining collective, sequence number|"
                      r"Collective sequence number|Input/output mismatch in the collective "
                      r"sequence number): (\d+)", line)
@@ -165,6 +167,27 @@ class TestVerdict:
             for rank in f["culprits"]:  # fr_trace's culprit is one tlview names (or ties)
                 (v,) = [v for v in mine if v["rank"] == rank]
                 assert v["culprit"] in (True, None), v
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_real_nccl_dumps_get_fr_traces_verdict(self, scenario, tmp_path):
+        """The 4-GPU NCCL hangs of the fixtures helper (tests/fixtures/flight_recorder/<s>/,
+        merged from its branch): the watchdog's dumps and the stacks, against torch's
+        analyzer on the same dumps (fr_trace/timeout_dump__default.txt)."""
+        folder = FR / scenario
+        if not (folder / "timeout_dump").is_dir():
+            pytest.skip("the real NCCL fixtures are not in this tree")
+        db = tmp_path / "n.duckdb"
+        ingest_into(db, *sorted((folder / "timeout_dump").iterdir()),
+                    *sorted((folder / "stacks").iterdir()))
+        verdict = rows(db, "SELECT * FROM hang_verdict")
+        found = fr_trace_findings(scenario, folder / "fr_trace" / "timeout_dump__default.txt")
+        assert found
+        f = found[0]  # the analyzer's first finding: the root of the hang
+        mine = [v for v in verdict if v["process_group"] == f["group"]]
+        assert {v["seq"] for v in mine} == {f["seq"]} and all(v["root"] for v in mine)
+        assert {v["finding"] for v in mine} == {f["finding"]}
+        assert {v["rank"] for v in mine if v["verdict"] == "never issued it"} == f["missing"]
+        assert {v["rank"] for v in mine if v["culprit"]} == (f["missing"] or set(f["culprits"]))
 
     def test_every_scenario_is_an_incident_of_its_own(self, hangs):
         got = rows(hangs, "SELECT incident, list(rank ORDER BY rank) AS ranks, "

@@ -65,7 +65,7 @@ def cell_text(c: Cell | None) -> str:
 def grid_rows(g: Grid) -> tuple[list[Column], list[tuple[str, ...]], frozenset[int]]:
     """The grid as a RowList's columns, rows and marked rows (every member rank of any
     group, a rank without a dump included)."""
-    names = [grp.pg_desc or grp.process_group for grp in g.groups]
+    names = [hq.group_name(grp.pg_desc, grp.process_group) for grp in g.groups]
     cols = [Column("rank", right=True)] + [Column(n[:14], right=True) for n in names] + [
         Column("verdict", least=8, flex=True)]
     by = {(c.rank, c.process_group): c for c in g.cells}
@@ -79,10 +79,11 @@ def grid_rows(g: Grid) -> tuple[list[Column], list[tuple[str, ...]], frozenset[i
         cells = tuple(cell_text(by.get((r, grp.process_group))) if (r, grp.process_group) in by
                       else ("no dump" if r in grp.missing else "") for grp in g.groups)
         mine = verdicts.get(r, [])
-        words = "; ".join(f"{v.verdict} {v.pg_desc or v.process_group} #{v.seq}"
+        words = "; ".join(f"{v.verdict} {hq.group_name(v.pg_desc, v.process_group)} #{v.seq}"
                           for v in mine if v.verdict not in ("waiting", "completed"))
         if not words and mine:
-            words = f"waits in {mine[0].pg_desc or mine[0].process_group} #{mine[0].seq}"
+            words = (f"waits in {hq.group_name(mine[0].pg_desc, mine[0].process_group)} "
+                     f"#{mine[0].seq}")
         if any(v.culprit for v in mine):
             marks.add(i)
         rows.append((f"r{r}", *cells, words))
@@ -96,7 +97,7 @@ def root_text(i: Incident) -> Text:
         text.append("every collective the dumps hold matches across ranks and completed")
         return text
     v0 = root[0]
-    text.append(f"{v0.pg_desc or v0.process_group} #{v0.seq} "
+    text.append(f"{hq.group_name(v0.pg_desc, v0.process_group)} #{v0.seq} "
                 f"({v0.expected_ops or v0.ops or '?'}): ")
     culprits = [v for v in root if v.culprit]
     undecided = [v for v in root if v.culprit is None]
@@ -131,7 +132,8 @@ def detail_lines(d: RankDetail, verdicts: tuple[hq.Verdict, ...]) -> list[tuple[
         out.append(("no stack dump of this rank ingested",))
     if d.entries:
         out.append(("newest Flight Recorder entries:",))
-        out += [(f"  {e.pg_desc or e.process_group} #{_seq(e.seq)} {e.op} {e.in_sizes or ''} "
+        out += [(f"  {hq.group_name(e.pg_desc, e.process_group or '?')} #{_seq(e.seq)} {e.op} "
+                 f"{e.in_sizes or ''} "
                  f"{'completed' if e.completed else e.state or ''}",) for e in d.entries]
     if d.profile_end:
         hang = d.hang_ns if d.hang_ns is not None else d.profile_end[0].end_ns
