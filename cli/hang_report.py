@@ -54,9 +54,8 @@ def incident_lines(i: Incident) -> list[str]:
         lines.append("  every collective the dumps hold matches across ranks and completed")
     lines += [group_line(rows) for rows in groups.values()]
     for c in i.conflicts:
-        paths = [p for p in i.conflict_paths]
-        lines.append(f"  note: rank {c} is claimed by dumps that overlap in time "
-                     f"({', '.join(paths)}): left out of the verdict")
+        lines.append(f"  note: rank {c} is claimed by dumps of two processes that overlap in "
+                     f"time ({', '.join(i.paths_of(c))}): left out of the verdict")
     if not i.versions_known:
         lines.append(f"  note: dump version {', '.join(i.versions) or '(none stated)'} is not "
                      "one tlview knows: read by structure, unknown keys kept "

@@ -376,14 +376,18 @@ def _parse_json(path: str) -> Iterator[Record]:
 
 
 _PICKLE_MARKS = (b"pg_config", b"pg_status", b"entries")
+_JSON_FIRST_KEY = re.compile(r'\s*\{\s*"(comm_lib_version|entries|nccl_comm_state|pg_config|'
+                             r'pg_status|version|rank)"\s*:')
 
 
 def sniff(head: str, path: str) -> bool:
     """A pickle whose first KB names pg_config / pg_status / entries next to version, or
-    a JSON object naming a Flight Recorder entry's keys or pg_config."""
-    if head.startswith("{"):
-        return ('"pg_config"' in head or '"profiling_name"' in head) and \
-            '"traceEvents"' not in head
+    a JSON object whose first key is one of a dump's (nlohmann sorts them; a summary that
+    merely quotes pg_config, as the fixtures' facts.json, is not one) naming an entry's
+    keys or pg_config."""
+    if head.lstrip().startswith("{"):  # the object's first key is one of the dump's
+        return _JSON_FIRST_KEY.match(head) is not None and (
+            '"pg_config"' in head or '"profiling_name"' in head)
     try:
         with open_binary(path) as f:
             start = f.read(1024)

@@ -5,9 +5,10 @@
 -- Incidents. A folder may hold the dumps of several hangs (a job restarted and hung again,
 -- dumps written with TORCH_FR_DUMP_DYNAMIC_FILE_NAME). Dumps are taken in order of their
 -- last entry's enqueue time (ties: order of ingest); each joins the incident of the one
--- before unless its rank is already in it, or its last entry is more than the entries'
--- timeout (timeout_ms) or 5 minutes, whichever is less, after that dump's: a hang freezes
--- every rank within about one step, and the next hang of a job comes at least a timeout
+-- before unless its rank is already in it, or its last entry is more than twice the
+-- shortest timeout of its entries (timeout_ms; at most the timeout and 5 minutes) after
+-- that dump's: a hang freezes every rank within about one step (a rank that arrives late,
+-- after the timeout, still within it), and the next hang of a job comes at least a timeout
 -- later. (Two jobs' dumps of disjoint ranks whose last entries lie within that time are
 -- taken as one incident: fr_groups then shows their groups together.) Two dumps of one
 -- rank whose entries overlap in time cannot be two hangs: they conflict (the second of
@@ -23,9 +24,12 @@
 --   states it, version_known: a major version this tlview reads (1, 2; another is read by
 --   structure all the same); n_entries; first_ns / last_ns: enqueue times (Unix ns) of its
 --   oldest and newest entry; timeout_ms: the largest of its entries'; incident: see
---   Incidents above (NULL: no entry to place it by); status: ok | conflict (another dump
---   of this rank overlaps it in time: conflict_with names them; the rank is left out of
---   the verdict) | no_rank | empty (no entries).
+--   Incidents above (NULL: no entry to place it by); status: ok | superseded (a later dump
+--   of the same rank's ring holds this one's newest entry, same record id and enqueue time:
+--   an on-demand dump before the watchdog's, the JSON beside the pickle; the latest is
+--   read) | conflict (another dump of this rank overlaps it in time and is not of the same
+--   ring: conflict_with names them; the rank is left out of the verdict) | no_rank |
+--   empty (no entries).
 CREATE OR REPLACE VIEW fr_dumps AS
 WITH RECURSIVE d AS (
     SELECT t.timeline_id, t.source_id, t.source_path, t.name,
@@ -37,24 +41,40 @@ WITH RECURSIVE d AS (
            json_extract_string(t.notes, '$.version') AS version,
            COALESCE(TRY_CAST(json_extract(t.notes, '$.version_known') AS BOOLEAN), false)
                AS version_known,
-           COALESCE(e.n_entries, 0) AS n_entries, e.first_ns, e.last_ns, e.timeout_ms
+           COALESCE(e.n_entries, 0) AS n_entries, e.first_ns, e.last_ns, e.timeout_ms,
+           e.min_timeout_ms, e.last_step
     FROM timelines t
     LEFT JOIN (SELECT timeline_id, count(*) AS n_entries, min(ts_ns) AS first_ns,
-                      max(ts_ns) AS last_ns, max(timeout_ms) AS timeout_ms
+                      max(ts_ns) AS last_ns, max(timeout_ms) AS timeout_ms,
+                      min(timeout_ms) AS min_timeout_ms, arg_max(step, ts_ns) AS last_step
                FROM events_collective_recorded GROUP BY timeline_id) e USING (timeline_id)
     WHERE t.format = 'flight_recorder'
-), conf AS (
-    SELECT a.timeline_id, list(b.source_path ORDER BY b.timeline_id) AS conflict_with,
-           min(b.timeline_id) < a.timeline_id AS shadowed
+), pairs AS (  -- two dumps of one rank overlapping in time; a: the older of the two
+    SELECT a.timeline_id AS a, b.timeline_id AS b, b.source_path AS b_path,
+           EXISTS (SELECT 1 FROM events_collective_recorded e
+                   WHERE e.timeline_id = b.timeline_id AND e.step = a.last_step
+                     AND e.ts_ns = a.last_ns) AS same_ring
     FROM d a JOIN d b ON a.rank = b.rank AND a.timeline_id <> b.timeline_id
      AND a.first_ns <= b.last_ns AND b.first_ns <= a.last_ns
-    GROUP BY a.timeline_id
+     AND [a.last_ns, a.n_entries, a.timeline_id] < [b.last_ns, b.n_entries, b.timeline_id]
+), conf AS (  -- dumps in a pair of two rings: both conflict
+    SELECT t AS timeline_id, list(DISTINCT p ORDER BY p) AS conflict_with,
+           bool_or(o < t) AS shadowed
+    FROM (SELECT a AS t, b AS o, b_path AS p FROM pairs WHERE NOT same_ring
+          UNION ALL
+          SELECT p.b, p.a, d.source_path FROM pairs p JOIN d ON d.timeline_id = p.a
+          WHERE NOT p.same_ring)
+    GROUP BY t
+), sup AS (  -- the older dump of a pair of one ring, and the newest dump it leads to
+    SELECT a AS timeline_id, max(b) AS newer FROM pairs WHERE same_ring GROUP BY a
 ), o AS (
     SELECT d.timeline_id, d.rank, d.last_ns,
-           least(COALESCE(d.timeout_ms, 1800000), 300000) * 1000000 AS gap_ns,
+           (COALESCE(d.min_timeout_ms, 1800000)
+            + least(COALESCE(d.min_timeout_ms, 1800000), 300000)) * 1000000 AS gap_ns,
            row_number() OVER (ORDER BY d.last_ns, d.timeline_id) AS i
     FROM d LEFT JOIN conf c USING (timeline_id)
     WHERE d.last_ns IS NOT NULL AND NOT COALESCE(c.shadowed, false)
+      AND d.timeline_id NOT IN (SELECT timeline_id FROM sup)
 ), walk(i, timeline_id, incident, ranks, last_ns) AS (
     SELECT i, timeline_id, 1, [rank], last_ns FROM o WHERE i = 1
     UNION ALL
@@ -67,22 +87,23 @@ WITH RECURSIVE d AS (
     FROM walk w JOIN o ON o.i = w.i + 1
 ), placed AS (
     SELECT timeline_id, incident FROM walk
-    UNION ALL  -- a conflicting dump left out of the walk joins its twin's incident
-    SELECT c.timeline_id, w.incident
-    FROM conf c JOIN d a USING (timeline_id)
-    JOIN d b ON b.rank = a.rank AND b.timeline_id < a.timeline_id
-     AND a.first_ns <= b.last_ns AND b.first_ns <= a.last_ns
-    JOIN walk w ON w.timeline_id = b.timeline_id
-    WHERE c.shadowed
-    QUALIFY row_number() OVER (PARTITION BY c.timeline_id ORDER BY b.timeline_id) = 1
+    UNION ALL  -- a dump left out of the walk joins the incident of a twin in it
+    SELECT x.timeline_id, w.incident
+    FROM (SELECT p.a AS timeline_id, p.b AS twin FROM pairs p
+          UNION ALL SELECT p.b, p.a FROM pairs p) x
+    JOIN walk w ON w.timeline_id = x.twin
+    WHERE x.timeline_id NOT IN (SELECT timeline_id FROM walk)
+    QUALIFY row_number() OVER (PARTITION BY x.timeline_id ORDER BY x.twin) = 1
 )
 SELECT d.timeline_id, d.source_id, d.source_path, d.name, d.rank, d.rank_from, d.form,
        d.version, d.version_known, d.n_entries, d.first_ns, d.last_ns, d.timeout_ms,
        p.incident,
-       CASE WHEN c.timeline_id IS NOT NULL THEN 'conflict' WHEN d.n_entries = 0 THEN 'empty'
+       CASE WHEN c.timeline_id IS NOT NULL THEN 'conflict'
+            WHEN s.timeline_id IS NOT NULL THEN 'superseded' WHEN d.n_entries = 0 THEN 'empty'
             WHEN d.rank IS NULL THEN 'no_rank' ELSE 'ok' END AS status,
        COALESCE(c.conflict_with, []) AS conflict_with
-FROM d LEFT JOIN conf c USING (timeline_id) LEFT JOIN placed p USING (timeline_id);
+FROM d LEFT JOIN conf c USING (timeline_id) LEFT JOIN sup s USING (timeline_id)
+LEFT JOIN placed p USING (timeline_id);
 
 -- _fr_entries: every entry of a usable dump (status ok) with its incident and rank, and
 -- whether it completed: its state says so, its completion was seen, or its group's

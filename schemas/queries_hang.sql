@@ -18,8 +18,8 @@ SELECT d.incident, count(*) AS n_dumps,
        list(d.rank ORDER BY d.rank) FILTER (WHERE d.status = 'ok') AS ranks,
        COALESCE(any_value(m.missing), []) AS missing,
        list(DISTINCT d.rank ORDER BY d.rank) FILTER (WHERE d.status = 'conflict') AS conflicts,
-       list(d.source_path ORDER BY d.timeline_id) FILTER (WHERE d.status = 'conflict')
-           AS conflict_paths,
+       list(d.rank || ' ' || d.source_path ORDER BY d.rank, d.timeline_id)
+           FILTER (WHERE d.status = 'conflict') AS conflict_paths,
        count(*) FILTER (WHERE d.status = 'no_rank') AS no_rank,
        list(DISTINCT d.version ORDER BY d.version) AS versions,
        bool_and(d.version_known) AS versions_known,

@@ -47,7 +47,7 @@ class Incident:
     ranks: tuple[int, ...]
     missing: tuple[int, ...]
     conflicts: tuple[int, ...]
-    conflict_paths: tuple[str, ...]
+    conflict_paths: tuple[str, ...]  # 'rank path' of each conflicting dump
     no_rank: int
     versions: tuple[str, ...]
     versions_known: bool
@@ -56,6 +56,11 @@ class Incident:
     verdicts: tuple[Verdict, ...]
     # TORCH_TRACE compile ids some of its ranks lack: (compile id, ranks with, ranks without)
     compile_divergence: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = ()
+
+    def paths_of(self, rank: int) -> tuple[str, ...]:
+        """The conflicting dumps that claim ``rank``."""
+        return tuple(p.split(" ", 1)[1] for p in self.conflict_paths
+                     if p.split(" ", 1)[0] == str(rank))
 
     @property
     def culprits(self) -> tuple[Verdict, ...]:

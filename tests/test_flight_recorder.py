@@ -261,6 +261,28 @@ class TestIncomplete:
                                             "WHERE process_group = '0'")}
         assert v[2]["verdict"] == "missing dump" and "conflict" in v[2]["reason"]
 
+    def test_dumps_of_one_ring_are_superseded_by_the_newest(self, tmp_path):
+        """The pickle and the JSON of the same moment, and an older dump (the pickle cut to
+        its first entries, as if dumped on demand before the hang): one dump per rank is
+        read, the verdict is the pickles' alone."""
+        db = tmp_path / "s.duckdb"
+        skip = FR / "gloo_skip"
+        older = json.loads((skip / "json" / "fr_trace_rank_1.json").read_text())
+        older["entries"] = older["entries"][:4]
+        early = tmp_path / "early" / "fr_trace_rank_1.json"
+        early.parent.mkdir()
+        early.write_text(json.dumps(older))
+        ingest_into(db, *sorted((skip / "pickle").iterdir()), *sorted((skip / "json").iterdir()),
+                    early)
+        got = rows(db, "SELECT rank, status, count(*) AS n FROM fr_dumps GROUP BY ALL ORDER BY ALL")
+        assert [(r["rank"], r["status"], r["n"]) for r in got] == [
+            (0, "ok", 1), (0, "superseded", 1), (1, "ok", 1), (1, "superseded", 2),
+            (2, "ok", 1), (2, "superseded", 1)]
+        v = rows(db, "SELECT rank, verdict FROM hang_verdict WHERE process_group = '0' "
+                     "ORDER BY rank")
+        assert [(r["rank"], r["verdict"]) for r in v] == [
+            (0, "waiting"), (1, "waiting"), (2, "never issued it")]
+
     def test_unknown_version_is_kept_and_said(self, tmp_path):
         data = json.loads((FR / "gloo_sizes" / "json" / "fr_trace_rank_0.json").read_text())
         data["version"] = "7.1"
@@ -414,7 +436,7 @@ class TestBadInput:
         hang = [ln for ln in out.splitlines() if ln.startswith(("hang:", "  "))]
         assert hang[0] == "hang: incident 1: 3 Flight Recorder dumps (ranks 0), no dump of ranks 1-2"
         notes = [ln for ln in hang if "note:" in ln]
-        assert len(notes) == 1 and "rank 2 is claimed by dumps that overlap" in notes[0]
+        assert len(notes) == 1 and "rank 2 is claimed by dumps of two processes" in notes[0]
         assert "again_rank_2" in notes[0] and "fr_trace_rank_2" in notes[0]
 
 
