@@ -273,36 +273,63 @@ def gpu_extents(path: Path) -> dict[int, int]:
     return {k: hi - lo for k, (lo, hi) in span.items()}
 
 
-class TestWhatIf:
-    """whatif_stragglers on the delayed pair: rank 0 made 1 ms late at each step's first
-    reduce-scatter."""
+def replay(paths: list[Path]) -> dict[tuple[int, int], tuple[int, int]]:
+    """The what-if replay of whatif_stragglers, read from the traces on their own: per
+    (step, late rank), (collectives it was last at, saved ns)."""
+    _, instances, _, off, arr = reference(paths)
+    ready: dict[tuple, dict[int, int]] = {}
+    ends: dict[int, list[int]] = {}
+    for p in paths:  # each rank's compute kernels' ends (one GPU per rank in these traces)
+        t = ref.load(p)
+        ends[t["distributedInfo"]["rank"]] = sorted(
+            ref.ns(e["ts"]) + ref.ns(e["dur"]) for e in t["traceEvents"]
+            if e.get("cat") == "kernel" and "nccl" not in e["name"].lower())
+    for key, a in arr.items():
+        ready[key] = {}
+        for r, call in instances[key].items():
+            before = [end for end in ends[r] if end <= call["ts"]]
+            ready[key][r] = a["start"][r] - (call["ts"] - before[-1]) if before else a["start"][r]
+    by_step: dict[int, list[tuple]] = {}
+    for key, a in arr.items():
+        step = instances[key][a["last_rank"]]["step"]
+        end = max(c["own_end"] - off[r] for r, c in instances[key].items())
+        by_step.setdefault(step, []).append((a["last"], key, end))
+    out = {}
+    for step, colls in by_step.items():
+        colls.sort(key=lambda c: (c[0], c[1]))
+        for x in {arr[k]["last_rank"] for _, k, _ in colls if arr[k]["late"] > 0}:
+            n_late = sum(1 for _, k, _ in colls if arr[k]["last_rank"] == x and arr[k]["late"] > 0)
+            end = end2 = None
+            for start, key, real_end in colls:
+                got = {}
+                for r, rd in ready[key].items():
+                    a = arr[key]["start"][r] if end is None else (
+                        rd - (end - end2) if rd > end else rd)
+                    got[r] = a
+                others = max(v for r, v in got.items() if r != x)
+                mine = got.get(x)
+                s2 = max(others, min(mine, others) if mine is not None else others,
+                         end2 if end2 is not None else others)
+                end, end2 = real_end, s2 + (real_end - start)
+            out[(step, x)] = (n_late, end - end2)
+    return out
 
-    def test_saved_is_the_steps_late_arrivals_and_gives_the_delay_back(self, tmp_path):
+
+class TestWhatIf:
+    """whatif_stragglers against the same replay read from the traces on their own."""
+
+    @pytest.mark.parametrize("paths", ["delayed", "real"])
+    def test_saved_is_the_replay_of_the_traces(self, tmp_path, paths):
+        files = DELAYED if paths == "delayed" else RANKS
         db = tmp_path / "w.duckdb"
-        ingest_into(db, *DELAYED)
-        _, instances, _, _, arr = reference(DELAYED)
-        want: dict[tuple[int, int], int] = {}
-        for key, a in arr.items():
-            if a["late"] > 0:
-                k = (instances[key][a["last_rank"]]["step"], a["last_rank"])
-                want[k] = want.get(k, 0) + a["late"]
+        ingest_into(db, *files)
         got = {(r["step"], r["rank"]): r for r in rows(db, "SELECT * FROM whatif_stragglers")}
-        assert {k: r["saved_ns"] for k, r in got.items()} == want
-        ext = [gpu_extents(p) for p in DELAYED]
+        want = replay(files)
+        assert {k: (r["n_late"], r["saved_ns"]) for k, r in got.items()} == want
+        ext = [gpu_extents(p) for p in files]
         for (step, _), r in got.items():
             assert r["measured_ns"] == max(e[step] for e in ext)
             assert r["modelled_ns"] == r["measured_ns"] - r["saved_ns"]
-        # the injected delay comes back, within what the real (undelayed) pair waited at
-        # the same collective: rank 0's lateness there is 1 ms less rank 1's natural lead
-        _, real_inst, _, _, real_arr = reference(RANKS)
-        for step in (1, 2, 3):
-            (k,) = [k for k, a in arr.items() if a["last_rank"] == 0
-                    and instances[k][0]["step"] == step and a["late"] > gen.DELAY_NS // 2]
-            assert "reduce_scatter" in instances[k][0]["collective"]
-            real = real_arr[k]
-            natural = real["start"][0] - real["start"][1]  # rank 0's arrival after rank 1's
-            assert abs(arr[k]["late"] - gen.DELAY_NS) <= abs(natural) + 50_000
-            assert got[(step, 0)]["saved_ns"] >= arr[k]["late"]
 
     def test_the_report_says_it_in_words(self, tmp_path, capsys):
         from tlview.cli import main
@@ -310,7 +337,8 @@ class TestWhatIf:
         db = tmp_path / "w.duckdb"
         assert main(["ingest", *map(str, DELAYED), "--db", str(db)]) == 0
         out = capsys.readouterr().out
-        (w,) = rows(db, "SELECT * FROM whatif_stragglers ORDER BY saved_ns DESC LIMIT 1")
+        (w,) = rows(db, "SELECT * FROM whatif_stragglers ORDER BY saved_ns DESC, step, rank "
+                        "LIMIT 1")
         assert (f"without rank {w['rank']}'s delay, step {w['step']} would take "
                 f"{w['modelled_ns'] / 1e6:,.3f} ms instead of {w['measured_ns'] / 1e6:,.3f} ms"
                 ) in out
