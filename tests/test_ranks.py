@@ -331,6 +331,27 @@ class TestWhatIf:
             assert r["measured_ns"] == max(e[step] for e in ext)
             assert r["modelled_ns"] == r["measured_ns"] - r["saved_ns"]
 
+    def test_the_injected_delay_of_the_real_4_gpu_run_comes_back(self, tmp_path):
+        """tests/fixtures/ranks/real_delay (the fixtures helper's 4-GPU DDP run, merged from
+        its branch): rank 2 slept 30 / 60 ms before its backward at ProfilerStep#2 / #3
+        (rank2.json). What the replay saves lies between the sleep and rank 2's lateness
+        at the step's first all_reduce (the sleep, the synchronize before it)."""
+        import json
+
+        real = FIXTURES / "ranks" / "real_delay"
+        if not (real / "rank2.json").exists():
+            pytest.skip("the real_delay fixture is not in this tree")
+        injected = json.loads((real / "rank2.json").read_text())["injected_delays_ms"]
+        db = tmp_path / "r.duckdb"
+        ingest_into(db, *sorted(real.glob("rank*.pt.trace.json.gz")))
+        for step, ms in injected.items():
+            (w,) = rows(db, f"SELECT * FROM whatif_stragglers WHERE step = {int(step)} "
+                            "AND rank = 2")
+            (first,) = rows(db, "SELECT l.late_ns FROM late_arrivals l JOIN collective_skew s "
+                                f"USING (run, collective_id) WHERE s.profiler_step = {int(step)} "
+                                "AND l.rank = 2 ORDER BY s.first_arrival_ns LIMIT 1")
+            assert 0.9 * ms * 1e6 <= w["saved_ns"] <= first["late_ns"], (step, w, first)
+
     def test_the_report_says_it_in_words(self, tmp_path, capsys):
         from tlview.cli import main
 
