@@ -29,6 +29,7 @@ from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
 from tlview.store.writer import limit_ingest_memory
 
 from . import cluster
+from .hang_report import print_hang_report
 from .locking import lock_wait_s, say_waiting
 from .output import say
 from .parallel_ingest import (
@@ -113,6 +114,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 except duckdb.Error as e:
                     say(f"ranks: not reported ({str(e).splitlines()[0]})")
                 _tick(phases, "rank report", t)
+                try:  # incidents of the new Flight Recorder dumps
+                    print_hang_report(db, new_ids, out=say)
+                except duckdb.Error as e:
+                    say(f"hang: not reported ({str(e).splitlines()[0]})")
             finally:
                 t = time.perf_counter()
                 _close(db, remove_if_empty=created)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tlview.store import Database
+from tlview.store.rank_queries import worst_whatif
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -64,6 +65,8 @@ def run_lines(r: dict[str, Any]) -> list[str]:
         parts.append(f"straggler rank {r['straggler']}: its late arrivals cost the others "
                      f"{_us(r['caused_wait_ns'])} ({100 * float(r['wait_share']):.2f}% of "
                      f"{_SHARE_OF[r['step_basis']]})")
+    if r.get("whatif") is not None:
+        parts.append(r["whatif"].sentence(_us))
     lines = ["; ".join(parts), *_trace_notes(r)]
     if r["n_unmatched"]:
         lines.append(f"  note: {_count(r['n_unmatched'], 'collective')} not matched on every "
@@ -142,4 +145,6 @@ def _rank_report(db: Database, timeline_ids: list[int]) -> dict[int, dict[str, A
             found = {r.pop("run"): r for r in db.query_dicts(part)}
             for run, row in full.items():
                 row.update(found.get(run, defaults))
+        for run, row in full.items():
+            row["whatif"] = worst_whatif(db, run)
     return full

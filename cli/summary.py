@@ -15,7 +15,10 @@ from .fmt import exact_bytes
 from .snapshot_summary import print_snapshot_summary
 
 MEASURED_FORMATS = ("kineto", "jax_trace")
-ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
+ALL_IDS = (0, 2**31 - 1)
+HANG_FORMATS = {"flight_recorder": "a rank's Flight Recorder dump (hang_verdict, "
+                                   "collective_progress)",
+                "stack_dump": "a process's Python stacks (hang_stacks)"}  # timeline_id is an INTEGER
 
 
 def print_summaries(db: Database, first: int = ALL_IDS[0], last: int = ALL_IDS[1],
@@ -44,6 +47,8 @@ def summary_text(r: dict[str, Any]) -> str:
             f"{', ' + r['device'] if r['device'] else ''}]: ")
     if r["format"] in MEASURED_FORMATS:
         return head + _measured(r)
+    if r["format"] in HANG_FORMATS:
+        return head + HANG_FORMATS[r["format"]]
     line = head + f"{r['n_steps']} steps, {r['n_buffers']} buffers, {r['n_inputs']} inputs"
     if r["peak_bytes"] is not None:
         line += f"; peak {exact_bytes(r['peak_bytes'])} at step {r['peak_step']} ({r['peak_node']})"

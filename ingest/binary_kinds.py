@@ -38,7 +38,8 @@ _MAGIC: list[tuple[bytes, int, str, str]] = [
 
 _PICKLE = ("Python pickle",
            "a Python pickle, but not a CUDA memory snapshot (torch.cuda.memory._dump_snapshot: "
-           "a dict with `segments` and `device_traces`); tlview never unpickles its input")
+           "a dict with `segments` and `device_traces`) or a Flight Recorder dump (a dict "
+           "with `version`, `pg_config`, `entries`); tlview never unpickles its input")
 
 
 def binary_kind(head: bytes, path: str = "") -> BinaryKind | None:

@@ -38,9 +38,11 @@ class FormatSpec:
 def _registry() -> list[FormatSpec]:
     from . import (
         cuda_snapshot,
+        flight_recorder,
         inductor_ir,
         jax_memory_profile,
         kineto,
+        stack_dump,
         torch_log,
         torch_trace,
         xla_buffer_assignment,
@@ -50,7 +52,7 @@ def _registry() -> list[FormatSpec]:
     # torch_trace before torch_log: a TORCH_TRACE log's payloads hold output code too.
     return [cuda_snapshot.SPEC, jax_memory_profile.SPEC, inductor_ir.SPEC,
             xla_buffer_assignment.SPEC, torch_trace.SPEC, torch_log.SPEC,
-            *kineto.SPECS]
+            *kineto.SPECS, flight_recorder.SPEC, stack_dump.SPEC]
 
 
 def formats() -> dict[str, FormatSpec]:

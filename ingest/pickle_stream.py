@@ -92,8 +92,10 @@ class PickleStream:
 
     def __init__(self, f: BinaryIO, path: str, stream: Callable[[tuple[Any, ...]], bool],
                  compact: Callable[[Any], Any] | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None,
+                 holds: str = "a memory snapshot") -> None:
         self.f = f
+        self.holds = holds  # what the file should be, for the refusal's words
         self.path = path
         self.stream = stream
         self.compact = compact or (lambda v: v)
@@ -507,8 +509,8 @@ class PickleStream:
                     target = " (a name that is not UTF-8)"
         elif op == 0x93 and len(stack) >= 2 and all(type(s) is str for s in stack[-2:]):
             target = f" {_clean(stack[-2])}.{_clean(stack[-1])}"
-        return (f"refused pickle opcode {name}{target}: it imports or calls code, and a "
-                "memory snapshot holds only dicts, lists, strings and numbers "
+        return (f"refused pickle opcode {name}{target}: it imports or calls code, and "
+                f"{self.holds} holds only dicts, lists, strings and numbers "
                 "(nothing was run)")
 
 

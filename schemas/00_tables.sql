@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS timeline_notes (
 -- The events. One row per record an ingester emitted, in emission order (seq).
 -- kind: node_scheduled | buffer_allocated | buffer_freed | buffer_aliased |
 --       collective_issued | collective_waited | kernel_measured | compile_event |
---       allocator_action | allocator_segment | allocator_block | allocator_annotation
+--       allocator_action | allocator_segment | allocator_block | allocator_annotation |
+--       collective_recorded | process_group | process_group_status | thread_stack
 -- Each kind is kept in a table of its own, events_<kind>, holding only the columns that
 -- kind has (its record's fields in store/records.py); `events` below is their union,
 -- with every column. Why: DuckDB compresses every column of every row it appends, NULL
@@ -117,6 +118,31 @@ CREATE TABLE IF NOT EXISTS events_allocator_annotation (
     device VARCHAR, name VARCHAR, ts_ns BIGINT,
     attrs JSON USING COMPRESSION zstd
 );
+-- Flight Recorder dumps (torch.distributed's trace of each rank's collectives) and Python
+-- stack dumps (faulthandler, py-spy): their views are in 55_flight_recorder.sql.
+CREATE TABLE IF NOT EXISTS events_collective_recorded (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, op VARCHAR, ts_ns BIGINT, dur_ns BIGINT, attrs JSON USING COMPRESSION zstd,
+    stack_id INTEGER, process_group VARCHAR, pg_desc VARCHAR, pg_id BIGINT, seq_id BIGINT,
+    p2p_seq_id BIGINT, op_id BIGINT, is_p2p BOOLEAN, state VARCHAR, started_ns BIGINT,
+    completed_ns BIGINT, in_sizes VARCHAR, out_sizes VARCHAR, in_dtypes VARCHAR,
+    out_dtypes VARCHAR, timeout_ms BIGINT, retired BOOLEAN
+);
+CREATE TABLE IF NOT EXISTS events_process_group (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    attrs JSON USING COMPRESSION zstd, process_group VARCHAR, pg_desc VARCHAR,
+    ranks BIGINT[]
+);
+CREATE TABLE IF NOT EXISTS events_process_group_status (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    attrs JSON USING COMPRESSION zstd, pg_id BIGINT, last_enqueued BIGINT,
+    last_started BIGINT, last_completed BIGINT
+);
+CREATE TABLE IF NOT EXISTS events_thread_stack (
+    source_id INTEGER NOT NULL, timeline_id INTEGER NOT NULL, seq BIGINT NOT NULL,
+    step BIGINT, name VARCHAR, attrs JSON USING COMPRESSION zstd, stack_id INTEGER,
+    state VARCHAR, thread VARCHAR
+);
 
 -- events: every event with every column (NULL where its kind has none), as one table
 -- read before schema v4. The first branch only fixes the columns' order and types.
@@ -149,7 +175,16 @@ SELECT NULL::INTEGER AS source_id, NULL::INTEGER AS timeline_id, NULL::BIGINT AS
        NULL::JSON AS attrs,
        NULL::BIGINT AS address,       -- allocator: device address of the block or segment
        NULL::INTEGER AS stack_id,     -- allocator: interned frames (stacks/frames, same source)
-       NULL::BIGINT AS block_bytes    -- allocator: the whole block handed out (bytes = requested)
+       NULL::BIGINT AS block_bytes,   -- allocator: the whole block handed out (bytes = requested)
+       -- Flight Recorder (collective_recorded, process_group, process_group_status) and
+       -- stack dumps (thread_stack): store/records.py says what each holds
+       NULL::VARCHAR AS process_group, NULL::VARCHAR AS pg_desc, NULL::BIGINT AS pg_id,
+       NULL::BIGINT AS seq_id, NULL::BIGINT AS p2p_seq_id, NULL::BIGINT AS op_id,
+       NULL::BOOLEAN AS is_p2p, NULL::VARCHAR AS state, NULL::BIGINT AS started_ns,
+       NULL::BIGINT AS completed_ns, NULL::VARCHAR AS in_sizes, NULL::VARCHAR AS out_sizes,
+       NULL::VARCHAR AS in_dtypes, NULL::VARCHAR AS out_dtypes, NULL::BIGINT AS timeout_ms,
+       NULL::BOOLEAN AS retired, NULL::BIGINT[] AS ranks, NULL::BIGINT AS last_enqueued,
+       NULL::BIGINT AS last_started, NULL::BIGINT AS last_completed, NULL::VARCHAR AS thread
 WHERE false
 UNION ALL BY NAME SELECT 'node_scheduled' AS kind, * FROM events_node_scheduled
 UNION ALL BY NAME SELECT 'buffer_allocated' AS kind, * FROM events_buffer_allocated
@@ -162,7 +197,11 @@ UNION ALL BY NAME SELECT 'compile_event' AS kind, * FROM events_compile_event
 UNION ALL BY NAME SELECT 'allocator_action' AS kind, * FROM events_allocator_action
 UNION ALL BY NAME SELECT 'allocator_segment' AS kind, * FROM events_allocator_segment
 UNION ALL BY NAME SELECT 'allocator_block' AS kind, * FROM events_allocator_block
-UNION ALL BY NAME SELECT 'allocator_annotation' AS kind, * FROM events_allocator_annotation;
+UNION ALL BY NAME SELECT 'allocator_annotation' AS kind, * FROM events_allocator_annotation
+UNION ALL BY NAME SELECT 'collective_recorded' AS kind, * FROM events_collective_recorded
+UNION ALL BY NAME SELECT 'process_group' AS kind, * FROM events_process_group
+UNION ALL BY NAME SELECT 'process_group_status' AS kind, * FROM events_process_group_status
+UNION ALL BY NAME SELECT 'thread_stack' AS kind, * FROM events_thread_stack;
 
 -- Caches: derived from the events table by the views in 10_core_views.sql, refreshed for
 -- the timelines an ingest touched, inside its transaction, and rebuilt whole by

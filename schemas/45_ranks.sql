@@ -583,3 +583,81 @@ SELECT c.run, c.collective_id, c.rank, c.timeline_id, c.seq, c.collective, c.mat
 FROM _collective_ranks c
 JOIN ka ON ka.timeline_id = c.timeline_id AND ka.seq = c.seq
 LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_step = ka.step;
+
+-- whatif_stragglers: per run, ProfilerStep and rank that arrived last at some collective of
+-- the step, what the step would have taken had that rank's late arrivals been on time.
+--   The model replays the step's collectives in order of their real start, one after
+--   another (as on one communication stream). Each rank is ready for a collective when the
+--   compute kernel that ended last before its collective kernel started (any stream of its
+--   device) ended, else when it arrived. A collective starts when its last rank is ready
+--   and the collective before it has ended (the step's first collective: when its ranks
+--   really arrived); it lasts as long as it really did (its last arrival to its last end).
+--   Where a rank's ready time came after the previous collective had ended,
+--   its work is taken to have waited for that collective, and moves with that collective's
+--   end; work that ended before it (it ran while the rank waited) stays where it was. Rank
+--   X's arrival is never later than the others' latest: its late arrivals are on time.
+--   measured_ns: the step's time, the longest over the run's ranks of the step's GPU
+--   extent (step_totals: first start to last end of the GPU work its ProfilerStep
+--   launched); saved_ns: how much earlier the step's last collective ends in the replay
+--   than really (the work after it moves with it); modelled_ns = measured_ns - saved_ns;
+--   slowest_rank: the rank whose extent is measured_ns; n_late: the collectives of the
+--   step X was last at.
+--   Limits: one sequence of collectives per step (process groups and streams run one after
+--   another); a rank's compute is never shortened, only its waiting (so a rank late
+--   because its own compute is slow saves only what it waited beyond the others); a
+--   collective's duration is kept (a collective that was slow because of another rank's
+--   lateness inside it is not shortened).
+CREATE OR REPLACE VIEW whatif_stragglers AS
+WITH RECURSIVE c AS MATERIALIZED (  -- every rank of every collective of a step, with ready
+    SELECT r.run, r.collective_id, r.rank, r.start_ns, r.end_ns, s.profiler_step AS step,
+           r.start_ns - (r.ts_ns - COALESCE(k.end_ns, r.ts_ns)) AS ready_ns
+    FROM _collective_ranks r
+    JOIN collective_skew s USING (run, collective_id)
+    ASOF LEFT JOIN (SELECT timeline_id, device, end_ns FROM gpu_activity
+                    WHERE category = 'kernel') k
+      ON k.timeline_id = r.timeline_id AND k.device IS NOT DISTINCT FROM r.device
+     AND r.ts_ns >= k.end_ns
+    WHERE s.profiler_step IS NOT NULL AND s.n_ranks > 1
+), coll AS (
+    SELECT run, step, collective_id, min(start_ns) AS first_ns, max(start_ns) AS start_ns,
+           max(end_ns) AS end_ns,
+           row_number() OVER (PARTITION BY run, step ORDER BY max(start_ns), collective_id)
+               AS k
+    FROM c GROUP BY run, step, collective_id
+), late AS (
+    SELECT l.run, s.profiler_step AS step, l.rank AS x, count(*) AS n_late
+    FROM late_arrivals l JOIN collective_skew s USING (run, collective_id)
+    WHERE s.profiler_step IS NOT NULL AND l.late_ns > 0
+    GROUP BY ALL
+), replay(run, step, x, k, end_ns, end2_ns) AS (
+    -- end_ns / end2_ns: the k-th collective's real end and its end in the replay
+    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT FROM late l
+    UNION ALL
+    SELECT p.run, p.step, p.x, p.k + 1, n.end_ns,
+           CAST(greatest(max(a.arrive) FILTER (WHERE c.rank <> p.x),
+                         least(max(a.arrive) FILTER (WHERE c.rank = p.x),
+                               max(a.arrive) FILTER (WHERE c.rank <> p.x)),
+                         p.end2_ns) AS BIGINT)
+           + (n.end_ns - n.start_ns)
+    FROM replay p
+    JOIN coll n ON n.run = p.run AND n.step = p.step AND n.k = p.k + 1
+    JOIN c ON c.run = n.run AND c.collective_id = n.collective_id,
+    LATERAL (SELECT CASE WHEN p.end_ns IS NULL THEN c.start_ns  -- the step's first
+                         WHEN c.ready_ns > p.end_ns THEN c.ready_ns - (p.end_ns - p.end2_ns)
+                         ELSE c.ready_ns END AS arrive) a
+    GROUP BY p.run, p.step, p.x, p.k, n.end_ns, n.start_ns, p.end_ns, p.end2_ns
+), saved AS (
+    SELECT run, step, x, arg_max(end_ns - end2_ns, k) AS saved_ns
+    FROM replay WHERE k > 0 GROUP BY ALL
+), ext AS (
+    SELECT t.run, st.step, t.rank, st.gpu_last_ns - st.gpu_first_ns AS extent_ns
+    FROM step_totals st JOIN rank_traces t USING (timeline_id)
+    WHERE t.run IS NOT NULL AND st.gpu_first_ns IS NOT NULL
+), m AS (
+    SELECT run, step, max(extent_ns) AS measured_ns,
+           arg_max(rank, [extent_ns, -rank]) AS slowest_rank
+    FROM ext GROUP BY run, step
+)
+SELECT l.run, l.step, l.x AS rank, l.n_late, CAST(s.saved_ns AS BIGINT) AS saved_ns,
+       m.measured_ns, m.measured_ns - s.saved_ns AS modelled_ns, m.slowest_rank
+FROM late l JOIN saved s USING (run, step, x) JOIN m USING (run, step);

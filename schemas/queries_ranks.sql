@@ -69,3 +69,9 @@ FROM clock_offsets GROUP BY run;
 -- name: rank_report_straggler
 SELECT run, rank AS straggler, caused_wait_ns, wait_share, step_basis FROM stragglers
 WHERE caused_wait_order = 1 AND caused_wait_ns > 0;
+
+-- name: rank_whatif_worst
+-- The step and rank of run $1 whose late arrivals cost the most (whatif_stragglers).
+SELECT run, step, rank, n_late, saved_ns, measured_ns, modelled_ns
+FROM whatif_stragglers WHERE run = $1
+ORDER BY saved_ns DESC, step, rank LIMIT 1;

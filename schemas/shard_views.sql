@@ -9,7 +9,11 @@ SELECT b.source_id, CAST(e.timeline_id + b.base AS INTEGER) AS timeline_id, e.se
        e.kernel, e.device, e.reads, e.writes, e.bytes, e.layout, e.dtype, e.shape, e.stride,
        e.size_expr, e.is_input, e.allocation, e."offset", e.op, e.buffers, e.collective,
        e.name, e.category, e.ts_ns, e.dur_ns, e.stream, e.correlation, e.line,
-       CAST(e.attrs AS JSON) AS attrs, e.address, e.stack_id, e.block_bytes
+       CAST(e.attrs AS JSON) AS attrs, e.address, e.stack_id, e.block_bytes,
+       e.process_group, e.pg_desc, e.pg_id, e.seq_id, e.p2p_seq_id, e.op_id, e.is_p2p,
+       e.state, e.started_ns, e.completed_ns, e.in_sizes, e.out_sizes, e.in_dtypes,
+       e.out_dtypes, e.timeout_ms, e.retired, e.ranks, e.last_enqueued, e.last_started,
+       e.last_completed, e.thread
 FROM read_parquet(getvariable('tlview_shards') || '/events/*/*.parquet',
                   hive_partitioning = true) e
 JOIN _shard_bases b ON b.source_id = e.source_id;
@@ -70,6 +74,24 @@ FROM events WHERE kind = 'allocator_block';
 CREATE OR REPLACE VIEW events_allocator_annotation AS
 SELECT source_id, timeline_id, seq, device, name, ts_ns, attrs
 FROM events WHERE kind = 'allocator_annotation';
+
+CREATE OR REPLACE VIEW events_collective_recorded AS
+SELECT source_id, timeline_id, seq, step, op, ts_ns, dur_ns, attrs, stack_id, process_group,
+       pg_desc, pg_id, seq_id, p2p_seq_id, op_id, is_p2p, state, started_ns, completed_ns,
+       in_sizes, out_sizes, in_dtypes, out_dtypes, timeout_ms, retired
+FROM events WHERE kind = 'collective_recorded';
+
+CREATE OR REPLACE VIEW events_process_group AS
+SELECT source_id, timeline_id, seq, attrs, process_group, pg_desc, ranks
+FROM events WHERE kind = 'process_group';
+
+CREATE OR REPLACE VIEW events_process_group_status AS
+SELECT source_id, timeline_id, seq, attrs, pg_id, last_enqueued, last_started, last_completed
+FROM events WHERE kind = 'process_group_status';
+
+CREATE OR REPLACE VIEW events_thread_stack AS
+SELECT source_id, timeline_id, seq, step, name, attrs, stack_id, state, thread
+FROM events WHERE kind = 'thread_stack';
 
 CREATE OR REPLACE VIEW frames AS
 SELECT b.source_id, f.frame_id, f.filename, f.line, f.name, CAST(f.attrs AS JSON) AS attrs

@@ -28,6 +28,14 @@ EVENT_SCHEMA = pa.schema([
     ("correlation", pa.int64()), ("line", pa.int64()), ("attrs", pa.string()),
     # Schema v3 (allocator snapshots), appended: NULL for every other kind.
     ("address", pa.int64()), ("stack_id", pa.int32()), ("block_bytes", pa.int64()),
+    # Flight Recorder dumps and Python stack dumps, appended: NULL for every other kind.
+    ("process_group", pa.string()), ("pg_desc", pa.string()), ("pg_id", pa.int64()),
+    ("seq_id", pa.int64()), ("p2p_seq_id", pa.int64()), ("op_id", pa.int64()),
+    ("is_p2p", pa.bool_()), ("state", pa.string()), ("started_ns", pa.int64()),
+    ("completed_ns", pa.int64()), ("in_sizes", pa.string()), ("out_sizes", pa.string()),
+    ("in_dtypes", pa.string()), ("out_dtypes", pa.string()), ("timeout_ms", pa.int64()),
+    ("retired", pa.bool_()), ("ranks", pa.list_(pa.int64())), ("last_enqueued", pa.int64()),
+    ("last_started", pa.int64()), ("last_completed", pa.int64()), ("thread", pa.string()),
 ])
 EVENT_COLUMNS = tuple(EVENT_SCHEMA.names)
 # The writer's own columns, first in the events view and in every kind's table.

@@ -9,6 +9,8 @@ before each late arrival) once, off the first draw's path. SQL is in
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from attrs import frozen
 
 from .db import Database
@@ -71,6 +73,24 @@ class StragglerRow:
 
 
 @frozen
+class WhatIf:
+    """A row of whatif_stragglers: step ``step`` without rank ``rank``'s late arrivals."""
+
+    run: int
+    step: int
+    rank: int
+    n_late: int
+    saved_ns: int
+    measured_ns: int
+    modelled_ns: int
+
+    def sentence(self, duration: Callable[[int], str]) -> str:
+        """``without rank 5's delay, step 7 would take 410 ms instead of 455 ms``."""
+        return (f"without rank {self.rank}'s delay, step {self.step} would take "
+                f"{duration(self.modelled_ns)} instead of {duration(self.measured_ns)}")
+
+
+@frozen
 class RunView:
     """Everything the ranks screen shows of one run, read at once."""
 
@@ -78,6 +98,7 @@ class RunView:
     collectives: tuple[CollectiveRow, ...]
     stragglers: tuple[StragglerRow, ...]
     buckets: int  # the strips' length: min(ranks, STRIP_BUCKETS)
+    whatif: WhatIf | None = None  # the step a straggler cost the most
 
 
 @frozen
@@ -139,7 +160,13 @@ def run_view(db: Database, info: RunInfo) -> RunView:
         for (cid, key, method, kind, name, pg, step, n_ranks, group, complete, first, skew, last,
              comm, nbytes, busbw) in db.query("tui_rank_collectives", info.run))
     stragglers = tuple(StragglerRow(*r) for r in db.query("tui_rank_stragglers", info.run))
-    return RunView(info, rows, stragglers, n)
+    return RunView(info, rows, stragglers, n, worst_whatif(db, info.run))
+
+
+def worst_whatif(db: Database, run: int) -> WhatIf | None:
+    """The step and rank of run ``run`` whose late arrivals cost the most (None: none)."""
+    rows = db.query("rank_whatif_worst", run)
+    return WhatIf(*rows[0]) if rows else None
 
 
 def arrivals(db: Database, run: int, collective_id: int) -> tuple[Arrival, ...]:

@@ -253,7 +253,7 @@ class EventColumns:
             cls = classes[cols["kind"][i]]
             names = {f.name for f in cls.__attrs_attrs__}  # type: ignore[attr-defined]
             row = {k: v[i] for k, v in cols.items() if k in names}
-            for k in ("reads", "writes", "buffers"):
+            for k in ("reads", "writes", "buffers", "ranks"):
                 if row.get(k) is not None:
                     row[k] = tuple(row[k])
                 elif k in row:
@@ -357,6 +357,93 @@ class StackInterned:
     frame_ids: tuple[int, ...]
 
 
+@frozen
+class CollectiveRecorded:
+    """One entry of a rank's Flight Recorder dump (torch.distributed, the NCCL/gloo trace
+    ring buffer): a collective or point-to-point op as its rank enqueued it.
+
+    ``step`` is the entry's ``record_id`` (its place in the ring, counted from the first
+    op the recorder saw); ``op`` the profiling name (``nccl:all_reduce``, ``nccl:send
+    0->1``); ``process_group`` / ``pg_desc`` the group's name (torch's pg uid) and
+    description, ``pg_id`` the backend's group number; ``seq_id`` the
+    ``collective_seq_id`` (the same for the same collective on every rank of its group),
+    ``p2p_seq_id``, ``op_id``; ``state`` scheduled | started | completed, as the recorder
+    last saw it; ``ts_ns`` when it was enqueued, ``started_ns`` / ``completed_ns`` when
+    the watchdog found it started / completed (NULL: not seen), ``dur_ns`` the measured
+    duration where timing was on; ``in_sizes`` / ``out_sizes`` (lists of shapes) and
+    ``in_dtypes`` / ``out_dtypes`` as JSON text; ``stack_id`` the interned Python frames
+    of the call (``stacks`` / ``frames``, same source). ``attrs``: thread name and id, and
+    any key this reader does not know."""
+
+    timeline: str
+    step: int | None
+    op: str | None
+    process_group: str | None = None
+    pg_desc: str | None = None
+    pg_id: int | None = None
+    seq_id: int | None = None
+    p2p_seq_id: int | None = None
+    op_id: int | None = None
+    is_p2p: bool | None = None
+    state: str | None = None
+    ts_ns: int | None = None
+    started_ns: int | None = None
+    completed_ns: int | None = None
+    dur_ns: int | None = None
+    in_sizes: str | None = None
+    out_sizes: str | None = None
+    in_dtypes: str | None = None
+    out_dtypes: str | None = None
+    timeout_ms: int | None = None
+    retired: bool | None = None
+    stack_id: int | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class ProcessGroupRecorded:
+    """A process group as a rank's Flight Recorder dump configures it (``pg_config``):
+    ``process_group`` its name, ``pg_desc``, ``ranks`` its global ranks (None where the
+    dump's text is not a list of numbers: kept in ``attrs.ranks_text``)."""
+
+    timeline: str
+    process_group: str | None
+    pg_desc: str | None = None
+    ranks: tuple[int, ...] | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class ProcessGroupProgress:
+    """A process group's progress on a rank when its Flight Recorder dump was taken
+    (``pg_status``): the sequence ids of the last collective enqueued, started and
+    completed (-1: none yet), by the backend's group number ``pg_id``."""
+
+    timeline: str
+    pg_id: int | None
+    last_enqueued: int | None = None
+    last_started: int | None = None
+    last_completed: int | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
+@frozen
+class ThreadStack:
+    """One thread of a Python stack dump (faulthandler's ``dump_traceback``, py-spy's
+    ``dump``): ``step`` its place in the dump (0: first listed), ``thread`` its id as
+    printed, ``name`` its name where the dump gives one, ``state`` current | active | idle
+    | (empty) as printed, ``stack_id`` its frames, innermost first (``stacks`` /
+    ``frames``, same source)."""
+
+    timeline: str
+    step: int
+    thread: str | None
+    name: str | None = None
+    state: str | None = None
+    stack_id: int | None = None
+    attrs: dict[str, Any] = field(factory=_attrs_dict)
+
+
 EVENT_KINDS: dict[type, str] = {
     NodeScheduled: "node_scheduled",
     BufferAllocated: "buffer_allocated",
@@ -370,6 +457,10 @@ EVENT_KINDS: dict[type, str] = {
     AllocatorSegment: "allocator_segment",
     AllocatorBlock: "allocator_block",
     AllocatorAnnotation: "allocator_annotation",
+    CollectiveRecorded: "collective_recorded",
+    ProcessGroupRecorded: "process_group",
+    ProcessGroupProgress: "process_group_status",
+    ThreadStack: "thread_stack",
 }
 
 Event = (
@@ -385,6 +476,10 @@ Event = (
     | AllocatorSegment
     | AllocatorBlock
     | AllocatorAnnotation
+    | CollectiveRecorded
+    | ProcessGroupRecorded
+    | ProcessGroupProgress
+    | ThreadStack
 )
 Interned = FrameInterned | StackInterned
 Record = Source | Timeline | TimelineNote | Event | MeasuredBatch | EventColumns | Interned

@@ -30,7 +30,10 @@ PROFILE = FIXTURES / "profile"
 # Views that are empty on the fixtures, as the docs say (no compiled node left
 # without its kernels, no XLA allocation conflict, every collective of the 2-rank run
 # matched on both ranks): every other view must have rows.
-EMPTY_ON_FIXTURES = {"allocation_conflicts", "unattached_nodes", "collective_unmatched"}
+# compile_divergence: the fixtures' TORCH_TRACE logs are of one rank each (test_flight_recorder
+# makes a divergent pair)
+EMPTY_ON_FIXTURES = {"allocation_conflicts", "unattached_nodes", "collective_unmatched",
+                     "compile_divergence"}
 
 
 def duckdb_cli() -> str:
@@ -77,12 +80,15 @@ def every_kind(tmp_path_factory) -> Path:
     """A database holding every fixture kind: scheduler IR, XLA (one file and split),
     output code and FX graphs (folder and log), Kineto (single and 2 ranks), JAX,
     a TORCH_TRACE log with its trace, allocator snapshots with their debug tree, JAX
-    device memory profiles, a trace of CUDA-graph replays with its output code."""
+    device memory profiles, a trace of CUDA-graph replays with its output code, a hung
+    job's Flight Recorder dumps and stack dumps."""
     db = tmp_path_factory.mktemp("cli") / "all.duckdb"
     inputs = [SEED_002, SEED_003, FIXTURES / "torch" / "mlp_train.log"]
     for folder in (FIXTURES / "xla", FIXTURES / "torch" / "mlp_train", PROFILE / "single",
                    PROFILE / "jax", PROFILE / "coll", FIXTURES / "torch_trace" / "gpu_step",
-                   FIXTURES / "snapshot", FIXTURES / "jax_memory"):
+                   FIXTURES / "snapshot", FIXTURES / "jax_memory",
+                   FIXTURES / "flight_recorder" / "gloo_subgroup" / "pickle",
+                   FIXTURES / "flight_recorder" / "gloo_subgroup" / "stacks"):
         inputs += [Path(p) for p, _ in discover(folder)]
     infer = FIXTURES / "cudagraphs" / "infer"  # CUDA-graph replays (graph_replays)
     inputs += [infer / "kineto.pt.trace.json.gz",

@@ -171,3 +171,24 @@ class TestRanks:
     def test_by_skew_160x48(self, snap_compare, ranks_delayed):
         assert snap_compare(TlviewApp(str(ranks_delayed)), terminal_size=(160, 48),
                             run_before=keys("r", "s", "home"))
+
+
+@pytest.fixture(scope="module")
+def hang_subgroup(tmp_path_factory):
+    from conftest import FIXTURES
+
+    fr = FIXTURES / "flight_recorder" / "gloo_subgroup"
+    path = tmp_path_factory.mktemp("snap") / "hang.duckdb"
+    ingest_into(path, *sorted((fr / "pickle").iterdir()), *sorted((fr / "stacks").iterdir()))
+    return path
+
+
+class TestHang:
+    """A hang inside a subgroup (4 gloo ranks; rank 3 never issues pair_high's third
+    all_reduce): the root group said above the grid, per rank and group the last sequence
+    id enqueued / completed, ranks 2 and 3 marked as holding up the world group, rank 3
+    pair_high; Enter on rank 3: its reason and its stack sitting in slow_computation."""
+
+    def test_culprit_80x24(self, snap_compare, hang_subgroup):
+        assert snap_compare(TlviewApp(str(hang_subgroup)), terminal_size=(80, 24),
+                            run_before=keys("enter", "j", "enter"))

@@ -28,6 +28,7 @@ from . import messages as m
 from .chooser import ChooserScreen
 from .compare_screen import CompareScreen
 from .glyphs import ASCII, Glyphs, glyphs
+from .hang_screen import HangScreen
 from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
@@ -39,6 +40,7 @@ from .title_bar import TitleBar
 OPEN_ERRORS = (FileNotFoundError, DatabaseLocked, SchemaError, duckdb.Error)
 POLL_S = 1.0  # how often the file's size and time are looked at
 SNAPSHOT_FORMAT = "cuda_snapshot"
+HANG_FORMATS = ("flight_recorder", "stack_dump")
 
 
 def one_sentence(e: BaseException) -> str:
@@ -208,6 +210,8 @@ class TlviewApp(App[int]):
             return
         if info.format == SNAPSHOT_FORMAT:
             self.push_screen(SnapshotScreen(self.reader, info, self.glyphs, event_index=step))
+        elif info.format in HANG_FORMATS:  # a rank's Flight Recorder or stack dump
+            self.push_screen(HangScreen(self.reader, self.glyphs, timeline_id=timeline_id))
         elif info.is_measured:
             self.push_screen(ProfilerScreen(self.reader, info, self.glyphs, seq=seq,
                                             kernels=kernels, why=why))
@@ -248,6 +252,7 @@ class TlviewApp(App[int]):
                  "SnapshotScreen": "a CUDA allocator snapshot",
                  "HoldersScreen": "who holds the memory",
                  "RanksScreen": "the collectives across ranks",
+                 "HangScreen": "a hang: the ranks' Flight Recorder dumps",
                  "CompareScreen": "two timelines compared"}.get(type(screen).__name__, "")
         self.push_screen(HelpScreen(title, getattr(screen, "KEYS", ()),
                                     getattr(screen, "ABOUT", "")))

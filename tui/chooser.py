@@ -41,6 +41,7 @@ KEYS = (
 def cells(row: ChooserRow) -> tuple[str, ...]:
     t, p = row.info, row.peak
     steps = ("trace" if t.is_measured else "snapshot" if t.format == "cuda_snapshot"
+             else "dump" if t.format in ("flight_recorder", "stack_dump")
              else f"{t.n_steps:,}")
     peak, at = (short_bytes(p.peak_bytes), str(p.peak_step)) if p else ("", "")
     return (str(t.timeline_id), steps, peak, at, t.device or "", t.format, t.name, row.source)

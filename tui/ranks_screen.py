@@ -266,6 +266,8 @@ class RanksScreen(Screen[None]):
             text.append(" · straggler ")
             text.append(f"rank {worst.rank}", style="bold")
             text.append(f": {short_ns(worst.caused_wait_ns)} caused{share}")
+        if v.whatif is not None:
+            text.append(f" · {v.whatif.sentence(short_ns)}")
         offsets = [s for s in v.stragglers if s.offset_ns]
         if offsets:
             o = max(offsets, key=lambda s: abs(s.offset_ns or 0))

@@ -1,0 +1,408 @@
+"""Flight Recorder dumps (torch.distributed's per-rank trace of collectives) to events.
+
+With ``TORCH_FR_BUFFER_SIZE`` (``TORCH_NCCL_TRACE_BUFFER_SIZE`` before torch 2.7) each rank
+keeps a ring of its last collectives and point-to-point ops; NCCL's watchdog writes it on a
+timeout (``TORCH_NCCL_DUMP_ON_TIMEOUT``) to ``TORCH_FR_DUMP_TEMP_FILE`` +  rank, and
+``torch._C._distributed_c10d._dump_fr_trace()`` / ``_dump_fr_trace_json()`` (older:
+``_dump_nccl_trace``) return it on demand. Two forms of the same content:
+
+- a pickle (protocol 2, written by torch's C++ pickler) of a dict: ``version``,
+  ``pg_config``, ``pg_status``, ``comm_lib_version``, ``entries`` (the ring, oldest first),
+  ``nccl_comm_state``. Read by ``pickle_stream`` (opcodes, never executed; the entries
+  streamed one at a time, their frames interned): a pickle that would run code is refused
+  and nothing of it runs.
+- JSON (nlohmann, keys in alphabetical order): the same keys, without the frames; the
+  pg_status numbers as text, an unseen start or completion as 0 instead of None.
+
+Each dump is one timeline (format ``flight_recorder``, key ``rank<r>``):
+
+- every entry is a ``collective_recorded`` event (store/records.py says which field goes
+  where); a key this reader does not know is kept in ``attrs``; ``seq_id`` of dumps before
+  the split into collective and p2p sequence ids is read as the collective one;
+- every ``pg_config`` group a ``process_group`` event (its ranks parsed from the text
+  torch writes, ``"[0, 1]"``), every ``pg_status`` group a ``process_group_status`` one;
+- the note: the dump's ``version`` and whether this reader knows it (major version 1 or
+  2; another is read by structure all the same, and said), the form, the rank as the
+  content gives it (a ``rank`` key, where a dump has one), ``comm_lib_version``, the
+  per-communicator state, the counts.
+
+**The rank.** torch names a dump ``<prefix><rank>`` (``comm_lib_trace_rank_3``,
+``nccl_trace_rank_3``); users add host names and suffixes. The rank is the content's
+``rank`` key where present, else from the file name: the number after ``rank`` (``rank3``,
+``rank_3``, ``rank-3``), else the only number in the name, else its last number (torch
+writes the rank last); the timeline's attrs say which (``rank_from``). A name with no
+number gives a dump without rank (key ``dump``), which the hang views name but cannot
+place.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tlview.store.records import (
+    CollectiveRecorded,
+    ProcessGroupProgress,
+    ProcessGroupRecorded,
+    Record,
+    Timeline,
+    TimelineNote,
+)
+
+from .cuda_snapshot import Interner
+from .errors import IngestError
+from .lines import ProgressFn, open_binary
+from .pickle_stream import TOP, PickleStream
+
+FORMAT = "flight_recorder"
+KNOWN_MAJORS = (1, 2)
+ENTRIES = ("entries",)
+
+# Entry keys read into columns; every other key goes to attrs.
+_COLUMNS = {
+    "record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id",
+    "profiling_name", "is_p2p", "state", "time_created_ns", "time_discovered_started_ns",
+    "time_discovered_completed_ns", "duration_ms", "input_sizes", "output_sizes",
+    "input_dtypes", "output_dtypes", "timeout_ms", "retired", "frames",
+}
+_TOP_KNOWN = {"version", "pg_config", "pg_status", "comm_lib_version", "entries",
+              "nccl_comm_state", "rank"}
+_SUFFIXES = re.compile(r"(\.(pkl|pickle|json|gz|txt|bin|dump))+$", re.I)
+_RANK_WORD = re.compile(r"rank[_\-.]?(\d+)", re.I)
+_NUMBER = re.compile(r"\d+")
+
+
+def rank_from_name(name: str) -> int | None:
+    """The rank a dump's file name gives (see the module's doc), or None."""
+    stem = _SUFFIXES.sub("", Path(name).name)
+    words = _RANK_WORD.findall(stem)
+    if words:
+        return int(words[-1])
+    numbers = _NUMBER.findall(stem)
+    return int(numbers[-1]) if numbers else None
+
+
+_INT64 = (-(1 << 63), 1 << 63)
+
+
+def _int(v: Any) -> int | None:
+    """An integer field as the dump holds it (JSON gives some as text); None if not one
+    (or beyond 64 bits: no dump counts that far)."""
+    if type(v) is bool:
+        return None
+    if type(v) is str and re.fullmatch(r"-?\d{1,19}", v.strip()):
+        v = int(v)
+    elif type(v) is float and v.is_integer() and abs(v) < 2.0 ** 63:
+        v = int(v)
+    if type(v) is int and _INT64[0] <= v < _INT64[1]:
+        return v
+    return None
+
+
+def _time_ns(v: Any) -> int | None:
+    """A discovered-at time: None (pickle) and 0 (JSON) both mean not seen."""
+    n = _int(v)
+    return n if n else None
+
+
+_TEXTS: dict[tuple[type, str], str] = {}  # sizes and dtypes repeat: their JSON by repr
+
+
+def _text(v: Any) -> str | None:
+    """A field as compact JSON text (sizes, dtypes: ``[[8]]``, ``["Float"]``)."""
+    if v is None:
+        return None
+    key = (type(v), repr(v))
+    got = _TEXTS.get(key)
+    if got is None:
+        got = json.dumps(_plain(v), separators=(",", ":"))
+        if len(_TEXTS) < 100_000:
+            _TEXTS[key] = got
+    return got
+
+
+def _plain(v: Any) -> Any:
+    """Tuples as lists, bytes as text: what JSON can hold."""
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    return v
+
+
+def _pg(v: Any) -> tuple[str | None, str | None]:
+    """``process_group``: (name, desc) as a tuple (pickle) or list (JSON); older dumps a
+    bare name."""
+    if isinstance(v, (list, tuple)):
+        name = v[0] if v else None
+        desc = v[1] if len(v) > 1 else None
+        return (None if name is None else str(name), None if desc is None else str(desc))
+    return (None if v is None else str(v), None)
+
+
+class _Dump:
+    """One dump as it is read: its timeline key, frames, what the note will say."""
+
+    def __init__(self, path: str, form: str) -> None:
+        self.path = path
+        self.form = form
+        name = Path(path).name
+        self.rank = rank_from_name(name)
+        self.key = "dump" if self.rank is None else f"rank{self.rank}"
+        self.interner = Interner(path)
+        self.n_entries = 0
+        self.unknown_entry_keys: dict[str, int] = {}
+        self.old_seq_ids = 0
+        self.bad: IngestError | None = None
+
+    def timeline(self) -> Timeline:
+        name = Path(self.path).name
+        attrs: dict[str, Any] = {"file": name, "form": self.form}
+        if self.rank is not None:
+            attrs.update(rank=self.rank, rank_from="file name")
+        title = f"rank {self.rank}" if self.rank is not None else "rank unknown"
+        return Timeline(key=self.key, name=f"{title} flight recorder ({name})",
+                        format=FORMAT, device=None, attrs=attrs)
+
+    def entry(self, e: Any) -> list[Record]:
+        """The records of one entry (its newly interned frames first)."""
+        if type(e) is not dict:  # said once the dump is read: a refusal comes first
+            if self.bad is None:
+                self.bad = IngestError(self.path, None, f"entry {self.n_entries} is a "
+                                       f"{type(e).__name__}, expected a dict with record_id, "
+                                       "process_group, collective_seq_id, profiling_name, ...")
+            self.n_entries += 1
+            return []
+        extra = {}
+        for k, v in e.items():
+            if k not in _COLUMNS:
+                key = str(k)
+                extra[key] = _plain(v)
+                if key not in ("thread_name", "thread_id", "seq_id"):
+                    self.unknown_entry_keys[key] = self.unknown_entry_keys.get(key, 0) + 1
+        seq = _int(e.get("collective_seq_id"))
+        if seq is None and "seq_id" in e:  # dumps before the collective/p2p split
+            seq = _int(e["seq_id"])
+            self.old_seq_ids += 1
+        name, desc = _pg(e.get("process_group"))
+        dur = e.get("duration_ms")
+        stack_id = self.interner.stack(e.get("frames")) if e.get("frames") is not None \
+            else None
+        rec = CollectiveRecorded(
+            timeline=self.key, step=_int(e.get("record_id")),
+            op=None if e.get("profiling_name") is None else str(e["profiling_name"]),
+            process_group=name, pg_desc=desc, pg_id=_int(e.get("pg_id")), seq_id=seq,
+            p2p_seq_id=_int(e.get("p2p_seq_id")), op_id=_int(e.get("op_id")),
+            is_p2p=e["is_p2p"] if type(e.get("is_p2p")) is bool else None,
+            state=None if e.get("state") is None else str(e["state"]),
+            ts_ns=_int(e.get("time_created_ns")),
+            started_ns=_time_ns(e.get("time_discovered_started_ns")),
+            completed_ns=_time_ns(e.get("time_discovered_completed_ns")),
+            dur_ns=_int(round(dur * 1e6)) if isinstance(dur, (int, float)) and not
+            isinstance(dur, bool) and math.isfinite(dur) else None,
+            in_sizes=_text(e.get("input_sizes")), out_sizes=_text(e.get("output_sizes")),
+            in_dtypes=_text(e.get("input_dtypes")), out_dtypes=_text(e.get("output_dtypes")),
+            timeout_ms=_int(e.get("timeout_ms")),
+            retired=e["retired"] if type(e.get("retired")) is bool else None,
+            stack_id=stack_id, attrs=extra)
+        self.n_entries += 1
+        return [*self.interner.take(), rec]
+
+    def tail(self, top: dict[str, Any]) -> list[Record]:
+        """The groups, their progress and the note, from the dump's other keys."""
+        if self.bad is not None:
+            raise self.bad
+        out: list[Record] = []
+        cfg = top.get("pg_config")
+        if isinstance(cfg, dict):
+            for k, v in cfg.items():
+                out.append(self._group(k, v))
+        status = top.get("pg_status")
+        if isinstance(status, dict):
+            for k, v in status.items():
+                v = v if isinstance(v, dict) else {}
+                out.append(ProcessGroupProgress(
+                    timeline=self.key, pg_id=_int(k),
+                    last_enqueued=_int(v.get("last_enqueued_collective")),
+                    last_started=_int(v.get("last_started_collective")),
+                    last_completed=_int(v.get("last_completed_collective")),
+                    attrs={str(a): _plain(b) for a, b in v.items()
+                           if a not in ("last_enqueued_collective", "last_started_collective",
+                                        "last_completed_collective")} or
+                    ({} if _int(k) is not None else {"pg_key": str(k)})))
+        out.append(TimelineNote(self.key, self._note(top)))
+        return out
+
+    def _group(self, key: Any, v: Any) -> ProcessGroupRecorded:
+        if isinstance(v, dict):
+            name, desc, ranks_v = v.get("name", key), v.get("desc"), v.get("ranks")
+        else:  # older dumps: name -> ranks
+            name, desc, ranks_v = key, None, v
+        attrs: dict[str, Any] = {}
+        ranks: tuple[int, ...] | None = None
+        if isinstance(ranks_v, str):
+            try:
+                parsed = json.loads(ranks_v)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, list) and all(_int(r) is not None for r in parsed):
+                ranks = tuple(_int(r) for r in parsed)  # type: ignore[misc]
+            else:
+                attrs["ranks_text"] = ranks_v
+        elif isinstance(ranks_v, (list, tuple)) and all(_int(r) is not None for r in ranks_v):
+            ranks = tuple(_int(r) for r in ranks_v)  # type: ignore[misc]
+        elif ranks_v is not None:
+            attrs["ranks_text"] = _plain(ranks_v)
+        if isinstance(v, dict):
+            attrs.update({str(a): _plain(b) for a, b in v.items()
+                          if a not in ("name", "desc", "ranks")})
+        if str(key) != str(name):
+            attrs["key"] = str(key)
+        return ProcessGroupRecorded(timeline=self.key,
+                                    process_group=None if name is None else str(name),
+                                    pg_desc=None if desc is None else str(desc), ranks=ranks,
+                                    attrs=attrs)
+
+    def _note(self, top: dict[str, Any]) -> dict[str, Any]:
+        version = top.get("version")
+        note: dict[str, Any] = {"form": self.form, "n_entries": self.n_entries}
+        if version is None:
+            note["version"] = None
+            note["version_note"] = "the dump states no version: read by structure"
+        else:
+            note["version"] = str(version)
+            m = re.fullmatch(r"(\d+)\.(\d+)", str(version).strip())
+            known = bool(m) and int(m.group(1)) in KNOWN_MAJORS  # type: ignore[union-attr]
+            note["version_known"] = known
+            if not known:
+                note["version_note"] = (f"version {version} is not one this reader knows "
+                                        f"(major {' or '.join(map(str, KNOWN_MAJORS))}): "
+                                        "read by structure, unknown keys kept")
+        rank = top.get("rank")
+        if _int(rank) is not None:
+            note["rank"] = _int(rank)
+            note["rank_from"] = "content"
+        for k in ("comm_lib_version", "nccl_comm_state"):
+            if k in top:
+                note[k] = _plain(top[k])
+        other = {str(k): _plain(v) for k, v in top.items() if k not in _TOP_KNOWN}
+        if other:
+            note["unknown_keys"] = other
+        if self.unknown_entry_keys:
+            note["unknown_entry_keys"] = self.unknown_entry_keys
+        if self.old_seq_ids:
+            note["seq_id_read_as_collective_seq_id"] = self.old_seq_ids
+        if "entries" not in top:
+            note["entries_note"] = "the dump holds no entries (dumped without collectives)"
+        return note
+
+
+def _is_pickle(path: str) -> bool:
+    with open_binary(path) as f:
+        head = f.read(2)
+    return len(head) == 2 and head[0] == 0x80
+
+
+def parse_flight_recorder(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
+    """The timeline of one rank's dump: its entries, groups, their progress, the note."""
+    if _is_pickle(path):
+        yield from _parse_pickle(path, progress)
+    else:
+        yield from _parse_json(path)
+
+
+def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
+    dump = _Dump(path, "pickle")
+    yield dump.timeline()
+    total = os.path.getsize(path)
+    with open_binary(path) as f:
+        stream = PickleStream(f, path, lambda p: p == ENTRIES, dump.interner.compact,
+                              (lambda n: progress(min(n, total), total)) if progress else None,
+                              holds="a Flight Recorder dump")
+        try:
+            for where, item in stream.items():
+                if where == TOP:
+                    if not isinstance(item, dict):
+                        raise IngestError(path, None, f"the pickle holds a "
+                                          f"{type(item).__name__}, expected the dict of a "
+                                          "Flight Recorder dump (version, pg_config, entries)")
+                    if "entries" in item and not isinstance(item["entries"], list):
+                        raise IngestError(path, None, "entries is a "
+                                          f"{type(item['entries']).__name__}, expected a list")
+                    yield from dump.interner.take()
+                    yield from dump.tail(item)
+                else:
+                    yield from dump.entry(item)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise IngestError(path, None, f"corrupt gzip data ({e})") from None
+
+
+def _parse_json(path: str) -> Iterator[Record]:
+    with open_binary(path) as f:
+        data = f.read()
+    try:
+        top = json.loads(data)
+    except UnicodeDecodeError as e:
+        raise IngestError(path, None, f"byte {e.start:,}: not UTF-8: expected the JSON "
+                          "of a Flight Recorder dump") from None
+    except json.JSONDecodeError as e:
+        ends = e.pos >= len(data.rstrip()) - 1 or (
+            e.msg.startswith("Unterminated string") and b'"' not in data[e.pos + 1:])
+        what = "the file ends inside the JSON: truncated dump" if ends else e.msg
+        raise IngestError(path, e.lineno, f"column {e.colno}: {what}; expected the JSON "
+                          "of a Flight Recorder dump (_dump_fr_trace_json)") from None
+    if not isinstance(top, dict):
+        raise IngestError(path, 1, f"the JSON holds a {type(top).__name__}, expected the "
+                          "object of a Flight Recorder dump (version, pg_config, entries)")
+    entries = top.get("entries", [])
+    if not isinstance(entries, list):
+        raise IngestError(path, 1, f"entries is a {type(entries).__name__}, expected a list")
+    dump = _Dump(path, "json")
+    yield dump.timeline()
+    for entry in entries:
+        yield from dump.entry(entry)
+    yield from dump.tail(top)
+
+
+_PICKLE_MARKS = (b"pg_config", b"pg_status", b"entries")
+_JSON_FIRST_KEY = re.compile(r'\s*\{\s*"(comm_lib_version|entries|nccl_comm_state|pg_config|'
+                             r'pg_status|version|rank)"\s*:')
+
+
+def sniff(head: str, path: str) -> bool:
+    """A pickle whose first KB names pg_config / pg_status / entries next to version, or
+    a JSON object whose first key is one of a dump's (nlohmann sorts them; a summary that
+    merely quotes pg_config, as the fixtures' facts.json, is not one) naming an entry's
+    keys or pg_config."""
+    if head.lstrip().startswith("{"):  # the object's first key is one of the dump's
+        return _JSON_FIRST_KEY.match(head) is not None and (
+            '"pg_config"' in head or '"profiling_name"' in head)
+    try:
+        with open_binary(path) as f:
+            start = f.read(1024)
+    except (OSError, EOFError, zlib.error):
+        return False
+    return (len(start) > 2 and start[0] == 0x80 and 2 <= start[1] <= 5
+            and b"version" in start and any(m in start for m in _PICKLE_MARKS))
+
+
+def _spec() -> Any:
+    from .formats import FormatSpec
+
+    return FormatSpec(name=FORMAT, description="torch.distributed Flight Recorder dump "
+                      "(pickle or JSON, one per rank: <prefix><rank>)",
+                      sniff=sniff, parse=parse_flight_recorder)
+
+
+SPEC = _spec()

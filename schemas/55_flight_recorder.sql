@@ -1,0 +1,421 @@
+-- Hangs: torch.distributed Flight Recorder dumps (one per rank, ingest/flight_recorder.py)
+-- and Python stack dumps (ingest/stack_dump.py) read together: which rank held up which
+-- collective, and where each rank sat.
+--
+-- Incidents. A folder may hold the dumps of several hangs (a job restarted and hung again,
+-- dumps written with TORCH_FR_DUMP_DYNAMIC_FILE_NAME). Dumps are taken in order of their
+-- last entry's enqueue time (ties: order of ingest); each joins the incident of the one
+-- before unless its rank is already in it, or its last entry is more than twice the
+-- shortest timeout of its entries (timeout_ms; at most the timeout and 5 minutes) after
+-- that dump's: a hang freezes every rank within about one step (a rank that arrives late,
+-- after the timeout, still within it), and the next hang of a job comes at least a timeout
+-- later. (Two jobs' dumps of disjoint ranks whose last entries lie within that time are
+-- taken as one incident: fr_groups then shows their groups together.) Two dumps of one
+-- rank whose entries overlap in time cannot be two hangs: they conflict (the second of
+-- them is left out of the incident; fr_dumps.status says so).
+--
+-- Matching. Within an incident, a collective is one (process group, collective_seq_id):
+-- torch numbers each group's collectives 1, 2, ... on every rank alike, so the same
+-- number is the same collective. Point-to-point ops (is_p2p) are not matched here.
+
+-- fr_dumps: each Flight Recorder dump, its rank and incident.
+--   rank: the dump's own `rank` key where it has one, else from its file name (rank_from
+--   says which; NULL: no number in the name); form: pickle | json; version: as the dump
+--   states it, version_known: a major version this tlview reads (1, 2; another is read by
+--   structure all the same); n_entries; first_ns / last_ns: enqueue times (Unix ns) of its
+--   oldest and newest entry; timeout_ms: the largest of its entries'; incident: see
+--   Incidents above (NULL: no entry to place it by); status: ok | superseded (a later dump
+--   of the same rank's ring holds this one's newest entry, same record id and enqueue time:
+--   an on-demand dump before the watchdog's, the JSON beside the pickle; the latest is
+--   read) | conflict (another dump of this rank overlaps it in time and is not of the same
+--   ring: conflict_with names them; the rank is left out of the verdict) | no_rank |
+--   empty (no entries).
+CREATE OR REPLACE VIEW fr_dumps AS
+WITH RECURSIVE d AS (
+    SELECT t.timeline_id, t.source_id, t.source_path, t.name,
+           COALESCE(TRY_CAST(json_extract(t.notes, '$.rank') AS BIGINT),
+                    TRY_CAST(json_extract(t.attrs, '$.rank') AS BIGINT)) AS rank,
+           CASE WHEN json_extract(t.notes, '$.rank') IS NOT NULL THEN 'content'
+                ELSE json_extract_string(t.attrs, '$.rank_from') END AS rank_from,
+           json_extract_string(t.attrs, '$.form') AS form,
+           json_extract_string(t.notes, '$.version') AS version,
+           COALESCE(TRY_CAST(json_extract(t.notes, '$.version_known') AS BOOLEAN), false)
+               AS version_known,
+           COALESCE(e.n_entries, 0) AS n_entries, e.first_ns, e.last_ns, e.timeout_ms,
+           e.min_timeout_ms, e.last_step
+    FROM timelines t
+    LEFT JOIN (SELECT timeline_id, count(*) AS n_entries, min(ts_ns) AS first_ns,
+                      max(ts_ns) AS last_ns, max(timeout_ms) AS timeout_ms,
+                      min(timeout_ms) AS min_timeout_ms, arg_max(step, ts_ns) AS last_step
+               FROM events_collective_recorded GROUP BY timeline_id) e USING (timeline_id)
+    WHERE t.format = 'flight_recorder'
+), pairs AS (  -- two dumps of one rank overlapping in time; a: the older of the two
+    SELECT a.timeline_id AS a, b.timeline_id AS b, b.source_path AS b_path,
+           EXISTS (SELECT 1 FROM events_collective_recorded e
+                   WHERE e.timeline_id = b.timeline_id AND e.step = a.last_step
+                     AND e.ts_ns = a.last_ns) AS same_ring
+    FROM d a JOIN d b ON a.rank = b.rank AND a.timeline_id <> b.timeline_id
+     AND a.first_ns <= b.last_ns AND b.first_ns <= a.last_ns
+     AND [a.last_ns, a.n_entries, a.timeline_id] < [b.last_ns, b.n_entries, b.timeline_id]
+), conf AS (  -- dumps in a pair of two rings: both conflict
+    SELECT t AS timeline_id, list(DISTINCT p ORDER BY p) AS conflict_with,
+           bool_or(o < t) AS shadowed
+    FROM (SELECT a AS t, b AS o, b_path AS p FROM pairs WHERE NOT same_ring
+          UNION ALL
+          SELECT p.b, p.a, d.source_path FROM pairs p JOIN d ON d.timeline_id = p.a
+          WHERE NOT p.same_ring)
+    GROUP BY t
+), sup AS (  -- the older dump of a pair of one ring, and the newest dump it leads to
+    SELECT a AS timeline_id, max(b) AS newer FROM pairs WHERE same_ring GROUP BY a
+), o AS (
+    SELECT d.timeline_id, d.rank, d.last_ns,
+           (COALESCE(d.min_timeout_ms, 1800000)
+            + least(COALESCE(d.min_timeout_ms, 1800000), 300000)) * 1000000 AS gap_ns,
+           row_number() OVER (ORDER BY d.last_ns, d.timeline_id) AS i
+    FROM d LEFT JOIN conf c USING (timeline_id)
+    WHERE d.last_ns IS NOT NULL AND NOT COALESCE(c.shadowed, false)
+      AND d.timeline_id NOT IN (SELECT timeline_id FROM sup)
+), walk(i, timeline_id, incident, ranks, last_ns) AS (
+    SELECT i, timeline_id, 1, [rank], last_ns FROM o WHERE i = 1
+    UNION ALL
+    SELECT o.i, o.timeline_id,
+           w.incident + CASE WHEN list_contains(w.ranks, o.rank)
+                              OR o.last_ns - w.last_ns > o.gap_ns THEN 1 ELSE 0 END,
+           CASE WHEN list_contains(w.ranks, o.rank) OR o.last_ns - w.last_ns > o.gap_ns
+                THEN [o.rank] ELSE list_append(w.ranks, o.rank) END,
+           o.last_ns
+    FROM walk w JOIN o ON o.i = w.i + 1
+), placed AS (
+    SELECT timeline_id, incident FROM walk
+    UNION ALL  -- a dump left out of the walk joins the incident of a twin in it
+    SELECT x.timeline_id, w.incident
+    FROM (SELECT p.a AS timeline_id, p.b AS twin FROM pairs p
+          UNION ALL SELECT p.b, p.a FROM pairs p) x
+    JOIN walk w ON w.timeline_id = x.twin
+    WHERE x.timeline_id NOT IN (SELECT timeline_id FROM walk)
+    QUALIFY row_number() OVER (PARTITION BY x.timeline_id ORDER BY x.twin) = 1
+)
+SELECT d.timeline_id, d.source_id, d.source_path, d.name, d.rank, d.rank_from, d.form,
+       d.version, d.version_known, d.n_entries, d.first_ns, d.last_ns, d.timeout_ms,
+       p.incident,
+       CASE WHEN c.timeline_id IS NOT NULL THEN 'conflict'
+            WHEN s.timeline_id IS NOT NULL THEN 'superseded' WHEN d.n_entries = 0 THEN 'empty'
+            WHEN d.rank IS NULL THEN 'no_rank' ELSE 'ok' END AS status,
+       COALESCE(c.conflict_with, []) AS conflict_with
+FROM d LEFT JOIN conf c USING (timeline_id) LEFT JOIN sup s USING (timeline_id)
+LEFT JOIN placed p USING (timeline_id);
+
+-- _fr_entries: every entry of a usable dump (status ok) with its incident and rank, and
+-- whether it completed: its state says so, its completion was seen, or its group's
+-- pg_status on that rank counts it completed (gloo records no start or completion in the
+-- entries: only pg_status tells).
+CREATE OR REPLACE VIEW _fr_entries AS
+SELECT f.incident, f.rank, e.*,
+       (e.state = 'completed' OR e.completed_ns IS NOT NULL
+        OR (NOT COALESCE(e.is_p2p, false) AND e.seq_id <= s.last_completed)) AS completed
+FROM events_collective_recorded e
+JOIN fr_dumps f ON f.timeline_id = e.timeline_id AND f.status = 'ok'
+LEFT JOIN events_process_group_status s
+  ON s.timeline_id = e.timeline_id AND s.pg_id = e.pg_id;
+
+-- fr_groups: per incident, each process group its dumps name, and its members.
+--   process_group: torch's group name (pg uid); pg_desc; members: its global ranks as the
+--   dumps' pg_config gives them (the union over the dumps naming them), else the ranks
+--   whose dumps have entries of it, and for the default group (desc default_pg or name 0)
+--   every rank from 0 to the highest with a dump (gloo's pg_config names no ranks: a
+--   missing highest rank cannot be seen then); members_from: pg_config | entries | dumps;
+--   ranks_with_dump: members whose dump is usable; missing: members without one.
+CREATE OR REPLACE VIEW fr_groups AS
+WITH g AS (
+    SELECT incident, process_group, any_value(pg_desc) AS pg_desc,
+           list(DISTINCT rank ORDER BY rank) AS entry_ranks
+    FROM _fr_entries GROUP BY incident, process_group
+), cfg AS (
+    SELECT f.incident, p.process_group, list(DISTINCT r.r ORDER BY r.r) AS cfg_ranks
+    FROM events_process_group p JOIN fr_dumps f USING (timeline_id),
+         unnest(p.ranks) AS r(r)
+    WHERE f.incident IS NOT NULL AND len(p.ranks) > 0
+    GROUP BY f.incident, p.process_group
+), top AS (
+    SELECT incident, max(rank) AS top_rank,
+           list(DISTINCT rank ORDER BY rank) FILTER (WHERE status = 'ok') AS usable
+    FROM fr_dumps WHERE incident IS NOT NULL AND rank IS NOT NULL GROUP BY incident
+), m AS (
+    SELECT g.incident, g.process_group, g.pg_desc,
+           CASE WHEN c.cfg_ranks IS NOT NULL THEN c.cfg_ranks
+                WHEN g.pg_desc = 'default_pg' OR g.process_group = '0'
+                THEN range(0, t.top_rank + 1)
+                ELSE g.entry_ranks END AS members,
+           CASE WHEN c.cfg_ranks IS NOT NULL THEN 'pg_config'
+                WHEN g.pg_desc = 'default_pg' OR g.process_group = '0' THEN 'dumps'
+                ELSE 'entries' END AS members_from,
+           COALESCE(t.usable, []) AS usable
+    FROM g LEFT JOIN cfg c USING (incident, process_group) LEFT JOIN top t USING (incident)
+)
+SELECT incident, process_group, pg_desc, members, members_from,
+       list_intersect(members, usable) AS ranks_with_dump,
+       list_sort(list_filter(members, lambda x: NOT list_contains(usable, x))) AS missing
+FROM m;
+
+-- collective_progress: per incident, rank and process group, how far the rank got.
+--   last_enqueued_seq / last_started_seq / last_completed_seq: the group's collective
+--   sequence ids as the dump's pg_status gives them (-1 there, none yet or not tracked:
+--   NULL here; gloo tracks no start), else from the entries' states; last_enqueued_op /
+--   last_completed_op: those entries' ops (NULL where the ring no longer holds them);
+--   first_seq: the oldest the ring holds; n_entries; pending: entries not completed;
+--   stuck_since_ns: enqueue time of the oldest of them.
+CREATE OR REPLACE VIEW collective_progress AS
+WITH e AS (
+    SELECT * FROM _fr_entries WHERE NOT COALESCE(is_p2p, false)
+), a AS (
+    SELECT incident, rank, timeline_id, process_group, any_value(pg_desc) AS pg_desc,
+           any_value(pg_id) AS pg_id, count(*) AS n_entries, min(seq_id) AS first_seq,
+           max(seq_id) AS max_seq,
+           max(seq_id) FILTER (WHERE state IN ('started', 'completed')) AS max_started,
+           max(seq_id) FILTER (WHERE completed) AS max_completed,
+           count(*) FILTER (WHERE NOT completed) AS pending,
+           min(ts_ns) FILTER (WHERE NOT completed) AS stuck_since_ns
+    FROM e GROUP BY incident, rank, timeline_id, process_group
+), p AS (
+    SELECT a.*, NULLIF(s.last_enqueued, -1) AS s_enq, NULLIF(s.last_started, -1) AS s_start,
+           NULLIF(s.last_completed, -1) AS s_done
+    FROM a LEFT JOIN events_process_group_status s
+      ON s.timeline_id = a.timeline_id AND s.pg_id = a.pg_id
+)
+SELECT p.incident, p.rank, p.timeline_id, p.process_group, p.pg_desc,
+       COALESCE(p.s_enq, p.max_seq) AS last_enqueued_seq,
+       (SELECT string_agg(op, ' + ' ORDER BY step) FROM e x WHERE x.timeline_id = p.timeline_id
+          AND x.process_group = p.process_group
+          AND x.seq_id = COALESCE(p.s_enq, p.max_seq)) AS last_enqueued_op,
+       COALESCE(p.s_start, p.max_started) AS last_started_seq,
+       COALESCE(p.s_done, p.max_completed) AS last_completed_seq,
+       (SELECT string_agg(op, ' + ' ORDER BY step) FROM e x WHERE x.timeline_id = p.timeline_id
+          AND x.process_group = p.process_group
+          AND x.seq_id = COALESCE(p.s_done, p.max_completed)) AS last_completed_op,
+       p.first_seq, p.n_entries, p.pending, p.stuck_since_ns
+FROM p;
+
+-- hang_verdict: per incident and process group, the first collective where the ranks
+-- disagree, one row per member rank.
+--   The window: from the largest of the member ranks' oldest sequence ids in their rings
+--   (before it some ring no longer tells) to the largest id any rank issued. The first id
+--   in it where a member rank with a dump has no entry, the ranks' ops, input or output
+--   sizes or dtypes differ, their states differ, or it is not completed everywhere, is the
+--   group's collective (seq); finding says which, in that order of precedence: 'rank
+--   missing' | 'op mismatch' | 'size mismatch' | 'dtype mismatch' | 'state mismatch' |
+--   'not completed'. Ranks without a usable dump are 'missing dump' wherever the others
+--   all agree up to where they wait.
+--   verdict, per rank: missing dump (no usable dump: conflicting dumps say so in reason) |
+--   never issued it (its last id in the group is below seq) | not in its ring (its ring
+--   starts after seq) | issued a different op | different sizes | different dtypes |
+--   different state | waiting (issued it as the others did, not completed) | completed;
+--   culprit: true for the verdicts that hold the others up (missing from the collective,
+--   issued something else), false for waiting and completed ranks, NULL where it cannot
+--   be told: a missing dump, or ranks split evenly between two versions of the call (two
+--   ranks, each differing from the other).
+--   expected_ops / expected_sizes: what most of the ranks that issued it issued (their
+--   op and input sizes; NULL on an even split); ops / in_sizes / out_sizes / dtypes /
+--   state: this rank's; since_ns: the earliest enqueue of seq on any rank (how long the
+--   others have waited: from then); last_op / last_group / last_seq / last_ns: this rank's
+--   newest entry in any group (where it got to); blocked_in: its oldest entry not
+--   completed in another group, 'group:seq op' (a rank waiting elsewhere cannot come);
+--   root: true for the group whose collective was issued first in the incident (the
+--   others' hangs usually follow from it); reason: the row in words.
+CREATE OR REPLACE VIEW hang_verdict AS
+WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compares
+    SELECT incident, process_group, rank, timeline_id, seq_id, step, ts_ns, completed,
+           state, op, COALESCE(is_p2p, false) AS is_p2p,
+           hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
+    FROM _fr_entries
+), c AS MATERIALIZED (
+    -- per rank and collective sequence id, what it issued: one hash of its entries' op,
+    -- input and output sizes and dtypes (a coalesced group's ops share one id: their
+    -- hashes are summed, so the order of the ops inside it is not compared), whether all
+    -- of them completed, their state (the first by name), when the first was enqueued
+    SELECT incident, process_group, rank, seq_id AS seq, sum(CAST(h AS HUGEINT)) AS h,
+           min(state) AS state, bool_and(completed) AS completed, min(ts_ns) AS ts_ns
+    FROM e WHERE NOT is_p2p AND seq_id IS NOT NULL
+    GROUP BY incident, process_group, rank, seq_id
+), grp AS MATERIALIZED (
+    SELECT * FROM fr_groups
+), mine AS MATERIALIZED (  -- each rank's ids in each group: what its ring holds
+    SELECT incident, process_group, rank, min(seq) AS first, max(seq) AS last
+    FROM c GROUP BY ALL
+), lo AS (  -- the window's start: every member's ring holds ids from here
+    SELECT incident, process_group, max(first) AS lo_seq FROM mine GROUP BY ALL
+), per_seq AS (
+    SELECT c.incident, c.process_group, c.seq, list(c.rank) AS issued,
+           count(DISTINCT c.h) > 1 AS call_diff, count(DISTINCT c.state) > 1 AS state_diff,
+           bool_and(c.completed) AS all_done, min(c.ts_ns) AS since_ns
+    FROM c JOIN lo USING (incident, process_group) WHERE c.seq >= lo.lo_seq
+    GROUP BY ALL
+), first AS (
+    SELECT p.*, g.members, g.ranks_with_dump,
+           len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
+               AS rank_gone,
+           len(g.missing) > 0 AND NOT p.all_done AS dump_gone
+    FROM per_seq p JOIN grp g USING (incident, process_group)
+    WHERE p.call_diff OR p.state_diff OR NOT p.all_done
+       OR len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
+    QUALIFY row_number() OVER (PARTITION BY p.incident, p.process_group ORDER BY p.seq) = 1
+), sig AS MATERIALIZED (  -- the calls of those ids, in words
+    SELECT e.incident, e.process_group, e.rank, e.seq_id AS seq,
+           string_agg(e.op, ' + ' ORDER BY e.step) AS ops,
+           string_agg(e.in_sizes, ' + ' ORDER BY e.step) AS in_sizes,
+           string_agg(e.out_sizes, ' + ' ORDER BY e.step) AS out_sizes,
+           string_agg(e.in_dtypes, ' + ' ORDER BY e.step) AS in_dtypes,
+           string_agg(e.out_dtypes, ' + ' ORDER BY e.step) AS out_dtypes,
+           min(e.state) AS state, bool_and(e.completed) AS completed
+    FROM _fr_entries e
+    JOIN first f ON f.incident = e.incident AND f.process_group = e.process_group
+     AND f.seq = e.seq_id
+    WHERE NOT COALESCE(e.is_p2p, false)
+    GROUP BY e.incident, e.process_group, e.rank, e.seq_id
+), sig_h AS (
+    SELECT *, hash(ops, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h FROM sig
+), fs AS (
+    SELECT f.incident, f.process_group, f.seq, f.since_ns, f.members, f.ranks_with_dump,
+           f.state_diff, f.rank_gone, f.dump_gone, f.all_done,
+           count(DISTINCT s.ops) > 1 AS op_diff,
+           count(DISTINCT [s.in_sizes, s.out_sizes]) > 1 AS size_diff,
+           count(DISTINCT [s.in_dtypes, s.out_dtypes]) > 1 AS dtype_diff,
+           mode(s.state) AS major_state
+    FROM first f LEFT JOIN sig_h s USING (incident, process_group, seq)
+    GROUP BY ALL
+), found AS (
+    SELECT *,
+           CASE WHEN rank_gone THEN 'rank missing' WHEN op_diff THEN 'op mismatch'
+                WHEN size_diff THEN 'size mismatch' WHEN dtype_diff THEN 'dtype mismatch'
+                WHEN state_diff THEN 'state mismatch' WHEN dump_gone THEN 'rank missing'
+                ELSE 'not completed' END AS finding
+    FROM fs
+), votes AS (
+    SELECT incident, process_group, seq, h, count(*) AS n,
+           any_value({'ops': ops, 'in_sizes': in_sizes, 'out_sizes': out_sizes}) AS call
+    FROM sig_h GROUP BY ALL
+), major AS (  -- the version most ranks issued; NULL where two or more tie
+    SELECT incident, process_group, seq,
+           CASE WHEN count(*) FILTER (WHERE n = top) = 1 THEN arg_max(h, n) END AS h,
+           CASE WHEN count(*) FILTER (WHERE n = top) = 1 THEN arg_max(call, n) END AS call
+    FROM (SELECT *, max(n) OVER (PARTITION BY incident, process_group, seq) AS top FROM votes)
+    GROUP BY ALL
+), rows AS (
+    SELECT f.*, m.r AS rank, list_contains(f.ranks_with_dump, m.r) AS has_dump
+    FROM found f, unnest(f.members) AS m(r)
+), reach AS (  -- each rank's newest entry, any group
+    SELECT incident, rank, arg_max(op, ts_ns) AS last_op,
+           arg_max(process_group, ts_ns) AS last_group, arg_max(seq_id, ts_ns) AS last_seq,
+           max(ts_ns) AS last_ns
+    FROM e GROUP BY incident, rank
+), pending AS (  -- each rank's oldest entry not completed, per group
+    SELECT incident, rank, process_group,
+           arg_min(process_group || ':' || seq_id || ' ' || op, [ts_ns, step]) AS what
+    FROM e WHERE NOT completed AND NOT is_p2p GROUP BY ALL
+), conflicts AS (
+    SELECT incident, rank, list(source_path ORDER BY timeline_id) AS paths
+    FROM fr_dumps WHERE status = 'conflict' GROUP BY ALL
+), v AS (
+    SELECT r.*, s.ops, s.in_sizes, s.out_sizes, s.in_dtypes AS dtypes, s.state, s.completed,
+           mj.h AS major_h, mj.call.ops AS expected_ops, mj.call.in_sizes AS expected_sizes,
+           mi.first AS my_first, cf.paths AS conflict_paths,
+           CASE WHEN NOT r.has_dump THEN 'missing dump'
+                WHEN s.rank IS NULL AND mi.first > r.seq THEN 'not in its ring'
+                WHEN s.rank IS NULL THEN 'never issued it'
+                WHEN mj.h IS NOT NULL AND s.h <> mj.h THEN
+                     CASE WHEN s.ops <> mj.call.ops THEN 'issued a different op'
+                          WHEN [s.in_sizes, s.out_sizes]
+                               <> [mj.call.in_sizes, mj.call.out_sizes] THEN 'different sizes'
+                          ELSE 'different dtypes' END
+                WHEN mj.h IS NULL AND r.op_diff THEN 'issued a different op'
+                WHEN mj.h IS NULL AND r.size_diff THEN 'different sizes'
+                WHEN mj.h IS NULL AND r.dtype_diff THEN 'different dtypes'
+                WHEN r.state_diff AND s.state <> r.major_state THEN 'different state'
+                WHEN NOT s.completed THEN 'waiting'
+                ELSE 'completed' END AS verdict
+    FROM rows r
+    LEFT JOIN sig_h s USING (incident, process_group, seq, rank)
+    LEFT JOIN major mj USING (incident, process_group, seq)
+    LEFT JOIN mine mi USING (incident, process_group, rank)
+    LEFT JOIN conflicts cf USING (incident, rank)
+)
+SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdict,
+       CASE WHEN v.verdict IN ('missing dump', 'not in its ring') THEN NULL
+            WHEN v.verdict IN ('waiting', 'completed') THEN false
+            WHEN v.verdict = 'different state' THEN true
+            WHEN v.major_h IS NULL AND v.verdict IN ('issued a different op',
+                 'different sizes', 'different dtypes') THEN NULL
+            ELSE true END AS culprit,
+       v.expected_ops, v.expected_sizes, v.ops, v.in_sizes, v.out_sizes, v.dtypes,
+       v.state, v.since_ns, re.last_op, re.last_group, re.last_seq, re.last_ns,
+       (SELECT string_agg(p.what, ', ' ORDER BY p.what) FROM pending p
+        WHERE p.incident = v.incident AND p.rank = v.rank
+          AND p.process_group <> v.process_group) AS blocked_in,
+       dense_rank() OVER (PARTITION BY v.incident ORDER BY v.since_ns) = 1 AS root,
+       CASE v.verdict
+            WHEN 'missing dump' THEN 'rank ' || v.rank || ': '
+                 || CASE WHEN v.conflict_paths IS NOT NULL
+                         THEN 'dumps that conflict (' || array_to_string(v.conflict_paths, ', ')
+                              || ') claim it'
+                         ELSE 'no Flight Recorder dump of it in this incident' END
+            WHEN 'never issued it' THEN 'rank ' || v.rank || ' never issued '
+                 || CASE WHEN g.pg_desc IS NULL OR g.pg_desc = 'undefined'
+                         THEN 'group ' || v.process_group ELSE g.pg_desc END || ' #' || v.seq || ' (' || COALESCE(v.expected_ops, '?') || ')'
+                 || COALESCE('; its last entry: ' || re.last_op || ' ' || re.last_group
+                             || ':' || re.last_seq, '')
+            WHEN 'not in its ring' THEN 'rank ' || v.rank || ': its ring buffer starts at #'
+                 || v.my_first || ', after #' || v.seq
+            WHEN 'waiting' THEN 'rank ' || v.rank || ' issued ' || v.ops || ' and waits'
+            WHEN 'completed' THEN 'rank ' || v.rank || ' completed ' || v.ops
+            ELSE 'rank ' || v.rank || ' ' || v.verdict || ': ' || COALESCE(v.ops, '?') || ' '
+                 || COALESCE(v.in_sizes, '') || ' where '
+                 || COALESCE('the others issued ' || v.expected_ops || ' '
+                             || COALESCE(v.expected_sizes, ''), 'the ranks split evenly')
+       END AS reason
+FROM v JOIN grp g USING (incident, process_group)
+LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank;
+
+-- hang_stacks: per rank of an incident with a Python stack dump, each thread's innermost
+-- frames (stack dumps are joined by rank; where an incident's ranks have several stack
+-- dumps, each is listed).
+--   timeline_id: the stack dump's; thread, name, state (current | active | idle | ...);
+--   frame: the innermost frame as 'func (file:line)'; frames: the whole stack, innermost
+--   first, as 'func (file:line)'.
+CREATE OR REPLACE VIEW hang_stacks AS
+WITH s AS (
+    SELECT t.timeline_id, t.source_id,
+           TRY_CAST(json_extract(t.attrs, '$.rank') AS BIGINT) AS rank
+    FROM timelines t WHERE t.format = 'stack_dump'
+), f AS (
+    SELECT st.source_id, st.stack_id, i, fr.name || ' (' || COALESCE(fr.filename, '?') || ':'
+           || COALESCE(CAST(fr.line AS VARCHAR), '?') || ')' AS text
+    FROM stacks st, unnest(st.frame_ids) WITH ORDINALITY AS u(frame_id, i)
+    JOIN frames fr ON fr.source_id = st.source_id AND fr.frame_id = u.frame_id
+)
+SELECT i.incident, s.rank, s.timeline_id, ts.step AS thread_index, ts.thread, ts.name,
+       ts.state,
+       (SELECT text FROM f WHERE f.source_id = s.source_id AND f.stack_id = ts.stack_id
+        AND f.i = 1) AS frame,
+       (SELECT list(text ORDER BY i) FROM f
+        WHERE f.source_id = s.source_id AND f.stack_id = ts.stack_id) AS frames
+FROM s JOIN events_thread_stack ts USING (timeline_id)
+LEFT JOIN (SELECT DISTINCT incident, rank FROM fr_dumps WHERE incident IS NOT NULL) i
+  ON i.rank = s.rank;
+
+-- compile_divergence: compile ids that some ranks' TORCH_TRACE logs hold and others do
+-- not (the desync tlparse warns about: a rank that recompiled, or compiled another graph,
+-- issues other collectives, and the job hangs or mismatches).
+--   compile_id: torch's ('0/0', '1/0_1'); ranks: the ranks whose logs hold it; missing:
+--   the ranks with a TORCH_TRACE log in the database that lack it (every log's rank is
+--   counted, whatever run it is of).
+CREATE OR REPLACE VIEW compile_divergence AS
+WITH c AS (
+    SELECT compile_id, list(DISTINCT rank ORDER BY rank) AS ranks
+    FROM compile_events WHERE rank IS NOT NULL AND compile_id IS NOT NULL
+    GROUP BY compile_id
+), a AS (
+    SELECT list(DISTINCT rank ORDER BY rank) AS all_ranks
+    FROM compile_events WHERE rank IS NOT NULL
+)
+SELECT c.compile_id, c.ranks,
+       list_filter(a.all_ranks, lambda x: NOT list_contains(c.ranks, x)) AS missing
+FROM c, a WHERE len(c.ranks) < len(a.all_ranks);
