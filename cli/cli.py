@@ -27,7 +27,7 @@ from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
 from .parallel_ingest import default_jobs
 from .sql_command import UsageError, cmd_sql
-from .summary import print_summaries
+from .summary import print_runs, print_summaries
 
 DEFAULT_DB = "tlview.duckdb"
 COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "tui"}
@@ -195,6 +195,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         n_sources, n_timelines, n_events = db.query("counts")[0]
         print(f"{args.db}: {n_sources} sources, {n_timelines} timelines, {n_events} events "
               f"(schema v{db.meta('schema_version')})")
+        print_runs(db)
         print_summaries(db)
     return 0
 

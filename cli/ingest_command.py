@@ -24,7 +24,7 @@ from tlview.ingest import IngestError
 from tlview.ingest.discover import Skipped, survey
 from tlview.ingest.lines import stderr_progress
 from tlview.ingest.source import SHA256_LATER, file_sha256, records_for, sha256_beside
-from tlview.store import Database, IngestSummary, open_database, write_records
+from tlview.store import Database, IngestSummary, open_database, runs, write_records
 from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
 from tlview.store.writer import limit_ingest_memory
 
@@ -85,6 +85,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             created = not Path(args.db).exists()
             db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
             limit_ingest_memory(db)
+            runs.register(db, runs.roots_of(args.paths, runs.known_roots(db)))
             _tick(phases, "open database", t)
             new_ids: list[int] = []
             try:

@@ -12,10 +12,39 @@ from typing import Any
 from tlview.store import Database
 
 from .fmt import exact_bytes
+from .rank_report import rank_ranges
 from .snapshot_summary import print_snapshot_summary
 
 MEASURED_FORMATS = ("kineto", "jax_trace")
 ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
+
+
+def print_runs(db: Database, out: Callable[[str], None] = print) -> None:
+    """Two lines per run: what it holds (the ``runs`` view), and its peak, saying which
+    figure it is."""
+    for r in db.query_dicts("run_list"):
+        out(run_line(r))
+        if r["peak_bytes"] is not None:
+            out(f"  peak {exact_bytes(r['peak_bytes'])} {r['peak_what']}, timeline "
+                f"{r['peak_timeline_id']}")
+
+
+def run_line(r: dict[str, Any]) -> str:
+    """``run 1 gpu_step: /path; 11 sources (4 output_code.py, ...); ...``."""
+    arts = ", ".join(f"{a['files']} {a['kind']}" for a in r["artifacts"] or [])
+    parts = [f"run {r['run_id']} {r['name']}: {r['root']}",
+             f"{r['n_sources']} source{'s' if r['n_sources'] != 1 else ''} ({arts})",
+             f"{r['n_timelines']} timelines, {r['n_graphs']} compiled graph"
+             f"{'s' if r['n_graphs'] != 1 else ''}"]
+    if r["ranks"]:
+        parts.append(f"ranks {rank_ranges(r['ranks'])}")
+    versions = [f"{k} {r[c]}" for k, c in (("torch", "torch_version"),
+                                           ("triton", "triton_version"),
+                                           ("CUDA", "cuda_version"), ("NCCL", "nccl_version"))
+                if r[c]]
+    if versions:
+        parts.append(", ".join(versions))
+    return "; ".join(parts)
 
 
 def print_summaries(db: Database, first: int = ALL_IDS[0], last: int = ALL_IDS[1],
