@@ -47,6 +47,8 @@ from .summary import print_summaries, print_summary_rows
 class Plan:
     files: tuple[tuple[str, str | None], ...]
     failed: tuple[IngestError, ...]
+    # per folder named (resolved): the files it skipped, by kind (kept with its run)
+    skipped: dict[str, dict[str, int]] = attrs.field(factory=dict)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -85,7 +87,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             created = not Path(args.db).exists()
             db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
             limit_ingest_memory(db)
-            runs.register(db, runs.roots_of(args.paths, runs.known_roots(db)))
+            runs.register(db, runs.roots_of(args.paths, runs.known_roots(db)), plan.skipped)
             _tick(phases, "open database", t)
             new_ids: list[int] = []
             try:
@@ -214,6 +216,7 @@ def _plan(paths: list[str], fmt: str | None, *, verbose: bool) -> Plan:
     """The files to ingest, in order; folders surveyed and what they skip reported."""
     files: list[tuple[str, str | None]] = []
     failed: list[IngestError] = []
+    skipped: dict[str, dict[str, int]] = {}
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
@@ -223,13 +226,15 @@ def _plan(paths: list[str], fmt: str | None, *, verbose: bool) -> Plan:
                                           + _skipped_text(found.skipped_kinds())))
             else:
                 _report_skipped(p, found.skipped, found.skipped_kinds(), verbose)
+            if found.skipped:
+                skipped[os.path.realpath(p)] = dict(found.skipped_kinds())
             files.extend(found.files)
             failed.extend(found.failed)
         elif p.exists():
             files.append((str(p), fmt))
         else:
             failed.append(IngestError(raw, None, "no such file or folder"))
-    return Plan(tuple(files), tuple(failed))
+    return Plan(tuple(files), tuple(failed), skipped)
 
 
 def _skipped_text(kinds: list[tuple[str, int]]) -> str:

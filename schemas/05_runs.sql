@@ -7,7 +7,8 @@
 -- the runs registered before the source was written (so a run named later never takes
 -- the sources of an earlier one). A source under no registered root (an ingest through
 -- the API or the store, a database written before runs existed) is given a run of its
--- folder in the same transaction (store/runs.py). Rows are only ever added.
+-- folder, or of the folder above it that another such source is in, in the same
+-- transaction (store/runs.py). Rows are only ever added.
 
 -- run_records: one row per run.
 --   run_id; name: unique in the database, from the root's last component (a file's
@@ -15,7 +16,8 @@
 --   numbered (`compiled_train (2)`); root: the absolute path the user named (a folder
 --   or a file); first_source_id: the first source id the run could take (the database's
 --   next source id when it was registered); created_at; attrs: how it was made
---   ({"from": "named" | "folder"}).
+--   ({"from": "named" | "folder", "skipped": {kind: files} the files of a named folder
+--   that tlview does not read, by kind}).
 CREATE TABLE IF NOT EXISTS run_records (
     run_id          INTEGER PRIMARY KEY,
     name            VARCHAR NOT NULL,

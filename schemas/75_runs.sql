@@ -30,6 +30,42 @@ FROM agg a JOIN timeline_records r USING (timeline_id)
 LEFT JOIN peak_memory pm USING (timeline_id)
 ORDER BY a.run_id, a.timeline_id;
 
+-- timeline_spans: the time each timed timeline covers, Unix ns: a profiler trace's events
+-- (ts_ns + its baseTimeNanoseconds: the trace's own clock), a snapshot's trace entries,
+-- a TORCH_TRACE log's timed compile events. Timelines with no time are not listed.
+--   timeline_id, first_ns, last_ns (the last event's end).
+CREATE OR REPLACE VIEW timeline_spans AS
+WITH k AS (
+    SELECT e.timeline_id, min(e.ts_ns) AS s, max(e.ts_ns + COALESCE(e.dur_ns, 0)) AS e
+    FROM events_kernel_measured e GROUP BY e.timeline_id
+)
+SELECT k.timeline_id,
+       k.s + COALESCE(TRY_CAST(json_extract(r.attrs, '$.baseTimeNanoseconds') AS BIGINT), 0)
+           AS first_ns,
+       k.e + COALESCE(TRY_CAST(json_extract(r.attrs, '$.baseTimeNanoseconds') AS BIGINT), 0)
+           AS last_ns
+FROM k JOIN timeline_records r USING (timeline_id)
+UNION ALL
+SELECT timeline_id, min(ts_ns), max(ts_ns) FROM events_allocator_action GROUP BY ALL
+UNION ALL
+SELECT timeline_id, min(ts_ns), max(ts_ns + COALESCE(dur_ns, 0))
+FROM events_compile_event WHERE category = 'chromium' GROUP BY ALL;
+
+-- run_artifacts: every source of a run, what it is and the time it covers.
+--   run_id, source_id, path, kind (_source_kinds), size (bytes), sha256, format,
+--   timelines (how many it gave; 0: a file that recorded nothing), first_ns / last_ns
+--   (timeline_spans over its timelines), ingested_at.
+CREATE OR REPLACE VIEW run_artifacts AS
+SELECT sr.run_id, s.source_id, s.path, k.source_kind AS kind, s.size, s.sha256, s.format,
+       (SELECT count(*) FROM timeline_records t WHERE t.source_id = s.source_id) AS timelines,
+       (SELECT min(sp.first_ns) FROM timeline_spans sp JOIN timeline_records t USING (timeline_id)
+        WHERE t.source_id = s.source_id) AS first_ns,
+       (SELECT max(sp.last_ns) FROM timeline_spans sp JOIN timeline_records t USING (timeline_id)
+        WHERE t.source_id = s.source_id) AS last_ns,
+       s.ingested_at
+FROM sources s JOIN source_runs sr USING (source_id) JOIN _source_kinds k USING (source_id)
+ORDER BY s.source_id;
+
 -- runs: one row per run (run_records), what it holds.
 --   run_id, name (unique), root (the path the user named); n_sources; artifacts:
 --   [{kind, files}] its sources by kind (_source_kinds), most first; n_timelines (copies
@@ -68,23 +104,9 @@ WITH src AS (
                AS cuda_runtime
     FROM timeline_records r JOIN timelines t USING (timeline_id)
     WHERE r.format IN ('kineto', 'jax_trace') GROUP BY t.run_id
-), spans AS (
-    SELECT e.timeline_id,
-           min(e.ts_ns) + any_value(COALESCE(TRY_CAST(json_extract(r.attrs, '$.baseTimeNanoseconds')
-                                                      AS BIGINT), 0)) AS s,
-           max(e.ts_ns + COALESCE(e.dur_ns, 0))
-               + any_value(COALESCE(TRY_CAST(json_extract(r.attrs, '$.baseTimeNanoseconds')
-                                             AS BIGINT), 0)) AS e
-    FROM events_kernel_measured e JOIN timeline_records r USING (timeline_id)
-    GROUP BY e.timeline_id
-    UNION ALL
-    SELECT timeline_id, min(ts_ns), max(ts_ns) FROM events_allocator_action GROUP BY ALL
-    UNION ALL
-    SELECT timeline_id, min(ts_ns), max(ts_ns + COALESCE(dur_ns, 0))
-    FROM events_compile_event WHERE category = 'chromium' GROUP BY ALL
 ), span AS (
-    SELECT t.run_id, min(s.s) AS first_ns, max(s.e) AS last_ns
-    FROM spans s JOIN timelines t USING (timeline_id) GROUP BY t.run_id
+    SELECT t.run_id, min(s.first_ns) AS first_ns, max(s.last_ns) AS last_ns
+    FROM timeline_spans s JOIN timelines t USING (timeline_id) GROUP BY t.run_id
 ), ng AS (
     SELECT run_id, count(*) AS n_graphs FROM graphs GROUP BY run_id
 )

@@ -25,4 +25,4 @@ SELECT * FROM runs ORDER BY run_id;
 
 -- name: run_by_name_or_id
 -- The run a user names: its id (as text) or its name.
-SELECT run_id FROM runs WHERE CAST(run_id AS VARCHAR) = ? OR name = ? ORDER BY run_id;
+SELECT run_id FROM run_records WHERE CAST(run_id AS VARCHAR) = ? OR name = ? ORDER BY run_id;

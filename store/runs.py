@@ -50,14 +50,17 @@ def unique_name(root: str, taken: set[str]) -> str:
     return f"{base} ({k})"
 
 
-def register(db: Database, roots: Sequence[str]) -> list[int]:
+def register(db: Database, roots: Sequence[str],
+             skipped: dict[str, dict[str, int]] | None = None) -> list[int]:
     """Record ``roots`` (absolute paths the user named) as runs, in their order, in one
-    transaction; a root that is a run already keeps its run. Returns the run ids."""
+    transaction; a root that is a run already keeps its run. ``skipped``: per folder, the
+    files it held that tlview does not read, by kind (kept in the run's attrs, for the
+    report's capture health). Returns the run ids."""
     if not roots:
         return []
     db.con.execute("BEGIN TRANSACTION")
     try:
-        ids = _add(db, [(r, "named") for r in roots])
+        ids = _add(db, [(r, "named") for r in roots], skipped=skipped or {})
         db.con.execute("COMMIT")
     except BaseException:
         db.con.execute("ROLLBACK")
@@ -66,15 +69,24 @@ def register(db: Database, roots: Sequence[str]) -> list[int]:
 
 
 def assign_unassigned(db: Database) -> list[int]:
-    """Give every source under no registered root a run of its folder (the caller holds
-    the transaction); the new run ids."""
-    folders = db.query("run_folders_unassigned")
-    return _add(db, [(f, "folder") for f, _ in folders],
-                first=[int(s) for _, s in folders]) if folders else []
+    """Give every source under no registered root a run of its folder, or of the folder
+    above it that another such source is in (a TORCH_COMPILE_DEBUG tree joins the folder
+    of the trace beside it); the caller holds the transaction. The new run ids."""
+    top: dict[str, int] = {}  # a folder under another of them joins it (a debug tree)
+    for folder, first in sorted(db.query("run_folders_unassigned")):
+        above = next((t for t in top if _under(folder, {t})), None)
+        if above is None:
+            top[folder] = int(first)
+        else:
+            top[above] = min(top[above], int(first))
+    order = sorted(top, key=lambda f: top[f])
+    return _add(db, [(f, "folder") for f in order],
+                first=[top[f] for f in order]) if top else []
 
 
 def _add(db: Database, roots: Iterable[tuple[str, str]],
-         first: Sequence[int] | None = None) -> list[int]:
+         first: Sequence[int] | None = None,
+         skipped: dict[str, dict[str, int]] | None = None) -> list[int]:
     """Runs for ``roots`` (root, how made) not yet registered; ``first``: each one's first
     source id (default: the database's next)."""
     existing = {root: rid for rid, root in db.query("run_roots")}
@@ -92,7 +104,10 @@ def _add(db: Database, roots: Iterable[tuple[str, str]],
         name = unique_name(root, taken)
         taken.add(name)
         existing[root] = next_id
-        rows.append([next_id, name, root, first_source, now, json.dumps({"from": how})])
+        attrs: dict[str, Any] = {"from": how}
+        if skipped and skipped.get(root):
+            attrs["skipped"] = skipped[root]
+        rows.append([next_id, name, root, first_source, now, json.dumps(attrs)])
         ids.append(next_id)
         next_id += 1
     for row in rows:
