@@ -644,6 +644,24 @@ def build_report(db: Database, run_id: int, words: Words,
     return Report(run, tuple(ctx.headline), tuple(built))
 
 
+@frozen
+class RunRow:
+    """A run as the TUI's runs screen lists it (the ``runs`` view)."""
+
+    run_id: int
+    name: str
+    root: str
+    n_sources: int
+    n_timelines: int
+    artifacts: str  # "4 output_code.py, 1 profiler trace"
+
+
+def list_runs(db: Database) -> tuple[RunRow, ...]:
+    return tuple(RunRow(r["run_id"], r["name"], r["root"], r["n_sources"], r["n_timelines"],
+                        ", ".join(f"{a['files']} {a['kind']}" for a in r["artifacts"] or []))
+                 for r in db.query_dicts("run_list"))
+
+
 def headline(db: Database, run_id: int, words: Words) -> tuple[Verdict, ...]:
     """The verdict lines of a run (the report's headline), for the TUI's runs screen."""
     return build_report(db, run_id, words,
