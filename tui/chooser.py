@@ -22,9 +22,9 @@ from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
 
 from . import messages as m
 from .chooser_rows import ChooserRow, chooser_rows, filter_rows
-from .runs_messages import OpenRuns
 from .fmt import short_bytes
 from .row_list import Column, RowList
+from .runs_messages import OpenRuns
 from .title_bar import TitleBar
 
 # The name is the timeline's title, which says what it is (output code, scheduler IR,
