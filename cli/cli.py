@@ -15,6 +15,7 @@ import duckdb
 from tlview import __version__
 from tlview.ingest import IngestError, formats
 from tlview.ingest.formats import NotADump, detect_format
+from tlview.ingest.lines import end_progress_line
 from tlview.store import DatabaseLocked, SchemaError, open_database
 from tlview.store.db import migrate
 from tlview.store.diff import DiffError
@@ -190,6 +191,7 @@ def _run(argv: list[str]) -> int:
         print(f"tlview: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        end_progress_line()
         print("tlview: interrupted; nothing of the unfinished ingest was written", file=sys.stderr)
         return 130
 

@@ -126,7 +126,9 @@ def test_identical_graphs_of_a_folder_are_both_ingested(tmp_path):
     assert count(db, "SELECT count(*) FROM timelines") == 2
     # The same files again: each is skipped, nothing added.
     again = tlview("ingest", str(tmp_path / "run"), "--db", str(db))
-    assert again.stdout.count("already ingested") == 2
+    # one line for all of them (a folder of 141 files said it 141 times)
+    assert again.stdout.count("ingested before") == 1
+    assert "2 files were ingested before (same path and bytes: " in again.stdout
     assert count(db, "SELECT count(*) FROM timelines") == 2
     # hashed beside the ingest (a new path), or before it (a path seen): the file's sha256
     con = duckdb.connect(str(db), read_only=True)
@@ -499,3 +501,40 @@ def test_make_check_installs_the_dev_tools_it_runs(tmp_path):
     subprocess.run(["make", "-s", "-C", str(ROOT), f"VENV={venv}", "lint"], check=True,
                    capture_output=True, timeout=60)
     assert not any("pip install" in c for c in log.read_text().splitlines())
+
+
+def test_an_interrupted_ingest_says_so_on_a_line_of_its_own(monkeypatch, capsys):
+    """Ctrl-C in the middle of a file: the progress line is ended before 'interrupted'
+    (it ran into it)."""
+    import sys as _sys
+
+    from tlview import cli as cli_module
+    from tlview.ingest.lines import stderr_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(_sys, "stderr", err)
+
+    def interrupted(args):
+        report = stderr_progress("big.json")
+        assert report is not None
+        report(10_000_000, 40_000_000)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "cmd_ingest", interrupted)
+    assert cli_module.main(["ingest", "x"]) == 130
+    progress, said, end = err.getvalue().split("\n")
+    assert progress.startswith("\rbig.json: 10.0/40.0 MB ( 25%)") and end == ""
+    assert said == "tlview: interrupted; nothing of the unfinished ingest was written"
+
+
+def test_one_file_failed_of_two_says_the_other_file(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not a dump\n")
+    p = tlview("ingest", str(SEED_002), str(bad), "--db", str(tmp_path / "o.duckdb"))
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[-1] == ("tlview: 1 of 2 files failed (above); the other file "
+                                         "was ingested")
