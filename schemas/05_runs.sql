@@ -46,6 +46,12 @@ SELECT s.source_id,
         WHERE a.source_id = s.source_id) AS run_id
 FROM sources s;
 
+-- timeline_runs: each timeline's run: timeline_id, source_id, run_id (a light join for a
+-- query that needs only that; the timelines view says it too, with titles and copies).
+CREATE OR REPLACE VIEW timeline_runs AS
+SELECT t.timeline_id, t.source_id, r.run_id
+FROM timeline_records t JOIN source_runs r USING (source_id);
+
 -- _source_kinds: what kind of artifact each source is, in words.
 --   source_kind: output_code.py | torch log | TORCH_TRACE | scheduler IR | profiler trace
 --   | JAX profiler trace | allocator snapshot | XLA buffer assignment | (else its format).

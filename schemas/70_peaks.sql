@@ -14,10 +14,12 @@
 --   peak_bytes; requested_bytes: for a snapshot, its peak in requested bytes beside the
 --   whole-block one (allocator_peak.allocated_bytes); at_step: where it happens: a
 --   schedule step (compiled timelines, memory_curve) or a trace entry (event_index of a
---   snapshot; -1: the window's start); at_node: that step's node; at_time_ns: when,
+--   snapshot; -1: the window's start); at_node: that step's node (compiled timelines);
+--   at_time_ns: when,
 --   Unix ns (a snapshot's entry; a profiler trace's memory event on its own clock,
 --   ts_ns + the trace's baseTimeNanoseconds); device; copy_of: timelines.copy_of (a
---   compiled graph's repeat: sum figures WHERE copy_of IS NULL); preference: 1 = the
+--   compiled graph's repeat: sum figures WHERE copy_of IS NULL); title (timelines.title);
+--   preference: 1 = the
 --   most measured (allocator blocks), then requested bytes, profiler or JAX memory,
 --   compiler plan, scheduler IR, FX graph.
 --   Sources: allocator_peak (50_allocator.sql), measured_peak_memory (40_profile.sql),
@@ -45,14 +47,9 @@ WITH est AS (
     FROM measured_peak_memory m WHERE m.peak_allocated IS NOT NULL GROUP BY m.timeline_id
 ), f AS (
     SELECT s.timeline_id, s.figure, s.peak_bytes, s.requested_bytes, s.at_step,
-           (SELECT a.action FROM allocator_events a WHERE a.timeline_id = s.timeline_id
-                AND a.event_index = s.at_step) AS at_node,
-           COALESCE((SELECT any_value(a.time_us) FROM allocator_events a
-                     WHERE a.timeline_id = s.timeline_id AND a.event_index = s.at_step),
-                    (SELECT min(a.time_us) FROM allocator_events a
-                     WHERE a.timeline_id = s.timeline_id)) * 1000 AS at_time_ns,
-           NULL::VARCHAR AS device
+           NULL::VARCHAR AS at_node, c.time_us * 1000 AS at_time_ns, NULL::VARCHAR AS device
     FROM snap s
+    LEFT JOIN allocator_curve c ON c.timeline_id = s.timeline_id AND c.event_index = s.at_step
     UNION ALL
     SELECT p.timeline_id, 'profiler_memory', p.peak_bytes, NULL, NULL, NULL,
            p.ts_ns + COALESCE(TRY_CAST(json_extract(r.attrs, '$.baseTimeNanoseconds') AS BIGINT), 0),
@@ -87,7 +84,7 @@ SELECT f.timeline_id, t.run_id, f.figure,
            WHEN 'fx_graph_estimate' THEN 'estimated from the FX graph'
        END AS what,
        f.peak_bytes, f.requested_bytes, f.at_step, f.at_node, f.at_time_ns,
-       COALESCE(f.device, t.device) AS device, t.copy_of,
+       COALESCE(f.device, t.device) AS device, t.copy_of, t.title,
        CASE f.figure WHEN 'allocator_blocks' THEN 1 WHEN 'allocator_requested' THEN 2
                      WHEN 'profiler_memory' THEN 3 WHEN 'jax_memory_profile' THEN 3
                      WHEN 'compiler_plan' THEN 4 WHEN 'scheduler_estimate' THEN 5
@@ -97,13 +94,13 @@ ORDER BY f.timeline_id;
 
 -- run_peaks: per run, its peak: the most measured figure it has (the lowest
 -- peaks.preference), the largest of that kind (e.g. of several ranks' snapshots), copies
--- left out. Columns as in peaks, and title (the timeline's) and figures: how many
--- timelines of the run have a figure of any kind.
+-- left out. Columns as in peaks, and figures: how many timelines of the run have a figure
+-- of any kind.
 CREATE OR REPLACE VIEW run_peaks AS
-SELECT p.run_id, p.timeline_id, t.title, p.figure, p.measured, p.what, p.peak_bytes,
+SELECT p.run_id, p.timeline_id, p.title, p.figure, p.measured, p.what, p.peak_bytes,
        p.requested_bytes, p.at_step, p.at_node, p.at_time_ns, p.device,
        count(*) OVER (PARTITION BY p.run_id) AS figures
-FROM peaks p JOIN timelines t USING (timeline_id)
+FROM peaks p
 WHERE p.copy_of IS NULL AND p.run_id IS NOT NULL
 QUALIFY row_number() OVER (PARTITION BY p.run_id
                            ORDER BY p.preference, p.peak_bytes DESC, p.timeline_id) = 1;

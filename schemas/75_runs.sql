@@ -94,7 +94,7 @@ WITH src AS (
            any_value(json_extract_string(e.attrs, '$.metrics.pytorch_version')) AS torch_version,
            any_value(json_extract_string(e.attrs, '$.metrics.triton_version')) AS triton_version,
            any_value(json_extract_string(e.attrs, '$.metrics.cuda_version')) AS cuda_version
-    FROM events_compile_event e JOIN timelines t USING (timeline_id)
+    FROM events_compile_event e JOIN timeline_runs t USING (timeline_id)
     WHERE e.name IN ('compilation_metrics', 'bwd_compilation_metrics')
     GROUP BY t.run_id
 ), kin AS (
@@ -102,11 +102,11 @@ WITH src AS (
            any_value(json_extract_string(r.attrs, '$.distributedInfo.nccl_version')) AS nccl_version,
            any_value(TRY_CAST(json_extract(r.attrs, '$.cuda_runtime_version') AS INTEGER))
                AS cuda_runtime
-    FROM timeline_records r JOIN timelines t USING (timeline_id)
+    FROM timeline_records r JOIN timeline_runs t USING (timeline_id)
     WHERE r.format IN ('kineto', 'jax_trace') GROUP BY t.run_id
 ), span AS (
     SELECT t.run_id, min(s.first_ns) AS first_ns, max(s.last_ns) AS last_ns
-    FROM timeline_spans s JOIN timelines t USING (timeline_id) GROUP BY t.run_id
+    FROM timeline_spans s JOIN timeline_runs t USING (timeline_id) GROUP BY t.run_id
 ), ng AS (
     SELECT run_id, count(*) AS n_graphs FROM graphs GROUP BY run_id
 )

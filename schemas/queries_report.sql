@@ -18,17 +18,13 @@ FROM run_artifacts WHERE run_id = ? ORDER BY source_id;
 -- name: report_skipped
 SELECT json_extract_string(attrs, '$.skipped') AS skipped FROM run_records WHERE run_id = ?;
 
--- name: report_run_peak
-SELECT timeline_id, title, figure, measured, what, peak_bytes, requested_bytes, at_step,
-       at_node, at_time_ns, device
-FROM run_peaks WHERE run_id = ?;
-
 -- name: report_peaks
-SELECT p.timeline_id, t.title, p.figure, p.what, p.peak_bytes, p.requested_bytes, p.at_step,
-       p.at_node, p.device
-FROM peaks p JOIN timelines t USING (timeline_id)
-WHERE p.run_id = ? AND p.copy_of IS NULL
-ORDER BY p.preference, p.peak_bytes DESC, p.timeline_id;
+-- Every memory figure of a run, the run's peak first (the order of run_peaks).
+SELECT timeline_id, title, figure, what, peak_bytes, requested_bytes, at_step, at_node,
+       device
+FROM peaks
+WHERE run_id = ? AND copy_of IS NULL
+ORDER BY preference, peak_bytes DESC, timeline_id;
 
 -- name: report_ooms
 SELECT o.timeline_id, t.title, o.event_index, o.time_us, o.requested_bytes, o.device_free,
@@ -62,12 +58,20 @@ FROM blocks_live_at(?, ?) b
 LEFT JOIN planned_vs_actual p ON p.timeline_id = ? AND p.alloc_index = b.alloc_index
 GROUP BY ALL ORDER BY bytes DESC, graph, p.buffer LIMIT 12;
 
+-- name: report_held_graphs
+-- The same blocks by compiled graph only, largest first.
+SELECT COALESCE(p.graph, '(not a compiled graph''s buffer)') AS graph, count(*) AS blocks,
+       sum(b.requested_size) AS bytes
+FROM blocks_live_at(?, ?) b
+LEFT JOIN planned_vs_actual p ON p.timeline_id = ? AND p.alloc_index = b.alloc_index
+GROUP BY ALL ORDER BY bytes DESC, graph;
+
 -- name: report_plan_calls
 SELECT c.timeline_id, c.call_index, c.graph, c.planned_peak_bytes, c.measured_peak_bytes,
        c.measured_peak_event, c.planned_live_bytes, c.unplanned_call_bytes,
        c.other_graph_bytes, c.optimizer_bytes, c.before_window_bytes, c.other_bytes,
        c.rounding_bytes, c.mapped_allocations, c.unmapped_allocations, c.not_allocated_buffers
-FROM planned_vs_actual_calls c JOIN timelines t USING (timeline_id)
+FROM planned_vs_actual_calls c JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ?
 ORDER BY c.timeline_id, c.call_index;
 
@@ -75,15 +79,17 @@ ORDER BY c.timeline_id, c.call_index;
 -- Why planned_vs_actual maps no call of a run's snapshot: the output-code files its frames
 -- name, and whether an ingested output code allocates at those lines.
 SELECT w.filename, w.wrapper_timeline_id, w.unmapped_reason
-FROM wrapper_files w JOIN timelines t ON t.source_id = w.source_id
+FROM wrapper_files w JOIN timeline_runs t ON t.source_id = w.source_id
 WHERE t.run_id = ?;
 
 -- name: report_memory_estimates
-SELECT m.timeline_id, t.title, m.measured_timeline_id, m.ir_peak_bytes, m.wrapper_peak_bytes,
+SELECT m.timeline_id, m.aot_id, m.measured_timeline_id, m.ir_peak_bytes, m.wrapper_peak_bytes,
        m.measured_peak_bytes, m.calls
-FROM memory_estimate_vs_measured m JOIN timelines t USING (timeline_id)
-JOIN timelines mt ON mt.timeline_id = m.measured_timeline_id
-WHERE t.run_id = $1 AND t.copy_of IS NULL AND mt.run_id = $1
+FROM memory_estimate_vs_measured m JOIN timeline_runs t USING (timeline_id)
+JOIN timeline_runs mt ON mt.timeline_id = m.measured_timeline_id
+WHERE t.run_id = $1 AND mt.run_id = $1
+QUALIFY row_number() OVER (PARTITION BY m.aot_id, m.measured_timeline_id  -- a graph once
+                           ORDER BY m.timeline_id) = 1
 ORDER BY m.timeline_id, m.measured_timeline_id;
 
 -- name: report_graphs
@@ -108,7 +114,7 @@ ORDER BY t.timeline_id;
 SELECT k.name, k.category, CAST(sum(k.launches) AS BIGINT) AS launches,
        CAST(sum(k.total_ns) AS BIGINT) AS total_ns,
        round(100.0 * sum(k.total_ns) / sum(sum(k.total_ns)) OVER (), 2) AS share_pct
-FROM kernels_measured k JOIN timelines t USING (timeline_id)
+FROM kernels_measured k JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ?
 GROUP BY k.name, k.category ORDER BY total_ns DESC, k.name LIMIT 10;
 
@@ -122,14 +128,14 @@ ORDER BY o.rank NULLS LAST, o.timeline_id, o.device;
 -- name: report_stragglers
 SELECT s.rank, s.timeline_id, s.caused_wait_ns, s.delay_ns, s.times_last, s.n_collectives,
        s.step_ns, s.wait_share
-FROM stragglers s JOIN timelines t USING (timeline_id)
+FROM stragglers s JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ?
 ORDER BY s.caused_wait_ns DESC, s.rank;
 
 -- name: report_clock_offsets
 SELECT c.rank, c.timeline_id, c.offset_ns, c.reference_rank, c.spread_ns, c.n_collectives,
        c.method
-FROM clock_offsets c JOIN timelines t USING (timeline_id)
+FROM clock_offsets c JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ?
 ORDER BY c.rank, c.timeline_id;
 
@@ -137,39 +143,39 @@ ORDER BY c.rank, c.timeline_id;
 -- The ranks of the run's traces: which ranks the job had, which have no trace.
 SELECT r.run AS rank_run, r.world_size, r.ranks, r.missing
 FROM rank_runs r
-WHERE r.run IN (SELECT k.run FROM rank_traces k JOIN timelines t USING (timeline_id)
+WHERE r.run IN (SELECT k.run FROM rank_traces k JOIN timeline_runs t USING (timeline_id)
                 WHERE t.run_id = ?)
 ORDER BY r.run;
 
 -- name: report_compiles
 SELECT m.compile_id, m.kind, m.co_name, m.co_filename, m.entire_frame_compile_time_s,
        m.inductor_compile_time_s, m.fail_type, m.fail_reason
-FROM compilation_metrics m JOIN timelines t USING (timeline_id)
+FROM compilation_metrics m JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ? AND m.kind = 'compilation_metrics'
 ORDER BY m.compile_id;
 
 -- name: report_recompiles
 -- Compiles of a frame after its first (the frame: its code's name and file).
 SELECT count(*) - count(DISTINCT (m.co_name, m.co_filename)) AS recompiles
-FROM compilation_metrics m JOIN timelines t USING (timeline_id)
+FROM compilation_metrics m JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ? AND m.kind = 'compilation_metrics';
 
 -- name: report_estimates
-SELECT e.timeline_id, t.title, e.aot_id, e.measured_timeline_id, e.estimated_ns,
-       e.measured_ns, e.ratio
-FROM estimate_vs_measured e JOIN timelines t USING (timeline_id)
-JOIN timelines mt ON mt.timeline_id = e.measured_timeline_id
+SELECT e.timeline_id, e.aot_id, e.measured_timeline_id, e.estimated_ns, e.measured_ns,
+       e.ratio
+FROM estimate_vs_measured e JOIN timeline_runs t USING (timeline_id)
+JOIN timeline_runs mt ON mt.timeline_id = e.measured_timeline_id
 WHERE t.run_id = $1 AND mt.run_id = $1 AND e.level = 'graph'
 ORDER BY e.timeline_id, e.measured_timeline_id;
 
 -- name: report_estimate_sources
 -- Whether the run has what estimate_vs_measured needs: estimates (a TORCH_TRACE log with
 -- LOG_TLPARSE=1) and a profiler trace attached to the estimated graphs.
-SELECT (SELECT count(*) FROM inductor_estimates i JOIN timelines t USING (timeline_id)
+SELECT (SELECT count(*) FROM inductor_estimates i JOIN timeline_runs t USING (timeline_id)
         WHERE t.run_id = $1) AS estimates,
-       (SELECT count(*) FROM timelines t WHERE t.run_id = $1
-        AND t.format IN ('kineto', 'jax_trace')) AS traces,
-       (SELECT count(*) FROM call_graphs g JOIN timelines t USING (timeline_id)
+       (SELECT count(*) FROM timeline_records r JOIN timeline_runs t USING (timeline_id)
+        WHERE t.run_id = $1 AND r.format IN ('kineto', 'jax_trace')) AS traces,
+       (SELECT count(*) FROM call_graphs g JOIN timeline_runs t USING (timeline_id)
         WHERE t.run_id = $1) AS attached_calls;
 
 -- name: report_warnings
@@ -186,16 +192,17 @@ ORDER BY n.timeline_id;
 SELECT timeline_id, count(*) AS overlapping
 FROM (SELECT g.timeline_id, g.ts_ns < lag(g.end_ns) OVER (PARTITION BY g.timeline_id, g.device,
                                                           g.stream ORDER BY g.ts_ns, g.seq) AS o
-      FROM gpu_activity g JOIN timelines t USING (timeline_id) WHERE t.run_id = ?)
+      FROM gpu_activity g JOIN timeline_runs t USING (timeline_id) WHERE t.run_id = ?)
 WHERE o GROUP BY timeline_id ORDER BY timeline_id;
 
 -- name: report_snapshot_events
 -- The trace entries of each snapshot of the run (its ring buffer holds at most
--- max_entries, 100,000 by default) and whether its sums are to be trusted.
-SELECT p.timeline_id, (SELECT count(*) FROM allocator_events a
-                       WHERE a.timeline_id = p.timeline_id) AS entries, p.consistent
-FROM allocator_peak p JOIN timelines t USING (timeline_id)
-WHERE t.run_id = ? ORDER BY p.timeline_id;
+-- max_entries, 100,000 by default) and whether its sums are to be trusted (the ingest's
+-- notes: timeline_notes).
+SELECT n.timeline_id, TRY_CAST(json_extract(n.attrs, '$.events') AS BIGINT) AS entries,
+       TRY_CAST(json_extract(n.attrs, '$.consistent') AS BOOLEAN) AS consistent
+FROM timeline_notes n JOIN timelines t USING (timeline_id)
+WHERE t.run_id = ? AND t.format = 'cuda_snapshot' ORDER BY n.timeline_id;
 
 -- name: report_curve
 -- A snapshot's curve squeezed to $2 points (the largest allocated and block bytes of the

@@ -180,6 +180,7 @@ class Context:
     headline: list[Verdict] = attrs.Factory(list)
     peak: dict[str, Any] | None = None
     health: list[str] = attrs.Factory(list)  # what a section found the capture lacks
+    _asked: dict[tuple[Any, ...], tuple[list[dict[str, Any]], str]] = attrs.Factory(dict)
 
     def has(self, *formats: str) -> bool:
         return any(self.formats.get(f) for f in formats)
@@ -189,8 +190,13 @@ class Context:
         return int(self.run["run_id"])
 
     def ask(self, name: str, *params: Any) -> tuple[list[dict[str, Any]], str]:
-        """The rows of the named query (as dicts) and its SQL with the values in place."""
-        return self.db.query_dicts(name, *params), render_sql(self.db.queries[name], params)
+        """The rows of the named query (as dicts) and its SQL with the values in place
+        (asked once per report: sections share them)."""
+        key = (name, *params)
+        if key not in self._asked:
+            self._asked[key] = (self.db.query_dicts(name, *params),
+                                render_sql(self.db.queries[name], params))
+        return self._asked[key]
 
     def table(self, key: str, title: str, name: str, *params: Any,
               units: dict[str, str] | None = None) -> Table | None:
@@ -264,10 +270,10 @@ def read_section(ctx: Context) -> Section | None:
 def memory_section(ctx: Context) -> Section | None:
     """The run's peak, each OOM, who held the memory at the peak and at each OOM (by
     allocation site and by compiled graph and buffer), what was made before recording."""
-    peaks, peaks_sql = ctx.ask("report_run_peak", ctx.run_id)
+    peaks, peaks_sql = ctx.ask("report_peaks", ctx.run_id)
     if not peaks:
         return None
-    p = ctx.peak = peaks[0]
+    p = ctx.peak = peaks[0]  # the most measured figure (run_peaks): the first row
     w = ctx.words
     figs = [Figure("peak_bytes", "peak", p["peak_bytes"], "bytes", peaks_sql, p["what"])]
     snapshot = p["figure"] in ("allocator_blocks", "allocator_requested")
@@ -288,8 +294,8 @@ def memory_section(ctx: Context) -> Section | None:
     tables: list[Table] = []
     pictures: list[Picture] = []
     notes: list[str] = []
-    t = ctx.table("peaks", "every memory figure of the run (copies left out)", "report_peaks",
-                  ctx.run_id)
+    t = ctx.table("peaks", "every memory figure of the run (copies left out), the most "
+                  "measured first: the run's peak", "report_peaks", ctx.run_id)
     if t is not None and len(t.rows) > 1:
         tables.append(t)
     if snapshot:
@@ -347,6 +353,7 @@ def _holders(ctx: Context, key: str, tid: int, at: int, tables: list[Table],
                      f"({ctx.words.bytes(h['no_frames_bytes'])}) have no frames: torch recorded "
                      "no stack for them (history recorded with stacks='python' from another "
                      "thread, e.g. the autograd engine's, or context=None)")
+    holder: tuple[str, int, str] | None = None  # (who, bytes, figure key): the verdict's
     by_site = ctx.table(f"{key}_by_site", f"held {when}, by allocation site",
                         "report_held_by_site", tid, at)
     if by_site is not None:
@@ -354,16 +361,28 @@ def _holders(ctx: Context, key: str, tid: int, at: int, tables: list[Table],
         site, n, b = by_site.rows[0][0], by_site.rows[0][1], by_site.rows[0][2]
         figs.append(Figure(f"{key}_top_site", f"largest holder {when}", site, "text",
                            by_site.sql, f"{n:,} blocks, {_share(b, h['bytes'])}"))
-        if key == "peak":
-            ctx.headline.append(Verdict(
-                "peak_holder", f"At the peak, {site} held {ctx.words.bytes(b)} "
-                f"({_share(b, h['bytes'])} of what was allocated).",
-                Evidence("snapshot", tid, at), (f"{key}_top_site",)))
+        holder = (site, b, f"{key}_top_site")
+    if ctx.has("inductor_wrapper"):
+        graphs, sql = ctx.ask("report_held_graphs", tid, at, tid)
+        top = next((g for g in graphs if not g["graph"].startswith("(")), None)
+        if top is not None:
+            figs.append(Figure(f"{key}_top_graph", f"compiled graph holding the most {when}",
+                               top["graph"], "text", sql,
+                               f"{top['blocks']:,} blocks, {ctx.words.bytes(top['bytes'])}, "
+                               f"{_share(top['bytes'], h['bytes'])}"))
+            if holder is None or top["bytes"] > holder[1]:
+                holder = (f"compiled graph {top['graph']}'s buffers", top["bytes"],
+                          f"{key}_top_graph")
+    if key == "peak" and holder is not None:
+        ctx.headline.append(Verdict(
+            "peak_holder", f"At the peak, {holder[0]} held {ctx.words.bytes(holder[1])} "
+            f"({_share(holder[1], h['bytes'])} of what was allocated).",
+            Evidence("snapshot", tid, at), (holder[2],)))
     if ctx.has("inductor_wrapper"):
         by_graph = ctx.table(f"{key}_by_graph", f"held {when}, by compiled graph, buffer and "
                              "line (planned_vs_actual)", "report_held_by_graph", tid, at, tid)
-        if by_graph is not None and any(r[1] is not None for r in by_graph.rows):
-            tables.append(by_graph)
+        if by_graph is not None and any(not r[0].startswith("(") for r in by_graph.rows):
+            tables.append(by_graph)  # some of the blocks map to a graph's line
     return figs
 
 
