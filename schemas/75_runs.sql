@@ -56,14 +56,16 @@ FROM events_compile_event WHERE category = 'chromium' GROUP BY ALL;
 --   timelines (how many it gave; 0: a file that recorded nothing), first_ns / last_ns
 --   (timeline_spans over its timelines), ingested_at.
 CREATE OR REPLACE VIEW run_artifacts AS
+WITH per AS (
+    SELECT t.source_id, count(*) AS timelines, min(sp.first_ns) AS first_ns,
+           max(sp.last_ns) AS last_ns
+    FROM timeline_records t LEFT JOIN timeline_spans sp USING (timeline_id)
+    GROUP BY t.source_id
+)
 SELECT sr.run_id, s.source_id, s.path, k.source_kind AS kind, s.size, s.sha256, s.format,
-       (SELECT count(*) FROM timeline_records t WHERE t.source_id = s.source_id) AS timelines,
-       (SELECT min(sp.first_ns) FROM timeline_spans sp JOIN timeline_records t USING (timeline_id)
-        WHERE t.source_id = s.source_id) AS first_ns,
-       (SELECT max(sp.last_ns) FROM timeline_spans sp JOIN timeline_records t USING (timeline_id)
-        WHERE t.source_id = s.source_id) AS last_ns,
-       s.ingested_at
+       COALESCE(per.timelines, 0) AS timelines, per.first_ns, per.last_ns, s.ingested_at
 FROM sources s JOIN source_runs sr USING (source_id) JOIN _source_kinds k USING (source_id)
+LEFT JOIN per USING (source_id)
 ORDER BY s.source_id;
 
 -- runs: one row per run (run_records), what it holds.
@@ -75,7 +77,8 @@ ORDER BY s.source_id;
 --   CUDA runtime), nccl_version (a profiler trace's distributedInfo); first_ns /
 --   last_ns: the time it covers, Unix ns (profiler events on their traces' clocks,
 --   allocator trace entries, TORCH_TRACE compile events), NULL where no artifact is
---   timed; peak_bytes, peak_figure, peak_what, peak_timeline_id: run_peaks.
+--   timed. Its peak: run_peaks (a view of its own: the peaks cost a scan of every
+--   memory figure).
 CREATE OR REPLACE VIEW runs AS
 WITH src AS (
     SELECT sr.run_id, k.source_id, k.source_kind
@@ -116,9 +119,7 @@ SELECT r.run_id, r.name, r.root, COALESCE(a.n_sources, 0) AS n_sources, a.artifa
        m.torch_version, m.triton_version,
        COALESCE(m.cuda_version, CAST(k.cuda_runtime // 1000 AS VARCHAR) || '.'
                 || CAST(k.cuda_runtime % 1000 // 10 AS VARCHAR)) AS cuda_version,
-       k.nccl_version, sp.first_ns, sp.last_ns,
-       p.peak_bytes, p.figure AS peak_figure, p.what AS peak_what,
-       p.timeline_id AS peak_timeline_id
+       k.nccl_version, sp.first_ns, sp.last_ns
 FROM run_records r
 LEFT JOIN arts a USING (run_id)
 LEFT JOIN tl USING (run_id)
@@ -126,6 +127,5 @@ LEFT JOIN metrics m USING (run_id)
 LEFT JOIN kin k USING (run_id)
 LEFT JOIN span sp USING (run_id)
 LEFT JOIN ng USING (run_id)
-LEFT JOIN run_peaks p USING (run_id)
 WHERE a.n_sources > 0
 ORDER BY r.run_id;

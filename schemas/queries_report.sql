@@ -12,8 +12,12 @@ SELECT run_id, name FROM run_records r
 WHERE EXISTS (SELECT 1 FROM source_runs s WHERE s.run_id = r.run_id) ORDER BY run_id;
 
 -- name: report_artifacts
+-- The run's files (the first 50; runs.n_sources counts them all).
 SELECT source_id, path, kind, size, timelines, first_ns, last_ns
-FROM run_artifacts WHERE run_id = ? ORDER BY source_id;
+FROM run_artifacts WHERE run_id = ? ORDER BY source_id LIMIT 50;
+
+-- name: report_empty_artifacts
+SELECT path, kind FROM run_artifacts WHERE run_id = ? AND timelines = 0 ORDER BY source_id;
 
 -- name: report_skipped
 SELECT json_extract_string(attrs, '$.skipped') AS skipped FROM run_records WHERE run_id = ?;
@@ -96,13 +100,27 @@ ORDER BY m.timeline_id, m.measured_timeline_id;
 SELECT graph, device, timeline_id, n_sources, planned_peak_bytes, len(forms) AS timelines
 FROM graphs WHERE run_id = ? ORDER BY timeline_id;
 
+-- name: report_step_time
+-- The run's step time: the median over its traces of each trace's median ProfilerStep
+-- (the CPU range of ProfilerStep#N), the longest step, and how many.
+WITH s AS (
+    SELECT p.timeline_id, median(p.dur_ns) AS m, max(p.dur_ns) AS x, count(*) AS n
+    FROM profiler_steps p JOIN timeline_runs t USING (timeline_id)
+    WHERE t.run_id = ? GROUP BY p.timeline_id
+)
+SELECT CAST(median(m) AS BIGINT) AS step_ns, max(x) AS max_step_ns, sum(n) AS steps,
+       count(*) AS traces
+FROM s;
+
 -- name: report_steps
-SELECT s.timeline_id, t.title, count(*) AS steps, CAST(median(s.cpu_dur_ns) AS BIGINT) AS median_step_ns,
+-- Per trace of the run, its ProfilerSteps and the GPU work they launched (step_totals),
+-- the slowest traces first (the first 16).
+SELECT s.timeline_id, count(*) AS steps, CAST(median(s.cpu_dur_ns) AS BIGINT) AS median_step_ns,
        max(s.cpu_dur_ns) AS max_step_ns, CAST(sum(s.kernel_ns) AS BIGINT) AS kernel_ns,
        CAST(sum(s.comm_ns) AS BIGINT) AS comm_ns
-FROM step_totals s JOIN timelines t USING (timeline_id)
+FROM step_totals s JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ?
-GROUP BY s.timeline_id, t.title ORDER BY s.timeline_id;
+GROUP BY s.timeline_id ORDER BY max_step_ns DESC, s.timeline_id LIMIT 16;
 
 -- name: report_traces
 SELECT t.timeline_id, t.title, (SELECT count(*) FROM profiler_steps p
@@ -119,25 +137,23 @@ WHERE t.run_id = ?
 GROUP BY k.name, k.category ORDER BY total_ns DESC, k.name LIMIT 10;
 
 -- name: report_overlap
-SELECT o.timeline_id, t.title, o.rank, o.device, o.comm_ns, o.overlapped_ns, o.exposed_ns,
+-- Per trace (rank) and device, its communication exposed and overlapped by compute, the
+-- most exposed first (the first 16).
+SELECT o.timeline_id, o.rank, o.device, o.comm_ns, o.overlapped_ns, o.exposed_ns,
        o.overlap_pct
-FROM comm_overlap_summary o JOIN timelines t USING (timeline_id)
+FROM comm_overlap_summary o JOIN timeline_runs t USING (timeline_id)
 WHERE t.run_id = ?
-ORDER BY o.rank NULLS LAST, o.timeline_id, o.device;
+ORDER BY o.exposed_ns DESC, o.timeline_id, o.device LIMIT 16;
 
 -- name: report_stragglers
+-- Per rank, the wait its late arrivals caused the others (stragglers) and its clock's
+-- offset from the reference rank (clock_offsets), the worst first (the first 16).
 SELECT s.rank, s.timeline_id, s.caused_wait_ns, s.delay_ns, s.times_last, s.n_collectives,
-       s.step_ns, s.wait_share
+       s.step_ns, s.wait_share, o.offset_ns, o.spread_ns, o.reference_rank
 FROM stragglers s JOIN timeline_runs t USING (timeline_id)
+LEFT JOIN clock_offsets o ON o.run = s.run AND o.rank = s.rank
 WHERE t.run_id = ?
-ORDER BY s.caused_wait_ns DESC, s.rank;
-
--- name: report_clock_offsets
-SELECT c.rank, c.timeline_id, c.offset_ns, c.reference_rank, c.spread_ns, c.n_collectives,
-       c.method
-FROM clock_offsets c JOIN timeline_runs t USING (timeline_id)
-WHERE t.run_id = ?
-ORDER BY c.rank, c.timeline_id;
+ORDER BY s.caused_wait_ns DESC, s.rank LIMIT 16;
 
 -- name: report_rank_runs
 -- The ranks of the run's traces: which ranks the job had, which have no trace.
@@ -197,9 +213,10 @@ WHERE o GROUP BY timeline_id ORDER BY timeline_id;
 
 -- name: report_snapshot_events
 -- The trace entries of each snapshot of the run (its ring buffer holds at most
--- max_entries, 100,000 by default) and whether its sums are to be trusted (the ingest's
--- notes: timeline_notes).
+-- max_entries, 100,000 by default), its OOMs and whether its sums are to be trusted (the
+-- ingest's notes: timeline_notes).
 SELECT n.timeline_id, TRY_CAST(json_extract(n.attrs, '$.events') AS BIGINT) AS entries,
+       COALESCE(TRY_CAST(json_extract(n.attrs, '$.actions.oom') AS BIGINT), 0) AS ooms,
        TRY_CAST(json_extract(n.attrs, '$.consistent') AS BOOLEAN) AS consistent
 FROM timeline_notes n JOIN timelines t USING (timeline_id)
 WHERE t.run_id = ? AND t.format = 'cuda_snapshot' ORDER BY n.timeline_id;

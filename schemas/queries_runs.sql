@@ -20,8 +20,10 @@ WHERE r.run_id IS NULL
 GROUP BY folder ORDER BY min(s.source_id);
 
 -- name: run_list
--- Every run with what it holds and its peak (the runs view), in order.
-SELECT * FROM runs ORDER BY run_id;
+-- Every run with what it holds (runs) and its peak (run_peaks), in order.
+SELECT r.*, p.peak_bytes, p.figure AS peak_figure, p.what AS peak_what,
+       p.timeline_id AS peak_timeline_id
+FROM runs r LEFT JOIN run_peaks p USING (run_id) ORDER BY r.run_id;
 
 -- name: run_by_name_or_id
 -- The run a user names: its id (as text) or its name.

@@ -302,7 +302,7 @@ def memory_section(ctx: Context) -> Section | None:
         tid, at = p["timeline_id"], p["at_step"]
         figs += _holders(ctx, "peak", tid, at, tables, notes)
         pictures += _curve_picture(ctx, tid)
-    ooms, ooms_sql = ctx.ask("report_ooms", ctx.run_id)
+    ooms, ooms_sql = _ooms(ctx)
     for i, o in enumerate(ooms, 1):
         k = f"oom{i}"
         fits = {True: "it would have fit: the memory was there", False: "it would not fit",
@@ -329,6 +329,15 @@ def memory_section(ctx: Context) -> Section | None:
         figs += _holders(ctx, k, o["timeline_id"], o["event_index"], tables, notes,
                          when=f"at OOM {i}")
     return Section("memory", "Memory", tuple(figs), tuple(tables), tuple(pictures), tuple(notes))
+
+
+def _ooms(ctx: Context) -> tuple[list[dict[str, Any]], str]:
+    """The run's OOMs (the ooms view), read where a snapshot's notes count one (the view
+    joins every block; a snapshot without an OOM skips it)."""
+    snaps = ctx.ask("report_snapshot_events", ctx.run_id)[0] if ctx.has("cuda_snapshot") else []
+    if not any(s["ooms"] for s in snaps):
+        return [], ""
+    return ctx.ask("report_ooms", ctx.run_id)
 
 
 def _holders(ctx: Context, key: str, tid: int, at: int, tables: list[Table],
@@ -396,8 +405,8 @@ def _curve_picture(ctx: Context, tid: int, points: int = 400) -> list[Picture]:
     rows, sql = ctx.ask("report_curve", tid, points)
     if len(rows) < 2:
         return []
-    ooms = [(o["event_index"], f"OOM {i}") for i, o in
-            enumerate(ctx.ask("report_ooms", ctx.run_id)[0], 1) if o["timeline_id"] == tid]
+    ooms = [(o["event_index"], f"OOM {i}") for i, o in enumerate(_ooms(ctx)[0], 1)
+            if o["timeline_id"] == tid]
     marks = [(ctx.peak["at_step"], "peak")] if ctx.peak and ctx.peak["timeline_id"] == tid else []
     return [Picture("curve", "allocated memory over the trace (whole blocks, requested, reserved)",
                     "curve", tuple(r["first_event"] for r in rows),
@@ -458,6 +467,9 @@ def plan_section(ctx: Context) -> Section | None:
     return Section("plan", "Plan vs actual", tuple(figs), tuple(tables), notes=tuple(notes))
 
 
+MANY_TRACES = 16  # past this many traces the time section gives the run's figures only
+
+
 def time_section(ctx: Context) -> Section | None:
     """Step time, top kernels, exposed communication and overlap, stragglers, clocks."""
     if not ctx.has("kineto", "jax_trace"):
@@ -468,31 +480,34 @@ def time_section(ctx: Context) -> Section | None:
     tables: list[Table] = []
     pictures: list[Picture] = []
     notes: list[str] = []
-    steps = ctx.table("steps", "profiler steps per trace (step_totals)", "report_steps",
-                      ctx.run_id)
-    if steps is not None:
-        tables.append(steps)
-        med = sorted(r[steps.columns.index("median_step_ns")] for r in steps.rows)
-        figs.append(Figure("step_ns", "step time (median over the traces' median steps)",
-                           med[(len(med) - 1) // 2], "ns", steps.sql,
-                           "the CPU range of ProfilerStep#N"))
-    for t in (ctx.table("top_kernels", "top kernels (all traces of the run)",
-                        "report_top_kernels", ctx.run_id),
-              ctx.table("overlap", "communication: exposed and overlapped by compute "
-                        "(comm_overlap_summary)", "report_overlap", ctx.run_id)):
+    step_rows, step_sql = ctx.ask("report_step_time", ctx.run_id)
+    st = step_rows[0] if step_rows else None
+    if st is not None and st["step_ns"] is not None:
+        figs.append(Figure("step_ns", "step time", st["step_ns"], "ns", step_sql,
+                           f"the median over {st['traces']:,} trace(s) of each one's median "
+                           "ProfilerStep (its CPU range)"))
+        figs.append(Figure("max_step_ns", "longest step", st["max_step_ns"], "ns", step_sql))
+    # per trace (with its GPU work: step_totals, seconds at a thousand ranks) where a reader
+    # reads them one by one
+    steps = (ctx.table("steps", "profiler steps per trace, the slowest first (step_totals)",
+                       "report_steps", ctx.run_id) if len(traces) <= MANY_TRACES else None)
+    for t in (steps, ctx.table("top_kernels", "top kernels (all traces of the run)",
+                               "report_top_kernels", ctx.run_id),
+              ctx.table("overlap", "communication: exposed and overlapped by compute, the "
+                        "most exposed first (comm_overlap_summary)", "report_overlap",
+                        ctx.run_id)):
         if t is not None:
             tables.append(t)
     ov = next((t for t in tables if t.key == "overlap"), None)
     if ov is not None:
-        i_exp = ov.columns.index("exposed_ns")
-        worst = max(ov.rows, key=lambda r: r[i_exp] or 0)
-        row = dict(zip(ov.columns, worst))
+        row = dict(zip(ov.columns, ov.rows[0]))
+        who = f"rank {row['rank']}" if row["rank"] is not None else f"timeline {row['timeline_id']}"
         figs.append(Figure("exposed_comm_ns", "exposed communication (most of any trace)",
                            row["exposed_ns"], "ns", ov.sql,
-                           f"{row['title']}: {row['overlap_pct']}% of its "
-                           f"{w.ns(row['comm_ns'])} communication overlapped by compute"))
-    strag = ctx.table("stragglers", "stragglers: the wait each rank's late arrivals caused",
-                      "report_stragglers", ctx.run_id)
+                           f"{who}: {row['overlap_pct']}% of its {w.ns(row['comm_ns'])} "
+                           "communication overlapped by compute"))
+    strag = ctx.table("stragglers", "stragglers: the wait each rank's late arrivals caused, "
+                      "the worst first, and its clock's offset", "report_stragglers", ctx.run_id)
     if strag is not None:
         tables.append(strag)
         row = dict(zip(strag.columns, strag.rows[0]))
@@ -517,15 +532,14 @@ def time_section(ctx: Context) -> Section | None:
             tuple(f"rank {r[0]}" for r in strag.rows[:16]),
             (("caused wait", tuple(r[strag.columns.index("caused_wait_ns")]
                                    for r in strag.rows[:16])),), (), "rank", "ns", strag.sql))
-    clocks = ctx.table("clock_offsets", "clock offsets from the reference rank", "report_clock_offsets",
-                       ctx.run_id)
-    if clocks is not None:
-        tables.append(clocks)
-    if steps is not None and ov is not None and "step_ns" in {f.key for f in figs}:
+    keys = {f.key: f.value for f in figs}
+    if "step_ns" in keys:
+        exposed = (f"; exposed communication up to {w.ns(keys['exposed_comm_ns'])} per trace"
+                   if "exposed_comm_ns" in keys else "")
         ctx.headline.append(Verdict(
-            "time", f"Step time {w.ns(figs[0].value)}; exposed communication up to "
-            f"{w.ns(next(f.value for f in figs if f.key == 'exposed_comm_ns'))} per trace.",
-            Evidence("profiler", traces[0]["timeline_id"]), ("step_ns", "exposed_comm_ns")))
+            "time", f"Step time {w.ns(keys['step_ns'])} (longest {w.ns(keys['max_step_ns'])})"
+            f"{exposed}.", Evidence("profiler", traces[0]["timeline_id"]),
+            ("step_ns", "exposed_comm_ns")))
     return Section("time", "Time", tuple(figs), tuple(tables), tuple(pictures), tuple(notes))
 
 
@@ -572,10 +586,8 @@ def health_section(ctx: Context) -> Section | None:
         n = sum(skipped.values())
         notes.append(f"{n} file{'s' if n != 1 else ''} of the folder tlview does not read were "
                      "skipped: " + ", ".join(f"{c} {k}" for k, c in skipped.items()))
-    arts, _ = ctx.ask("report_artifacts", ctx.run_id)
-    for a in arts:
-        if not a["timelines"]:
-            notes.append(f"{a['path']} ({a['kind']}) recorded nothing: no timeline")
+    for a in ctx.ask("report_empty_artifacts", ctx.run_id)[0]:
+        notes.append(f"{a['path']} ({a['kind']}) recorded nothing: no timeline")
     snaps = ctx.ask("report_snapshot_events", ctx.run_id)[0] if ctx.has("cuda_snapshot") else []
     for s in snaps:
         if s["entries"] == 100_000:

@@ -439,7 +439,7 @@ def test_help_documents_every_option_with_its_default_and_the_formats():
     top = tlview("--help").stdout
     for name in formats():
         assert f"  {name} " in top
-    for command in ("ingest", "sql", "info", "migrate", "tui"):
+    for command in ("ingest", "sql", "info", "migrate", "report", "tui"):
         assert f"    {command} " in top
     assert "TLVIEW_LOCK_WAIT" in top
     expected = {
@@ -447,6 +447,7 @@ def test_help_documents_every_option_with_its_default_and_the_formats():
         "sql": ["--db DB", "--file FILE", "--csv", "--json", "--write"],
         "info": ["--db DB"],
         "migrate": ["--db DB"],
+        "report": ["--db DB", "--format", "--output FILE"],
         "tui": ["--ascii"],
     }
     for command, options in expected.items():

@@ -257,7 +257,7 @@ class TestReport:
         assert f"{straggler / 1e6:,.3f} ms" in coll
         if fmt in ("md", "html"):
             assert "SELECT timeline_id, title, figure" in oom  # the peak's SQL, named
-            assert "FROM stragglers s JOIN timelines t" in coll
+            assert "FROM stragglers s JOIN timeline_runs t" in coll
 
     def test_the_html_is_one_file_that_fetches_nothing(self, reports):
         page = RENDERERS["html"](reports["oom"])
