@@ -16,6 +16,7 @@ from .rank_report import rank_ranges
 from .snapshot_summary import print_snapshot_summary
 
 MEASURED_FORMATS = ("kineto", "jax_trace")
+LOG_FORMAT = "torch_trace"
 ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
 
 
@@ -71,6 +72,10 @@ def summary_text(r: dict[str, Any]) -> str:
             f"{', ' + r['device'] if r['device'] else ''}]: ")
     if r["format"] in MEASURED_FORMATS:
         return head + _measured(r)
+    if r["format"] == LOG_FORMAT:  # the log's own timeline holds its records, no schedule
+        lines = [head + "a TORCH_TRACE log: a source of its run's graphs (listed on their "
+                 "own lines) and compile events, not a schedule"]
+        return "\n".join(lines + [f"  note: {w}" for w in r["warnings"]])
     line = head + f"{r['n_steps']} steps, {r['n_buffers']} buffers, {r['n_inputs']} inputs"
     if r["peak_bytes"] is not None:
         line += f"; peak {exact_bytes(r['peak_bytes'])} at step {r['peak_step']} ({r['peak_node']})"
