@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tlview.ingest import records_for
-from tlview.store import Database, open_database, write_records
+from tlview.store import Database, open_database, runs, write_records
 from tlview.store.writer import limit_ingest_memory
 
 
@@ -54,6 +54,7 @@ class Session:
         The session keeps the ingest's memory limit from then on, as `tlview ingest` does
         (its close writes what the ingest appended)."""
         limit_ingest_memory(self.db)
+        runs.register(self.db, runs.roots_of([str(path)], runs.known_roots(self.db)))
         summary = write_records(self.db, records_for(path, fmt))
         return list(summary.timeline_ids.values())
 

@@ -15,22 +15,24 @@ import duckdb
 from tlview import __version__
 from tlview.ingest import IngestError, formats
 from tlview.ingest.formats import NotADump, detect_format
+from tlview.ingest.lines import end_progress_line
 from tlview.store import DatabaseLocked, SchemaError, open_database
 from tlview.store.db import migrate
 from tlview.store.diff import DiffError
 from tlview.store.shards import ShardError
 from tlview.store.storage import STORAGE_VERSION
 
-from . import cluster, diff_command, plot_command, shard_command
+from . import cluster, diff_command, plot_command, report_command, shard_command
 from .ingest_command import cmd_ingest
 from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
 from .parallel_ingest import default_jobs
 from .sql_command import UsageError, cmd_sql
-from .summary import print_summaries
+from .summary import print_runs, print_summaries
 
 DEFAULT_DB = "tlview.duckdb"
-COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "tui"}
+COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "report",
+            "tui"}
 TOP_LEVEL = {"-h", "--help", "--version"}
 
 
@@ -123,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     shard_command.add_export_parser(sub, db_help)
     diff_command.add_parser(sub, db_help)
     plot_command.add_parser(sub, db_help)
+    report_command.add_parser(sub, db_help)
 
     tui = sub.add_parser("tui", help="open the terminal UI (same as `tlview [DB]`)",
                          description="Open the terminal UI on a database (read-only).")
@@ -176,15 +179,19 @@ def _run(argv: list[str]) -> int:
             return diff_command.cmd_diff(args)
         if args.command == "plot":
             return plot_command.cmd_plot(args)
+        if args.command == "report":
+            return report_command.cmd_report(args)
         return cmd_tui(args)
     except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError,
-            DiffError, plot_command.PlotError, ShardError, cluster.ClusterUnavailable) as e:
+            DiffError, plot_command.PlotError, ShardError, cluster.ClusterUnavailable,
+            report_command.ReportError) as e:
         print(f"tlview: {e}", file=sys.stderr)
         return 2
     except duckdb.Error as e:
         print(f"tlview: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        end_progress_line()
         print("tlview: interrupted; nothing of the unfinished ingest was written", file=sys.stderr)
         return 130
 
@@ -195,6 +202,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         n_sources, n_timelines, n_events = db.query("counts")[0]
         print(f"{args.db}: {n_sources} sources, {n_timelines} timelines, {n_events} events "
               f"(schema v{db.meta('schema_version')})")
+        print_runs(db)
         print_summaries(db)
     return 0
 

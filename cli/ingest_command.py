@@ -22,9 +22,9 @@ import attrs
 import duckdb
 from tlview.ingest import IngestError
 from tlview.ingest.discover import Skipped, survey
-from tlview.ingest.lines import stderr_progress
+from tlview.ingest.lines import end_progress_line, stderr_progress
 from tlview.ingest.source import SHA256_LATER, file_sha256, records_for, sha256_beside
-from tlview.store import Database, IngestSummary, open_database, write_records
+from tlview.store import Database, IngestSummary, open_database, runs, write_records
 from tlview.store.shards import MANIFEST, ShardError, commit_shards, shard_keys
 from tlview.store.writer import limit_ingest_memory
 
@@ -48,6 +48,8 @@ from .summary import print_summaries, print_summary_rows
 class Plan:
     files: tuple[tuple[str, str | None], ...]
     failed: tuple[IngestError, ...]
+    # per folder named (resolved): the files it skipped, by kind (kept with its run)
+    skipped: dict[str, dict[str, int]] = attrs.field(factory=dict)
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -86,12 +88,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             created = not Path(args.db).exists()
             db = open_database(args.db, wait_s=lock_wait_s(), on_wait=say_waiting)
             limit_ingest_memory(db)
+            runs.register(db, runs.roots_of(args.paths, runs.known_roots(db)), plan.skipped)
             _tick(phases, "open database", t)
             new_ids: list[int] = []
+            again: list[tuple[str, str]] = []  # (path, note) of files ingested before
             try:
                 t = time.perf_counter()
                 if submit is not None:
-                    out = _ingest_parallel(db, plan.files, args, submit)
+                    out = _ingest_parallel(db, plan.files, args, submit, again)
                     ingested += out.ingested
                     failed += out.failed
                     new_ids += out.new_ids
@@ -101,13 +105,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 else:
                     for path, fmt in plan.files:
                         try:
-                            new_ids += ingest_one(db, path, fmt, force=args.force)
+                            new_ids += ingest_one(db, path, fmt, force=args.force, again=again)
                             ingested += 1
                         except (IngestError, OSError) as e:
                             err = e if isinstance(e, IngestError) else _unreadable(path, e)
+                            end_progress_line()
                             print(f"tlview: {err}", file=sys.stderr)
                             failed.append(err)
                 _tick(phases, "files", t)
+                _say_again(again)
                 t = time.perf_counter()
                 try:  # runs of ranks the new traces are in
                     print_rank_report(db, new_ids, out=say)
@@ -125,9 +131,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         _write_phases(phases)
     total = len(plan.files) + len(plan.failed)
     if failed and total > 1:
-        print(f"tlview: {len(failed)} of {total} files failed (above); "
-              f"{'the other ' + str(ingested) + ' were' if ingested else 'nothing was'} "
-              "ingested", file=sys.stderr)
+        rest = ("nothing was ingested" if not ingested else
+                "the other file was ingested" if ingested == 1 else
+                f"the other {ingested} were ingested")
+        print(f"tlview: {len(failed)} of {total} files failed (above); {rest}", file=sys.stderr)
     return 2 if failed else 0
 
 
@@ -166,12 +173,29 @@ def _pool(args: argparse.Namespace, jobs: int, n_files: int,
 
 
 def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],
-                     args: argparse.Namespace, submit: Callable[..., Any]) -> Outcome:
-    """Parse on the workers of ``submit``, write here in file order."""
+                     args: argparse.Namespace, submit: Callable[..., Any],
+                     again: list[tuple[str, str]]) -> Outcome:
+    """Parse on the workers of ``submit``, write here in file order; the files ingested
+    before are gathered in ``again`` (said once, after)."""
+    def check(d: Database, p: str, sha: str) -> tuple[bool, str | None]:
+        go, note = check_again(d, p, sha, force=args.force)
+        if not go and note:
+            again.append((p, note))
+            return go, None
+        return go, note
+
     return ingest_files(db, files, submit, force=args.force,
-                        shards=getattr(args, "shards", None),
-                        check=lambda d, p, sha: check_again(d, p, sha, force=args.force),
+                        shards=getattr(args, "shards", None), check=check,
                         report=report_ingests, report_error=say_err)
+
+
+def _say_again(again: list[tuple[str, str]]) -> None:
+    """The files ingested before (same path, same bytes), skipped: one line for all."""
+    if len(again) == 1:
+        say(again[0][1])
+    elif again:
+        say(f"{len(again):,} files were ingested before (same path and bytes: "
+            f"{again[0][0]}, ...): skipped (use --force to add them again)")
 
 
 def _tick(phases: dict[str, Any], name: str, since: float) -> None:
@@ -218,6 +242,7 @@ def _plan(paths: list[str], fmt: str | None, *, verbose: bool) -> Plan:
     """The files to ingest, in order; folders surveyed and what they skip reported."""
     files: list[tuple[str, str | None]] = []
     failed: list[IngestError] = []
+    skipped: dict[str, dict[str, int]] = {}
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
@@ -227,13 +252,15 @@ def _plan(paths: list[str], fmt: str | None, *, verbose: bool) -> Plan:
                                           + _skipped_text(found.skipped_kinds())))
             else:
                 _report_skipped(p, found.skipped, found.skipped_kinds(), verbose)
+            if found.skipped:
+                skipped[os.path.realpath(p)] = dict(found.skipped_kinds())
             files.extend(found.files)
             failed.extend(found.failed)
         elif p.exists():
             files.append((str(p), fmt))
         else:
             failed.append(IngestError(raw, None, "no such file or folder"))
-    return Plan(tuple(files), tuple(failed))
+    return Plan(tuple(files), tuple(failed), skipped)
 
 
 def _skipped_text(kinds: list[tuple[str, int]]) -> str:
@@ -256,8 +283,10 @@ def _report_skipped(folder: Path, skipped: tuple[Skipped, ...],
             say(f"  skipped {s.path}: {s.looks}")
 
 
-def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False) -> list[int]:
-    """Ingest one file in one transaction and print a summary; returns new timeline ids."""
+def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
+               again: list[tuple[str, str]] | None = None) -> list[int]:
+    """Ingest one file in one transaction and print a summary; returns new timeline ids.
+    A file ingested before is skipped, its note kept in ``again`` (else said)."""
     progress = stderr_progress(Path(path).name)
     if force or not db.scalar("sources_same_path_size", str(Path(path).resolve()),
                               os.path.getsize(path)):
@@ -271,6 +300,9 @@ def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False)
         return report_ingest(db, path, summary)
     sha = file_sha256(path)
     go, note = check_again(db, path, sha, force=force)
+    if not go and note and again is not None:
+        again.append((path, note))
+        return []
     if note:
         say(note)
     if not go:

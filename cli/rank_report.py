@@ -15,7 +15,7 @@ from tlview.store import Database
 from tlview.store.rank_queries import worst_whatif
 
 
-def _ranks(ranks: Sequence[int]) -> str:
+def rank_ranges(ranks: Sequence[int]) -> str:
     """``0-3, 5, 7-8``: runs of consecutive ranks."""
     out: list[str] = []
     for r in sorted(ranks):
@@ -91,19 +91,19 @@ def one_trace_lines(r: dict[str, Any]) -> list[str]:
 def _head(r: dict[str, Any]) -> str:
     """``ranks: run 1: 3 of 4 ranks (0-2), missing 3``."""
     head = (f"ranks: run {r['run']}: {len(r['ranks'])} of {r['world_size']} ranks "
-            f"({_ranks(r['ranks'])})")
-    return head + (f", missing {_ranks(r['missing'])}" if r["missing"] else "")
+            f"({rank_ranges(r['ranks'])})")
+    return head + (f", missing {rank_ranges(r['missing'])}" if r["missing"] else "")
 
 
 def _trace_notes(r: dict[str, Any]) -> list[str]:
     """Notes on the run's traces: a rank traced twice, a rank beyond the world size."""
     lines = []
     if r["dup_ranks"]:
-        lines.append(f"  note: rank {_ranks(r['dup_ranks'])} also has a trace in another run "
+        lines.append(f"  note: rank {rank_ranges(r['dup_ranks'])} also has a trace in another run "
                      f"overlapping this one in time ({', '.join(r['dup_names'])}): taken as "
                      "a run of its own (ingested twice, or two jobs recorded together?)")
     if r["out_of_range"]:
-        lines.append(f"  note: rank {_ranks(r['out_of_range'])} is not below the world size "
+        lines.append(f"  note: rank {rank_ranges(r['out_of_range'])} is not below the world size "
                      f"{r['world_size']}")
     return lines
 

@@ -12,13 +12,43 @@ from typing import Any
 from tlview.store import Database
 
 from .fmt import exact_bytes
+from .rank_report import rank_ranges
 from .snapshot_summary import print_snapshot_summary
 
 MEASURED_FORMATS = ("kineto", "jax_trace")
-ALL_IDS = (0, 2**31 - 1)
+LOG_FORMAT = "torch_trace"
+ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
 HANG_FORMATS = {"flight_recorder": "a rank's Flight Recorder dump (hang_verdict, "
                                    "collective_progress)",
-                "stack_dump": "a process's Python stacks (hang_stacks)"}  # timeline_id is an INTEGER
+                "stack_dump": "a process's Python stacks (hang_stacks)"}
+
+
+def print_runs(db: Database, out: Callable[[str], None] = print) -> None:
+    """Two lines per run: what it holds (the ``runs`` view), and its peak, saying which
+    figure it is."""
+    for r in db.query_dicts("run_list"):
+        out(run_line(r))
+        if r["peak_bytes"] is not None:
+            out(f"  peak {exact_bytes(r['peak_bytes'])} {r['peak_what']}, timeline "
+                f"{r['peak_timeline_id']}")
+
+
+def run_line(r: dict[str, Any]) -> str:
+    """``run 1 gpu_step: /path; 11 sources (4 output_code.py, ...); ...``."""
+    arts = ", ".join(f"{a['files']} {a['kind']}" for a in r["artifacts"] or [])
+    parts = [f"run {r['run_id']} {r['name']}: {r['root']}",
+             f"{r['n_sources']} source{'s' if r['n_sources'] != 1 else ''} ({arts})",
+             f"{r['n_timelines']} timelines, {r['n_graphs']} compiled graph"
+             f"{'s' if r['n_graphs'] != 1 else ''}"]
+    if r["ranks"]:
+        parts.append(f"ranks {rank_ranges(r['ranks'])}")
+    versions = [f"{k} {r[c]}" for k, c in (("torch", "torch_version"),
+                                           ("triton", "triton_version"),
+                                           ("CUDA", "cuda_version"), ("NCCL", "nccl_version"))
+                if r[c]]
+    if versions:
+        parts.append(", ".join(versions))
+    return "; ".join(parts)
 
 
 def print_summaries(db: Database, first: int = ALL_IDS[0], last: int = ALL_IDS[1],
@@ -49,6 +79,10 @@ def summary_text(r: dict[str, Any]) -> str:
         return head + _measured(r)
     if r["format"] in HANG_FORMATS:
         return head + HANG_FORMATS[r["format"]]
+    if r["format"] == LOG_FORMAT:  # the log's own timeline holds its records, no schedule
+        lines = [head + "a TORCH_TRACE log: a source of its run's graphs (listed on their "
+                 "own lines) and compile events, not a schedule"]
+        return "\n".join(lines + [f"  note: {w}" for w in r["warnings"]])
     line = head + f"{r['n_steps']} steps, {r['n_buffers']} buffers, {r['n_inputs']} inputs"
     if r["peak_bytes"] is not None:
         line += f"; peak {exact_bytes(r['peak_bytes'])} at step {r['peak_step']} ({r['peak_node']})"

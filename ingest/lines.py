@@ -111,6 +111,9 @@ def read_lines(
     return enumerate(read_text(path, progress), 1)
 
 
+_LINE_OPEN = [False]  # a progress line is on stderr without its end (its file not done)
+
+
 def stderr_progress(label: str) -> ProgressFn | None:
     """A progress printer on stderr, or ``None`` when stderr is not a terminal."""
     if not sys.stderr.isatty():
@@ -124,8 +127,18 @@ def stderr_progress(label: str) -> ProgressFn | None:
             f"\r{label}: {done / 1e6:,.1f}/{total / 1e6:,.1f} MB ({pct:3.0f}%) "
             f"{done / 1e6 / elapsed:,.1f} MB/s"
         )
+        _LINE_OPEN[0] = done < total
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
     return report
+
+
+def end_progress_line() -> None:
+    """End a progress line left open (an error or Ctrl-C in the middle of a file), so that
+    what is said next starts a line of its own."""
+    if _LINE_OPEN[0]:
+        _LINE_OPEN[0] = False
+        sys.stderr.write("\n")
+        sys.stderr.flush()

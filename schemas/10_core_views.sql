@@ -2,17 +2,53 @@
 -- Every figure tlview prints is derived here from the events table.
 
 -- timelines: one row per timeline, with where it came from and its length.
---   timeline_id, name, format, source_path, device, n_steps (number of schedule steps),
---   source_id, attrs (ingester facts), notes (facts learned at the end of the ingest)
+--   timeline_id, name (as its ingester named it), format, source_path, device, n_steps
+--   (number of schedule steps), source_id, attrs (ingester facts), notes (facts learned
+--   at the end of the ingest);
+--   run_id, run_name: its run (05_runs.sql); title: unique in the database and saying
+--   where it comes from, `run · subject · form` (`compiled_train · 0_forward · output
+--   code`, `gpu_step · 0_forward · output code in TORCH_TRACE`), with ` · cuda:1` where
+--   the same words name timelines of several devices, and ` #2`, ` #3` after the first
+--   where they still name several (by timeline id);
+--   copy_of: for a compiled graph's timeline that repeats another of the same run (the
+--   same graph, form, device and steps: its output_code.py, its copy in a torch log and
+--   in a TORCH_TRACE log), the one it repeats: the graph is listed once, through that
+--   one (the artifact's own file first: output_code.py, the scheduler IR; then the
+--   first ingested), and counted once wherever tlview sums; NULL otherwise;
+--   source_kind: the artifact it was read from (_source_kinds).
 CREATE OR REPLACE VIEW timelines AS
-SELECT t.timeline_id, t.name, t.format, s.path AS source_path,
-       COALESCE(t.device, (SELECT any_value(json_extract_string(n.attrs, '$.device'))
-                           FROM timeline_notes n WHERE n.timeline_id = t.timeline_id)) AS device,
-       COALESCE((SELECT count(*) FROM events_node_scheduled e
-                 WHERE e.timeline_id = t.timeline_id), 0) AS n_steps,
-       t.source_id, t.attrs,
-       (SELECT any_value(n.attrs) FROM timeline_notes n WHERE n.timeline_id = t.timeline_id) AS notes
-FROM timeline_records t JOIN sources s USING (source_id);
+WITH t AS (
+    SELECT t.timeline_id, t.name, t.format, s.path AS source_path,
+           COALESCE(t.device, (SELECT any_value(json_extract_string(n.attrs, '$.device'))
+                               FROM timeline_notes n WHERE n.timeline_id = t.timeline_id)) AS device,
+           COALESCE((SELECT count(*) FROM events_node_scheduled e
+                     WHERE e.timeline_id = t.timeline_id), 0) AS n_steps,
+           t.source_id, t.attrs,
+           (SELECT any_value(n.attrs) FROM timeline_notes n WHERE n.timeline_id = t.timeline_id) AS notes
+    FROM timeline_records t JOIN sources s USING (source_id)
+), l AS (
+    SELECT t.*, l.run_id, l.run_name, l.subject, l.form, l.label, l.source_kind,
+           l.run_name || ' · ' || l.subject || ' · ' || l.label AS words0,
+           t.format IN ('inductor_wrapper', 'aot_fx_graph', 'inductor_ir') AS graph_form
+    FROM t LEFT JOIN _timeline_labels l USING (timeline_id)
+), w AS (  -- the same words on several devices: the device said
+    SELECT *, words0 || CASE WHEN min(COALESCE(device, '')) OVER (PARTITION BY words0)
+                                  <> max(COALESCE(device, '')) OVER (PARTITION BY words0)
+                             THEN ' · ' || COALESCE(device, 'no device') ELSE '' END AS words
+    FROM l
+)
+SELECT timeline_id, name, format, source_path, device, n_steps, source_id, attrs, notes,
+       run_id, run_name,
+       words || CASE WHEN row_number() OVER (PARTITION BY words ORDER BY timeline_id) > 1
+                     THEN ' #' || row_number() OVER (PARTITION BY words ORDER BY timeline_id)
+                     ELSE '' END AS title,
+       CASE WHEN graph_form THEN nullif(first_value(timeline_id) OVER (
+                PARTITION BY graph_form, run_id, form, subject, device, n_steps
+                ORDER BY source_kind NOT IN ('output_code.py', 'scheduler IR'), timeline_id),
+                timeline_id) END AS copy_of,
+       source_kind
+FROM w
+ORDER BY timeline_id;
 
 -- nodes: the schedule. One row per scheduled node; step is its position (0-based).
 --   node_class: SchedulerNode, FusedSchedulerNode, ExternKernelSchedulerNode, HLO opcode...

@@ -100,8 +100,12 @@ FROM kernel_attachments a JOIN kernel_launches l USING (timeline_id, seq)
 WHERE a.timeline_id = ? AND l.graph_launch AND l.category IN ('kernel', 'comm');
 
 -- name: list_timelines
-SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps, p.peak_bytes, p.peak_step
-FROM timelines t LEFT JOIN peak_memory p USING (timeline_id)
+-- The API's timelines: the peak is the timeline's figure in `peaks` (a snapshot's in whole
+-- blocks at its trace entry, a profiler trace's from its memory events), and says which.
+SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps, p.peak_bytes,
+       p.at_step AS peak_step, p.figure AS peak_figure, p.what AS peak_what, t.title,
+       t.run_id, t.run_name, t.copy_of
+FROM timelines t LEFT JOIN peaks p USING (timeline_id)
 ORDER BY t.timeline_id;
 
 -- name: counts

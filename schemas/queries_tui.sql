@@ -7,7 +7,8 @@
 -- file whenever it is idle, so that an ingest can write to it.
 
 -- name: tui_timelines
-SELECT timeline_id, name, format, device, n_steps, source_path, source_id
+SELECT timeline_id, name, format, device, n_steps, source_path, source_id, run_id,
+       COALESCE(run_name, ''), COALESCE(title, ''), copy_of
 FROM timelines ORDER BY timeline_id;
 
 -- name: tui_peaks

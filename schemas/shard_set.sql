@@ -48,4 +48,29 @@ FROM read_parquet(getvariable('tlview_shards') || '/timeline_notes/*/*.parquet',
                   hive_partitioning = true) t
 JOIN _shard_bases b ON b.source_id = t.source_id;
 
+-- run_records: a shard set keeps no record of the folders the user named, so its runs are
+-- those a database written without them gets (store/runs.py assign_unassigned): one per
+-- folder of its sources, a folder below another of them joining it (a debug tree joins
+-- the folder of the trace beside it); the name is the folder's, numbered where repeated.
+CREATE OR REPLACE TABLE run_records AS
+WITH f AS (
+    SELECT regexp_replace(path, '/[^/]*$', '') AS folder, min(source_id) AS first_source_id
+    FROM sources GROUP BY folder
+), top AS (
+    SELECT f.folder, (SELECT min(g.first_source_id) FROM f g
+                      WHERE g.folder = f.folder OR starts_with(g.folder, f.folder || '/'))
+               AS first_source_id
+    FROM f WHERE NOT EXISTS (SELECT 1 FROM f g WHERE starts_with(f.folder, g.folder || '/'))
+), named AS (
+    SELECT *, regexp_extract(folder, '[^/]+$') AS base,
+           row_number() OVER (PARTITION BY regexp_extract(folder, '[^/]+$')
+                              ORDER BY first_source_id) AS k
+    FROM top
+)
+SELECT CAST(row_number() OVER (ORDER BY first_source_id) AS INTEGER) AS run_id,
+       base || CASE WHEN k > 1 THEN ' (' || k || ')' ELSE '' END AS name, folder AS root,
+       CAST(first_source_id AS INTEGER) AS first_source_id,
+       CAST(now() AS TIMESTAMP) AS created_at, '{"from": "folder"}'::JSON AS attrs
+FROM named;
+
 CREATE OR REPLACE TABLE tlview_meta (key VARCHAR PRIMARY KEY, value VARCHAR);

@@ -378,6 +378,9 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
         from . import caches
 
         caches.rebuild_all(Database(path, con, read_only=False))
+        from . import runs
+
+        runs.assign_unassigned(Database(path, con, read_only=False))  # a database before runs
         con.execute("COMMIT")
     except Exception:
         con.execute("ROLLBACK")

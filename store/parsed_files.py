@@ -22,6 +22,7 @@ import attrs
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import runs
 from .convert import KIND_SCHEMAS, dumps
 from .db import Database, insert_arrow
 from .writer import SIDE_TABLES, IngestSummary, SourceRows, _in_background
@@ -119,6 +120,7 @@ def append_parsed(db: Database, files: Sequence[tuple[str | Path, Parsed]]
     insert_arrow(con, db.queries["append_sources"], "_tlview_rows", pa.table(
         [pa.array(col, type=t) for col, t in zip(zip(*rows), _SOURCE_TYPES)],
         names=["source_id", *SOURCE_COLUMNS, "ingested_at", "attrs"]))
+    runs.assign_unassigned(db)  # their runs, where no registered root holds them
     return out
 
 

@@ -38,7 +38,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import caches, diff
+from . import caches, diff, runs
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps
 from .db import SCHEMA_VERSION, Database, _schema_files, _template_path
 from .writer import IngestSummary, ingest_transaction
@@ -459,6 +459,7 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
         counts = json.loads(row[5]).get("counts", {}) if row[5] else {}
         out.append(IngestSummary(sid, {name: base + j for j, name in enumerate(n_tl.get(k, []))},
                                  counts))
+    runs.assign_unassigned(db)  # their runs, where no registered root holds them
     return out
 
 

@@ -32,6 +32,10 @@ class TimelineInfo:
     n_steps: int
     source_path: str
     source_id: int = 0
+    run_id: int | None = None  # its run (timelines.run_id), its name, its unique title
+    run_name: str = ""
+    title: str = ""
+    copy_of: int | None = None  # a compiled graph's repeat from another artifact
 
     @property
     def is_measured(self) -> bool:

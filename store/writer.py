@@ -28,7 +28,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import caches
+from . import caches, runs
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS, OWNED_COLUMNS, dumps, kind_row
 from .db import Database, insert_arrow
 from .records import (
@@ -195,6 +195,7 @@ def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batc
          source.tool_version, _dt.datetime.now(),
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(rows.counts)})],
     )
+    runs.assign_unassigned(db)  # the source's run, where no registered root holds it
     return IngestSummary(source_id, rows.tids, dict(rows.counts))
 
 

@@ -126,7 +126,9 @@ def test_identical_graphs_of_a_folder_are_both_ingested(tmp_path):
     assert count(db, "SELECT count(*) FROM timelines") == 2
     # The same files again: each is skipped, nothing added.
     again = tlview("ingest", str(tmp_path / "run"), "--db", str(db))
-    assert again.stdout.count("already ingested") == 2
+    # one line for all of them (a folder of 141 files said it 141 times)
+    assert again.stdout.count("ingested before") == 1
+    assert "2 files were ingested before (same path and bytes: " in again.stdout
     assert count(db, "SELECT count(*) FROM timelines") == 2
     # hashed beside the ingest (a new path), or before it (a path seen): the file's sha256
     con = duckdb.connect(str(db), read_only=True)
@@ -314,7 +316,7 @@ def test_info_asks_one_query_whatever_the_number_of_timelines(tmp_path, monkeypa
         assert lines[0].startswith(f"{db}: {n} sources, {n} timelines")
         assert sum("peak 1,114,112 B (1.06 MiB) at step 1 (op1)" in ln for ln in lines) == n
         counts.append(n_calls)
-    assert counts[0] == counts[1] <= 3, counts
+    assert counts[0] == counts[1] <= 4, counts  # counts, meta, the runs, the timelines
 
 
 def count_sources(db: Path) -> int:
@@ -331,7 +333,11 @@ def test_info_lines_of_every_kind(tmp_path):
     info = tlview("info", "--db", str(db))
     assert info.returncode == 0, info.stderr
     ingested = [ln for ln in p.stdout.splitlines() if ln.startswith(("timeline ", "  "))]
-    assert info.stdout.splitlines()[1:] == ingested  # the same lines as the ingest printed
+    lines = info.stdout.splitlines()[1:]
+    runs = [i for i, ln in enumerate(lines) if ln.startswith("run ")]
+    assert len(runs) == 3  # seed 002, the XLA folder, the 2-rank folder: a run each
+    after_runs = lines[runs[-1] + 2:]  # each run: its line and its peak's
+    assert after_runs == ingested  # the same lines as the ingest printed
     text = info.stdout
     assert "peak 9,289,740 B (8.86 MiB) at step 49" in text  # the rnn's true maximum
     assert "note: XLA states its peak at step 17 (7,684,184 bytes listed" in text
@@ -433,7 +439,7 @@ def test_help_documents_every_option_with_its_default_and_the_formats():
     top = tlview("--help").stdout
     for name in formats():
         assert f"  {name} " in top
-    for command in ("ingest", "sql", "info", "migrate", "tui"):
+    for command in ("ingest", "sql", "info", "migrate", "report", "tui"):
         assert f"    {command} " in top
     assert "TLVIEW_LOCK_WAIT" in top
     expected = {
@@ -441,6 +447,7 @@ def test_help_documents_every_option_with_its_default_and_the_formats():
         "sql": ["--db DB", "--file FILE", "--csv", "--json", "--write"],
         "info": ["--db DB"],
         "migrate": ["--db DB"],
+        "report": ["--db DB", "--format", "--output FILE"],
         "tui": ["--ascii"],
     }
     for command, options in expected.items():
@@ -495,3 +502,40 @@ def test_make_check_installs_the_dev_tools_it_runs(tmp_path):
     subprocess.run(["make", "-s", "-C", str(ROOT), f"VENV={venv}", "lint"], check=True,
                    capture_output=True, timeout=60)
     assert not any("pip install" in c for c in log.read_text().splitlines())
+
+
+def test_an_interrupted_ingest_says_so_on_a_line_of_its_own(monkeypatch, capsys):
+    """Ctrl-C in the middle of a file: the progress line is ended before 'interrupted'
+    (it ran into it)."""
+    import sys as _sys
+
+    from tlview import cli as cli_module
+    from tlview.ingest.lines import stderr_progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr(_sys, "stderr", err)
+
+    def interrupted(args):
+        report = stderr_progress("big.json")
+        assert report is not None
+        report(10_000_000, 40_000_000)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "cmd_ingest", interrupted)
+    assert cli_module.main(["ingest", "x"]) == 130
+    progress, said, end = err.getvalue().split("\n")
+    assert progress.startswith("\rbig.json: 10.0/40.0 MB ( 25%)") and end == ""
+    assert said == "tlview: interrupted; nothing of the unfinished ingest was written"
+
+
+def test_one_file_failed_of_two_says_the_other_file(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not a dump\n")
+    p = tlview("ingest", str(SEED_002), str(bad), "--db", str(tmp_path / "o.duckdb"))
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[-1] == ("tlview: 1 of 2 files failed (above); the other file "
+                                         "was ingested")

@@ -10,6 +10,7 @@ MODULES = [
     "tlview.store", "tlview.store.timeline_queries", "tlview.store.writer",
     "tlview.store.profile_queries", "tlview.store.memory_holders", "tlview.store.align",
     "tlview.store.diff", "tlview.store.diff_report", "tlview.store.shards",
+    "tlview.store.runs", "tlview.store.report",
 ]
 
 

@@ -217,7 +217,7 @@ class TestOrigins:
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot)
             await press(pilot, "slash")
-            await type_text(pilot, "0_forward")
+            await type_text(pilot, "0_forward output")  # its output code (not its FX graph)
             await press(pilot, "enter", "enter", "p", "w", "o")
             screen = app.screen
             assert [(g.key, g.n_buffers, g.bytes) for g in screen.groups] == \

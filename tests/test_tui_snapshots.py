@@ -136,8 +136,9 @@ class TestHolders:
 
 
 class TestChooser:
-    """The single-GPU run's nine timelines: the two 0_forward (log and output_code.py)
-    told apart by their source; the trace marked as such."""
+    """The single-GPU run's timelines, each compiled graph once: 0_forward and 0_backward's
+    output code listed through output_code.py (its copy in the torch log counted, not
+    listed), named by their titles (`0_forward · output code`); the trace marked as such."""
 
     def test_chooser_80x24(self, snap_compare, profile_single):
         assert snap_compare(TlviewApp(str(profile_single)), terminal_size=(80, 24),

@@ -33,6 +33,8 @@ from .help import HelpScreen
 from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
+from .runs_messages import OpenRuns, ShowRun
+from .runs_screen import RunsScreen
 from .snapshot_screen import SnapshotScreen
 from .timeline_screen import TimelineScreen
 from .title_bar import TitleBar
@@ -69,9 +71,10 @@ class TlviewApp(App[int]):
     db_notice: reactive[str] = reactive("")  # "ingest in progress", in every TitleBar
 
     def __init__(self, db_path: str, *, ascii_only: bool | None = None,
-                 poll_s: float = POLL_S) -> None:
+                 poll_s: float = POLL_S, runs_first: bool = False) -> None:
         self.glyphs: Glyphs = glyphs(ascii_only)  # before the CSS is read (its borders)
         super().__init__()
+        self.runs_first = runs_first  # `tlview DB`: the runs screen first (RunsScreen)
         self.db_path = db_path
         self.reader = Reader(db_path, on_wait=self._waiting)
         self.poll_s = poll_s
@@ -169,6 +172,8 @@ class TlviewApp(App[int]):
             self.push_screen(ChooserScreen(self.timelines, self.peaks))
             if len(self.timelines) == 1:
                 self.open_timeline(self.timelines[0].timeline_id)
+            elif self.runs_first and any(t.run_id is not None for t in self.timelines):
+                self.push_screen(RunsScreen(self.reader, self.glyphs))  # runs first
             return
         if not changed:
             return
@@ -225,6 +230,16 @@ class TlviewApp(App[int]):
     def on_open_ranks(self, event: m.OpenRanks) -> None:
         self.push_screen(RanksScreen(self.reader, self.glyphs, timeline_id=event.timeline_id))
 
+    @on(OpenRuns)
+    def on_open_runs(self) -> None:
+        self.push_screen(RunsScreen(self.reader, self.glyphs))
+
+    @on(ShowRun)
+    def on_show_run(self, event: ShowRun) -> None:
+        self.action_timelines()
+        if self.chooser is not None:
+            self.chooser.show_run(event.name)
+
     @on(m.CompareTimelines)
     def on_compare_timelines(self, event: m.CompareTimelines) -> None:
         infos = {t.timeline_id: t for t in self.timelines}
@@ -253,6 +268,7 @@ class TlviewApp(App[int]):
                  "HoldersScreen": "who holds the memory",
                  "RanksScreen": "the collectives across ranks",
                  "HangScreen": "a hang: the ranks' Flight Recorder dumps",
+                 "RunsScreen": "the runs",
                  "CompareScreen": "two timelines compared"}.get(type(screen).__name__, "")
         self.push_screen(HelpScreen(title, getattr(screen, "KEYS", ()),
                                     getattr(screen, "ABOUT", "")))
@@ -264,6 +280,6 @@ class TlviewApp(App[int]):
 
 
 def run_app(db_path: str, ascii_only: bool | None = None) -> int:
-    app = TlviewApp(db_path, ascii_only=ascii_only)
+    app = TlviewApp(db_path, ascii_only=ascii_only, runs_first=True)
     app.run()
     return app.return_code or 0

@@ -1,0 +1,104 @@
+"""`tlview report` at scale (issue 24): the report of a 1,024-rank run (goal < 10 s) and of
+a 1 GB allocator snapshot after its ingest (goal < 3 s).
+
+Inputs are the ranks benchmark's (bench_ranks: the real 2-rank NCCL pair replicated to
+TLVIEW_BENCH_RANKS_REPORT ranks, default 1,024, ingested by `tlview ingest -j`) and the
+snapshot benchmark's (bench_snapshot: the real compiled-step snapshot's trace repeated to
+TLVIEW_BENCH_REPORT_SNAPSHOT_MB, default 1000), each ingested by `tlview ingest` into its
+own database (cached under bench/out). Measured in a fresh process: the report built
+(every section's queries, store/report.py) and rendered in each format; the wall time of
+the whole `tlview report` command beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .harness import OUT, Result, run_child
+
+RANKS = int(os.environ.get("TLVIEW_BENCH_RANKS_REPORT", "1024"))
+SNAPSHOT_MB = float(os.environ.get("TLVIEW_BENCH_REPORT_SNAPSHOT_MB", "1000"))
+GOALS = {"ranks": 10.0, "snapshot": 3.0}  # seconds (issue 24)
+
+
+def ingest(paths: list[str], db: Path) -> None:
+    """`tlview ingest PATH... --db DB` into a fresh database (the runs as a user makes them)."""
+    for p in (db, Path(f"{db}.wal")):
+        p.unlink(missing_ok=True)
+    subprocess.run([sys.executable, "-m", "tlview", "ingest", *paths, "--db", str(db)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=7200)
+
+
+def report(db: str) -> dict[str, Any]:
+    """The last run's report built, then rendered in every format: seconds of each."""
+    from tlview.report_command import WORDS
+    from tlview.report_render import RENDERERS
+    from tlview.store import open_database
+    from tlview.store.report import build_report, find_run
+
+    with open_database(db, read_only=True) as d:
+        t = time.perf_counter()
+        run_id, _ = find_run(d, None)
+        rep = build_report(d, run_id, WORDS)
+        built = time.perf_counter() - t
+    t = time.perf_counter()
+    sizes = {fmt: len(render(rep)) for fmt, render in RENDERERS.items()}
+    return {"build_s": built, "render_s": time.perf_counter() - t, "sizes": sizes,
+            "sections": [s.key for s in rep.sections], "headline": [v.text for v in rep.headline]}
+
+
+def command(db: str) -> float:
+    """The whole `tlview report --db DB` (interpreter, imports, open, report, text)."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "tlview", "report", "--db", db], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def _measure(label: str, goal: str, db: Path, size: int) -> list[Result]:
+    got = run_child("bench.bench_report:report", str(db))
+    r = got["result"]
+    verdict = "met" if r["build_s"] < GOALS[goal] else "MISSED"
+    print(f"{label}: report built in {r['build_s']:.2f} s (goal < {GOALS[goal]:g} s: {verdict}), "
+          f"rendered in 4 formats in {r['render_s']:.2f} s; sections {r['sections']}",
+          file=sys.stderr, flush=True)
+    for line in r["headline"]:
+        print(f"  {line}", file=sys.stderr)
+    cmd = run_child("bench.bench_report:command", str(db))
+    return [Result(f"tlview report, built (goal < {GOALS[goal]:g} s: {verdict})", label, size,
+                   r["build_s"], got["peak_rss_mb"], extra={"render_s": r["render_s"]}),
+            Result("tlview report, the whole command", label, size, cmd["result"],
+                   cmd["peak_rss_mb"])]
+
+
+def main() -> list[Result]:
+    from . import bench_ranks, bench_snapshot
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    results: list[Result] = []
+    folder = bench_ranks.traces(RANKS)
+    db = OUT / f"report_ranks{RANKS}.duckdb"
+    if not db.exists():
+        print(f"ingesting {RANKS} rank traces into {db}", file=sys.stderr, flush=True)
+        ingest([str(folder)], db)
+    size = sum(p.stat().st_size for p in folder.glob("*.gz"))
+    results += _measure(f"{RANKS} ranks", "ranks", db, size)
+    snap = bench_snapshot.scaled_snapshot(SNAPSHOT_MB)
+    db = OUT / f"report_snapshot{SNAPSHOT_MB:g}MB.duckdb"
+    if not db.exists():
+        print(f"ingesting {snap} into {db}", file=sys.stderr, flush=True)
+        ingest([str(snap)], db)
+    results += _measure(f"snapshot {snap.stat().st_size / 1e6:,.0f} MB", "snapshot", db,
+                        snap.stat().st_size)
+    return results
+
+
+if __name__ == "__main__":
+    from .harness import print_table
+
+    print_table(main())

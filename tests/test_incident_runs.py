@@ -1,0 +1,154 @@
+"""Issue 24's "done when", on the incident folders made on a GPU machine
+(tests/fixtures/runs/compiled_train, runs/oom, ranks/real_delay; gen/DEVICE_RUNS.md):
+each folder one run, each compiled graph once, unique names; the snapshot's whole-block
+peak equal to the torch.cuda.max_memory_allocated() the generating script recorded; the
+report in every format carrying the peak, the OOM request and the straggler's cost, each
+equal to the views and to what torch (or the raw traces) say.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import reference_ranks as ref
+from conftest import FIXTURES
+from tlview.cli import main
+from tlview.report_command import WORDS
+from tlview.report_render import RENDERERS
+from tlview.store import open_database
+from tlview.store.report import build_report
+
+TRAIN = FIXTURES / "runs" / "compiled_train"
+OOM = FIXTURES / "runs" / "oom"
+DELAY = FIXTURES / "ranks" / "real_delay"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("incidents") / "incidents.duckdb"
+    for folder in (TRAIN, OOM, DELAY):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert main(["ingest", str(folder), "--db", str(path)]) == 0
+    with open_database(path, read_only=True) as d:
+        yield d
+
+
+def rows(db, sql: str, params=()) -> list[dict]:
+    cur = db.con.execute(sql, list(params))
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def torch_figures(folder: Path) -> dict:
+    return json.loads((folder / "torch.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def reports(db):
+    ids = {r["name"]: r["run_id"] for r in rows(db, "SELECT run_id, name FROM runs")}
+    return {name: build_report(db, ids[name], WORDS) for name in ("compiled_train", "oom",
+                                                                  "real_delay")}
+
+
+def test_each_folder_is_one_run(db):
+    got = rows(db, "SELECT name, root, n_sources FROM runs ORDER BY run_id")
+    assert [(r["name"], r["root"]) for r in got] == [
+        ("compiled_train", str(TRAIN.resolve())), ("oom", str(OOM.resolve())),
+        ("real_delay", str(DELAY.resolve()))]
+    assert rows(db, "SELECT count(*) AS n FROM source_runs WHERE run_id IS NULL")[0]["n"] == 0
+
+
+def test_each_graph_once_and_names_unique(db):
+    n = rows(db, "SELECT count(*) AS n, count(DISTINCT title) AS t FROM timelines")[0]
+    assert n["n"] == n["t"]
+    # every output code listed once per run: as many listed as distinct AOT ids, and every
+    # repeat has the same plan as the one listed for it
+    for r in rows(db, "SELECT run_id, count(*) FILTER (WHERE copy_of IS NULL) AS listed, "
+                      "count(DISTINCT json_extract_string(attrs, '$.aot_id')) AS graphs "
+                      "FROM timelines WHERE format = 'inductor_wrapper' GROUP BY run_id"):
+        assert r["listed"] == r["graphs"], r
+    bad = rows(db, "SELECT c.timeline_id FROM timelines c JOIN timelines o ON o.timeline_id = c.copy_of "
+                   "JOIN peak_memory pc ON pc.timeline_id = c.timeline_id "
+                   "JOIN peak_memory po ON po.timeline_id = o.timeline_id "
+                   "WHERE pc.peak_bytes <> po.peak_bytes OR c.n_steps <> o.n_steps")
+    assert bad == []
+    graphs = rows(db, "SELECT graph FROM graphs g JOIN runs r USING (run_id) "
+                      "WHERE r.name = 'compiled_train' ORDER BY graph")
+    assert [g["graph"] for g in graphs] == ["0_backward", "0_forward", "0_joint"]
+
+
+def test_the_snapshots_whole_block_peak_is_max_memory_allocated(db):
+    got = {r["name"]: r for r in rows(
+        db, "SELECT r.name, p.peak_bytes, p.requested_bytes, p.figure FROM peaks p "
+            "JOIN runs r USING (run_id) WHERE p.figure = 'allocator_blocks'")}
+    train, oom = torch_figures(TRAIN), torch_figures(OOM)
+    assert got["compiled_train"]["peak_bytes"] == train["max_memory_allocated"] == 140_593_152
+    assert got["oom"]["peak_bytes"] == oom["at_oom"]["max_memory_allocated"] == 1_967_513_600
+    assert got["oom"]["requested_bytes"] == oom["at_oom"]["requested_bytes.all.peak"]
+    run = rows(db, "SELECT r.name, p.peak_bytes, p.figure FROM run_peaks p JOIN runs r USING (run_id)")
+    assert {(r["name"], r["peak_bytes"], r["figure"]) for r in run} == {
+        ("compiled_train", 140_593_152, "allocator_blocks"),
+        ("oom", 1_967_513_600, "allocator_blocks")}  # real_delay records no memory
+
+
+def test_the_report_carries_peak_oom_and_straggler_as_the_views_say(db, reports):
+    oom = torch_figures(OOM)
+    r = reports["oom"]
+    assert r.figure("peak_bytes").value == oom["at_oom"]["max_memory_allocated"]
+    assert r.figure("oom1_requested_bytes").value == oom["observer"]["alloc"] == 100_663_296
+    assert r.figure("oom1_device_free").value == oom["observer"]["device_free"]
+    assert r.figure("oom1_reserved_bytes").value == oom["at_oom"]["memory_reserved"]
+    (v,) = rows(db, "SELECT requested_bytes, largest_free_block FROM ooms")
+    assert r.figure("oom1_largest_free_block").value == v["largest_free_block"]
+    assert r.figure("peak_top_graph").value == "1_forward"  # the batch's activations
+    assert reports["compiled_train"].figure("peak_bytes").value == 140_593_152
+
+    traces = sorted(DELAY.glob("rank*.pt.trace.json.gz"))
+    calls = [c for p in traces for c in ref.calls(p)]
+    instances, _ = ref.match(calls)
+    _, caused, _ = ref.waits(ref.arrivals(instances, ref.offsets(instances)))
+    d = reports["real_delay"]
+    assert d.figure("straggler_rank").value == 2  # the rank the script delayed
+    assert d.figure("straggler_caused_wait_ns").value == caused[2]
+    (s,) = rows(db, "SELECT caused_wait_ns, wait_share FROM stragglers WHERE rank = 2")
+    assert d.figure("straggler_wait_share").value == pytest.approx(float(s["wait_share"]))
+    # the others waited for rank 2's 30 + 60 ms of sleep, each of three ranks
+    assert 3 * 90_000_000 < caused[2] < 3 * 120_000_000
+
+    for fmt in ("text", "md", "html", "json"):
+        texts = {n: RENDERERS[fmt](reports[n]) for n in reports}
+        if fmt == "json":
+            figs = {n: {f["key"]: f["value"] for s in json.loads(t)["sections"]
+                        for f in s["figures"]} for n, t in texts.items()}
+            assert figs["oom"]["peak_bytes"] == 1_967_513_600
+            assert figs["oom"]["oom1_requested_bytes"] == 100_663_296
+            assert figs["real_delay"]["straggler_caused_wait_ns"] == caused[2]
+            assert figs["compiled_train"]["peak_bytes"] == 140_593_152
+            continue
+        assert "1,967,513,600 B" in texts["oom"] and "100,663,296 B" in texts["oom"], fmt
+        assert f"{caused[2] / 1e6:,.3f} ms" in texts["real_delay"], fmt
+        assert "140,593,152 B" in texts["compiled_train"], fmt
+
+
+def test_the_html_opens_offline(reports):
+    class Refs(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tags, self.refs = set(), []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.add(tag)
+            self.refs += [v for k, v in attrs if k in ("src", "href", "srcset", "action", "data")]
+
+    for r in reports.values():
+        page = RENDERERS["html"](r)
+        p = Refs()
+        p.feed(page)
+        assert not {"script", "link", "img", "iframe", "object", "embed"} & p.tags
+        assert p.refs == [] and "url(" not in page and "@import" not in page
+        assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
