@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from tlview.store import Database
 from tlview.store.hang_queries import Incident, Verdict, group_name, hang_summary
 
-from .rank_report import _ranks
+from .rank_report import rank_ranges as _ranks
 
 
 def _who(ranks: list[int]) -> str:

@@ -13,18 +13,20 @@
 --   fx_graph_estimate; measured: true for the first four; what: the figure in words;
 --   peak_bytes; requested_bytes: for a snapshot, its peak in requested bytes beside the
 --   whole-block one (allocator_peak.allocated_bytes); at_step: where it happens: a
---   schedule step (compiled timelines, memory_curve) or a trace entry (event_index of a
---   snapshot; -1: the window's start); at_node: that step's node (compiled timelines);
---   at_time_ns: when,
---   Unix ns (a snapshot's entry; a profiler trace's memory event on its own clock,
---   ts_ns + the trace's baseTimeNanoseconds); device; copy_of: timelines.copy_of (a
---   compiled graph's repeat: sum figures WHERE copy_of IS NULL); title (timelines.title);
---   preference: 1 = the
---   most measured (allocator blocks), then requested bytes, profiler or JAX memory,
---   compiler plan, scheduler IR, FX graph.
+--   schedule step (compiled timelines, memory_curve), a trace entry (event_index of a
+--   snapshot; -1: the window's start), 0 for a JAX memory profile (one instant); at_node:
+--   that step's node (compiled timelines; memory_profile for a JAX profile); at_time_ns:
+--   when, Unix ns (a snapshot's entry; a profiler trace's memory event on its own clock,
+--   ts_ns + the trace's baseTimeNanoseconds; a JAX profile's time_nanos); device;
+--   copy_of: timelines.copy_of (a compiled graph's repeat: sum figures WHERE copy_of IS
+--   NULL); title (timelines.title); preference: 1 = the most measured (allocator blocks),
+--   then requested bytes, profiler or JAX memory, compiler plan, scheduler IR, FX graph.
+--   A JAX memory profile's figure is the device bytes of the buffers live at the dump (on
+--   a GPU each buffer rounded up to 256 B: what memory_stats()['bytes_in_use'] counts).
 --   Sources: allocator_peak (50_allocator.sql), measured_peak_memory (40_profile.sql),
---   peak_memory (10_core_views.sql). A snapshot whose block sizes are estimated
---   (timeline_notes.block_bytes_estimated) gives its requested bytes instead.
+--   memory_profile_sites (55_memory_profile.sql), peak_memory (10_core_views.sql). A
+--   snapshot whose block sizes are estimated (timeline_notes.block_bytes_estimated) gives
+--   its requested bytes instead.
 CREATE OR REPLACE VIEW peaks AS
 WITH est AS (
     SELECT timeline_id, bool_or(COALESCE(TRY_CAST(json_extract(attrs, '$.block_bytes_estimated')
@@ -55,9 +57,16 @@ WITH est AS (
            p.ts_ns + COALESCE(TRY_CAST(json_extract(r.attrs, '$.baseTimeNanoseconds') AS BIGINT), 0),
            p.device
     FROM prof p JOIN timeline_records r USING (timeline_id)
-    -- JAX memory profiles: a branch here, `SELECT timeline_id, 'jax_memory_profile',
-    -- <live bytes at the peak>, NULL, <step or NULL>, <what>, <Unix ns>, <device>` from
-    -- their view, gives them a row of their own (figure listed above, preference 3).
+    UNION ALL
+    -- a JAX device memory profile: the bytes its buffers hold on the device at the dump
+    -- (memory_profile_sites, which sums them: on a GPU what memory_stats()['bytes_in_use']
+    -- said then), at its one step, when the profile was taken (its time_nanos)
+    SELECT r.timeline_id, 'jax_memory_profile', COALESCE(s.bytes, 0), NULL, 0,
+           'memory_profile', TRY_CAST(json_extract(r.attrs, '$.time_nanos') AS BIGINT), NULL
+    FROM timeline_records r
+    LEFT JOIN (SELECT timeline_id, CAST(sum(bytes) AS BIGINT) AS bytes
+               FROM memory_profile_sites GROUP BY timeline_id) s USING (timeline_id)
+    WHERE r.format = 'jax_memory_profile'
     UNION ALL
     SELECT pm.timeline_id,
            CASE r.format WHEN 'inductor_ir' THEN 'scheduler_estimate'
