@@ -54,7 +54,8 @@ FROM timeline_records t JOIN source_runs r USING (source_id);
 
 -- _source_kinds: what kind of artifact each source is, in words.
 --   source_kind: output_code.py | torch log | TORCH_TRACE | scheduler IR | profiler trace
---   | JAX profiler trace | allocator snapshot | XLA buffer assignment | (else its format).
+--   | JAX profiler trace | allocator snapshot | XLA buffer assignment | JAX memory profile
+--   | Flight Recorder dump | stack dump | (else its format).
 CREATE OR REPLACE VIEW _source_kinds AS
 SELECT source_id, path, format,
        CASE format
@@ -66,19 +67,23 @@ SELECT source_id, path, format,
            WHEN 'jax_trace' THEN 'JAX profiler trace'
            WHEN 'cuda_snapshot' THEN 'allocator snapshot'
            WHEN 'xla_buffer_assignment' THEN 'XLA buffer assignment'
+           WHEN 'jax_memory_profile' THEN 'JAX memory profile'
+           WHEN 'flight_recorder' THEN 'Flight Recorder dump'
+           WHEN 'stack_dump' THEN 'stack dump'
            ELSE format END AS source_kind
 FROM sources;
 
 -- _strip_ext(name): a file name without the extensions of the dumps tlview reads (also
 -- where words follow it: `oom.pickle.gz cuda:0` -> `oom cuda:0`).
 CREATE OR REPLACE MACRO _strip_ext(x) AS
-    regexp_replace(x, '(\.pt\.trace)?\.(json|pickle|pkl|txt|log|py)(\.gz)?(\s|$)', '\4');
+    regexp_replace(x, '(\.pt\.trace)?\.(json|pickle|pkl|txt|log|py|prof)(\.gz)?(\s|$)', '\4');
 
 -- _timeline_labels: per timeline, the words its title is made of (timelines.title).
 --   run_id, run_name; subject: the compiled graph (its AOT id, e.g. 0_forward; a
 --   scheduler IR's from its TORCH_COMPILE_DEBUG folder), the rank of a profiler trace,
 --   else the timeline's name; form: output code | scheduler IR | FX graph | profiler
---   trace | allocator snapshot | compile log | XLA buffer assignment | (its format);
+--   trace | allocator snapshot | compile log | XLA buffer assignment | JAX memory profile |
+--   Flight Recorder dump | stack dump | (its format);
 --   label: the form and, where the form came inside another artifact, that artifact
 --   (`output code in torch log`, `FX graph in TORCH_TRACE`); source_kind (_source_kinds);
 --   rank: the rank its artifact states.
@@ -110,6 +115,9 @@ WITH t AS (
                WHEN 'cuda_snapshot' THEN 'allocator snapshot'
                WHEN 'torch_trace' THEN 'compile log'
                WHEN 'xla_buffer_assignment' THEN 'XLA buffer assignment'
+               WHEN 'jax_memory_profile' THEN 'JAX memory profile'
+               WHEN 'flight_recorder' THEN 'Flight Recorder dump'
+               WHEN 'stack_dump' THEN 'stack dump'
                ELSE t.format END AS form
     FROM t LEFT JOIN source_runs sr USING (source_id)
 )

@@ -17,12 +17,13 @@
 --   snapshot; -1: the window's start), 0 for a JAX memory profile (one instant); at_node:
 --   that step's node (compiled timelines; memory_profile for a JAX profile); at_time_ns:
 --   when, Unix ns (a snapshot's entry; a profiler trace's memory event on its own clock,
---   ts_ns + the trace's baseTimeNanoseconds; a JAX profile's time_nanos); device;
---   copy_of: timelines.copy_of (a compiled graph's repeat: sum figures WHERE copy_of IS
---   NULL); title (timelines.title); preference: 1 = the most measured (allocator blocks),
---   then requested bytes, profiler or JAX memory, compiler plan, scheduler IR, FX graph.
---   A JAX memory profile's figure is the device bytes of the buffers live at the dump (on
---   a GPU each buffer rounded up to 256 B: what memory_stats()['bytes_in_use'] counts).
+--   ts_ns + the trace's baseTimeNanoseconds; a JAX profile's time_nanos); device; the
+--   compiled graph's repeat it is (copy_of, as timelines.copy_of: sum figures WHERE copy_of
+--   IS NULL); title (timelines.title); preference: 1 = the most measured (allocator
+--   blocks), then requested bytes, profiler or JAX memory, compiler plan, scheduler IR, FX
+--   graph. A JAX memory profile's figure is the device bytes of the buffers live at the
+--   dump (on a GPU each buffer rounded up to 256 B: what memory_stats()['bytes_in_use']
+--   counts).
 --   Sources: allocator_peak (50_allocator.sql), measured_peak_memory (40_profile.sql),
 --   memory_profile_sites (55_memory_profile.sql), peak_memory (10_core_views.sql). A
 --   snapshot whose block sizes are estimated (timeline_notes.block_bytes_estimated) gives
