@@ -13,19 +13,7 @@ from typing import Any
 
 from tlview.store import Database
 from tlview.store.rank_queries import worst_whatif
-
-
-def rank_ranges(ranks: Sequence[int]) -> str:
-    """``0-3, 5, 7-8``: runs of consecutive ranks."""
-    out: list[str] = []
-    for r in sorted(ranks):
-        if out and "-" not in out[-1] and int(out[-1]) == r - 1:
-            out[-1] = f"{out[-1]}-{r}"
-        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == r - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{r}"
-        else:
-            out.append(str(r))
-    return ", ".join(out)
+from tlview.store.words import rank_ranges
 
 
 def _count(n: int, what: str) -> str:

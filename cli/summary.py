@@ -10,13 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tlview.store import Database
+from tlview.store.words import rank_ranges
 
 from .fmt import exact_bytes
-from .rank_report import rank_ranges
 from .snapshot_summary import print_snapshot_summary
 
 MEASURED_FORMATS = ("kineto", "jax_trace")
 LOG_FORMAT = "torch_trace"
+JAX_PROFILE_FORMAT = "jax_memory_profile"
 ALL_IDS = (0, 2**31 - 1)  # timeline_id is an INTEGER
 HANG_FORMATS = {"flight_recorder": "a rank's Flight Recorder dump (hang_verdict, "
                                    "collective_progress)",
@@ -83,6 +84,11 @@ def summary_text(r: dict[str, Any]) -> str:
         lines = [head + "a TORCH_TRACE log: a source of its run's graphs (listed on their "
                  "own lines) and compile events, not a schedule"]
         return "\n".join(lines + [f"  note: {w}" for w in r["warnings"]])
+    if r["format"] == JAX_PROFILE_FORMAT:  # one instant: its live bytes, said as peaks says
+        return "\n".join([head + f"{r['n_buffers']} buffer samples live at the dump: "
+                           f"{exact_bytes(r['peak_bytes'] or 0)}, live bytes of a JAX memory "
+                           "profile (on a GPU what memory_stats()['bytes_in_use'] counts)"]
+                          + [f"  note: {w}" for w in r["warnings"]])
     line = head + f"{r['n_steps']} steps, {r['n_buffers']} buffers, {r['n_inputs']} inputs"
     if r["peak_bytes"] is not None:
         line += f"; peak {exact_bytes(r['peak_bytes'])} at step {r['peak_step']} ({r['peak_node']})"

@@ -3,13 +3,16 @@
 
 -- name: hang_incidents
 -- Every incident: its dumps' ranks, the ranks its groups miss, conflicting and rankless
--- dumps, its span of enqueue times. $1: a list of timeline ids, or NULL for all: only the
--- incidents holding one of them.
+-- dumps, its span of enqueue times, a dump of it to open (timeline_id). $1: a list of
+-- timeline ids, or NULL for all: only the incidents holding one of them; $2: a run id, or
+-- NULL: only the incidents holding one of its dumps.
 WITH d AS (
     SELECT * FROM fr_dumps WHERE incident IS NOT NULL
 ), sel AS (
     SELECT DISTINCT incident FROM d
-    WHERE $1::INTEGER[] IS NULL OR list_contains($1::INTEGER[], timeline_id)
+    WHERE ($1::INTEGER[] IS NULL OR list_contains($1::INTEGER[], timeline_id))
+      AND ($2::INTEGER IS NULL
+           OR timeline_id IN (SELECT timeline_id FROM timeline_runs WHERE run_id = $2))
 ), miss AS (
     SELECT incident, list(DISTINCT m ORDER BY m) AS missing
     FROM fr_groups, unnest(missing) AS u(m) GROUP BY incident
@@ -23,7 +26,8 @@ SELECT d.incident, count(*) AS n_dumps,
        count(*) FILTER (WHERE d.status = 'no_rank') AS no_rank,
        list(DISTINCT d.version ORDER BY d.version) AS versions,
        bool_and(d.version_known) AS versions_known,
-       min(d.first_ns) AS first_ns, max(d.last_ns) AS last_ns
+       min(d.first_ns) AS first_ns, max(d.last_ns) AS last_ns,
+       min(d.timeline_id) FILTER (WHERE d.status = 'ok') AS timeline_id
 FROM d JOIN sel USING (incident) LEFT JOIN miss m USING (incident)
 GROUP BY d.incident ORDER BY d.incident;
 

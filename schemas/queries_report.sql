@@ -235,3 +235,68 @@ ORDER BY first_event;
 -- name: report_formats
 -- What the run holds, by timeline format: which sections and queries apply.
 SELECT format, count(*) AS timelines FROM timelines WHERE run_id = ? GROUP BY format;
+
+-- name: report_graph_replays
+-- The run's CUDA-graph replays (graph_replays), per trace: how many, the GPU events they ran,
+-- how many of those are attached to a compiled node, and their GPU time.
+SELECT r.timeline_id, count(*) AS replays, CAST(sum(r.n_kernels) AS BIGINT) AS replay_kernels,
+       CAST(sum(r.n_attached) AS BIGINT) AS attached_kernels,
+       CAST(sum(r.n_kernels - r.n_attached) AS BIGINT) AS unattached_kernels,
+       CAST(sum(r.gpu_ns) AS BIGINT) AS gpu_ns,
+       list(DISTINCT r.graph_timeline_id ORDER BY r.graph_timeline_id)
+           FILTER (WHERE r.graph_timeline_id IS NOT NULL) AS graph_timeline_ids
+FROM graph_replays r JOIN timeline_runs t USING (timeline_id)
+WHERE t.run_id = ?
+GROUP BY r.timeline_id ORDER BY r.timeline_id;
+
+-- name: report_replay_unattached
+-- The GPU events of the run's CUDA-graph replays that no compiled node claims, by why
+-- (unattached_kernels).
+SELECT u.reason, count(*) AS kernels, CAST(sum(u.dur_ns) AS BIGINT) AS dur_ns
+FROM unattached_kernels u JOIN kernel_launches l USING (timeline_id, seq)
+JOIN timeline_runs t USING (timeline_id)
+WHERE t.run_id = ? AND l.graph_launch
+GROUP BY u.reason ORDER BY kernels DESC, u.reason;
+
+-- name: report_whatif
+-- What each straggler cost, per ProfilerStep (whatif_stragglers of the run's rank traces):
+-- the step as measured and without that rank's late arrivals, the costliest first (the
+-- first 16).
+SELECT w.run, w.step, w.rank, w.n_late, w.saved_ns, w.measured_ns, w.modelled_ns
+FROM whatif_stragglers w
+WHERE w.run IN (SELECT k.run FROM rank_traces k JOIN timeline_runs t USING (timeline_id)
+                WHERE t.run_id = ?)
+ORDER BY w.saved_ns DESC, w.step, w.rank LIMIT 16;
+
+-- name: report_jax_profiles
+-- The run's JAX device memory profiles: the bytes live at each dump (peaks), the buffers.
+SELECT p.timeline_id, p.title, p.device, p.peak_bytes AS live_bytes,
+       (SELECT CAST(sum(s.buffers) AS BIGINT) FROM memory_profile_sites s
+        WHERE s.timeline_id = p.timeline_id) AS buffers
+FROM peaks p
+WHERE p.run_id = ? AND p.figure = 'jax_memory_profile'
+ORDER BY p.peak_bytes DESC, p.timeline_id;
+
+-- name: report_jax_sites
+-- Who holds the memory of a JAX profile: its live bytes by the Python line that made
+-- them (memory_profile_sites), the largest first (the first 10).
+SELECT site, buffers, bytes
+FROM memory_profile_sites WHERE timeline_id = ?
+ORDER BY bytes DESC, site LIMIT 10;
+
+-- name: report_fr_dumps
+-- The run's Flight Recorder dumps by incident and status (fr_dumps): read (ok), superseded
+-- by a newer dump of the same ring, in conflict with another process's dump of the rank,
+-- empty, or naming no rank.
+SELECT d.incident, d.status, count(*) AS dumps, list(DISTINCT d.rank ORDER BY d.rank) AS ranks,
+       list(DISTINCT d.form ORDER BY d.form) AS forms,
+       list(DISTINCT d.version ORDER BY d.version) AS versions
+FROM fr_dumps d JOIN timeline_runs t USING (timeline_id)
+WHERE t.run_id = ?
+GROUP BY ALL ORDER BY d.incident NULLS LAST, d.status;
+
+-- name: report_has_graph_launches
+-- Whether the run's profiler traces hold a CUDA-graph launch (graph_replays applies).
+SELECT EXISTS (SELECT 1 FROM measured m JOIN timeline_runs t USING (timeline_id)
+               WHERE t.run_id = ? AND m.category = 'runtime'
+                 AND m.name LIKE '%GraphLaunch%') AS has;

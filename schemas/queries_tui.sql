@@ -152,3 +152,12 @@ ORDER BY a.timeline_id, e.ts_ns, a.seq;
 
 -- name: tui_quiet
 SET enable_progress_bar = false;
+
+-- name: tui_graph_sources
+-- Every timeline of the compiled graph timeline $1 shows (graphs.forms): its output code
+-- from each artifact that holds it (copies: copy_of), its scheduler IR, its FX graph, in
+-- timeline order; none when $1 is no compiled graph's.
+SELECT f.timeline_id, f.label, f.form, f.source_kind, f.copy_of
+FROM (SELECT unnest(forms) AS f FROM graphs
+      WHERE list_contains(list_transform(forms, lambda x: x.timeline_id), $1))
+ORDER BY f.timeline_id;

@@ -160,20 +160,23 @@ def group_name(pg_desc: str | None, process_group: str) -> str:
 def hang_summary(db: Database, timeline_ids: list[int] | None = None) -> tuple[Incident, ...]:
     """Every incident (only those holding one of ``timeline_ids``, where given), with its
     verdict: plain data for reports."""
-    out = []
-    for r in db.query_dicts("hang_incidents", timeline_ids):
-        verdicts = tuple(Verdict(**v) for v in db.query_dicts("hang_verdicts", r["incident"]))
-        ranks = list(r["ranks"] or ()) + list(r["missing"] or ())
-        diverge = tuple((c, tuple(w), tuple(m)) for c, w, m in
-                        db.query("hang_compile_divergence", ranks)) if ranks else ()
-        out.append(Incident(
-            incident=r["incident"], n_dumps=r["n_dumps"], ranks=tuple(r["ranks"] or ()),
-            missing=tuple(r["missing"] or ()), conflicts=tuple(r["conflicts"] or ()),
-            conflict_paths=tuple(r["conflict_paths"] or ()), no_rank=r["no_rank"],
-            versions=tuple(v for v in r["versions"] or () if v is not None),
-            versions_known=bool(r["versions_known"]), first_ns=r["first_ns"],
-            last_ns=r["last_ns"], verdicts=verdicts, compile_divergence=diverge))
-    return tuple(out)
+    return tuple(incident(db, r, db.query_dicts("hang_verdicts", r["incident"]))
+                 for r in db.query_dicts("hang_incidents", timeline_ids, None))
+
+
+def incident(db: Database, r: dict[str, Any], verdicts: list[dict[str, Any]]) -> Incident:
+    """An incident from its row of ``hang_incidents`` and its rows of ``hang_verdicts``."""
+    ranks = list(r["ranks"] or ()) + list(r["missing"] or ())
+    diverge = tuple((c, tuple(w), tuple(m)) for c, w, m in
+                    db.query("hang_compile_divergence", ranks)) if ranks else ()
+    return Incident(
+        incident=r["incident"], n_dumps=r["n_dumps"], ranks=tuple(r["ranks"] or ()),
+        missing=tuple(r["missing"] or ()), conflicts=tuple(r["conflicts"] or ()),
+        conflict_paths=tuple(r["conflict_paths"] or ()), no_rank=r["no_rank"],
+        versions=tuple(v for v in r["versions"] or () if v is not None),
+        versions_known=bool(r["versions_known"]), first_ns=r["first_ns"],
+        last_ns=r["last_ns"], verdicts=tuple(Verdict(**v) for v in verdicts),
+        compile_divergence=diverge)
 
 
 def incident_of(db: Database, timeline_id: int) -> int | None:

@@ -13,6 +13,7 @@ A new section (a hang's, CUDA-graph replays) is one builder added to that list.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,7 +21,9 @@ from typing import Any
 import attrs
 from attrs import frozen
 
+from . import hang_queries, words
 from .db import Database
+from .rank_queries import WhatIf
 
 # -- the report's vocabulary -----------------------------------------------------------
 
@@ -70,9 +73,9 @@ class Picture:
 class Evidence:
     """Where a verdict's evidence is: a screen of the TUI and the place on it."""
 
-    screen: str  # snapshot | timeline | profiler | ranks
+    screen: str  # snapshot | timeline | profiler | ranks | hang
     timeline_id: int | None
-    at: int | None = None  # a snapshot's trace entry, a timeline's step
+    at: int | None = None  # a snapshot's trace entry, a timeline's step, a hang's rank
 
 
 @frozen
@@ -109,6 +112,13 @@ class Report:
                 "sections": [attrs.asdict(s) for s in self.sections]}
 
 
+def utc(ns: int | None) -> str:
+    """``2026-11-28 06:12:01 UTC`` (to the second)."""
+    if ns is None:
+        return "-"
+    return f"{_dt.datetime.fromtimestamp(ns // 10**9, _dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
 @frozen
 class Words:
     """How the headline's sentences write bytes and durations (the CLI exactly, the TUI
@@ -116,6 +126,7 @@ class Words:
 
     bytes: Callable[[int | None], str]
     ns: Callable[[int | None], str]
+    time: Callable[[int | None], str] = utc  # a moment (Unix ns)
 
 
 class RunNotFound(LookupError):
@@ -133,6 +144,8 @@ def literal(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(literal(x) for x in v) + "]"
     return "'" + str(v).replace("'", "''") + "'"
 
 
@@ -199,18 +212,20 @@ class Context:
         return self._asked[key]
 
     def table(self, key: str, title: str, name: str, *params: Any,
-              units: dict[str, str] | None = None) -> Table | None:
+              units: dict[str, str] | None = None,
+              columns: Sequence[str] | None = None) -> Table | None:
+        """The rows of a named query as a table (``columns``: only those, in that order)."""
         rows, sql = self.ask(name, *params)
         if not rows:
             return None
-        cols = tuple(rows[0])
+        cols = tuple(columns or rows[0])
         return Table(key, title, cols, tuple((units or {}).get(c, unit_of(c)) for c in cols),
                      tuple(tuple(_plain(r[c]) for c in cols) for r in rows), sql)
 
 
 def unit_of(column: str) -> str:
     """A column's unit from its name (the views' conventions)."""
-    if column in ("first_ns", "last_ns", "at_time_ns"):
+    if column in ("first_ns", "last_ns", "at_time_ns", "since_ns"):
         return "time"
     if column.endswith("_ns"):
         return "ns"
@@ -222,7 +237,8 @@ def unit_of(column: str) -> str:
                                              "call_index", "reference_rank"):
         return "id"
     if column.startswith("n_") or column in ("timelines", "steps", "blocks", "launches",
-                                              "calls", "times_last", "entries") \
+                                              "calls", "times_last", "entries", "buffers",
+                                              "replays", "dumps", "kernels") \
             or column.endswith(("_allocations", "_buffers")):
         return "count"
     return "text"
@@ -267,6 +283,78 @@ def read_section(ctx: Context) -> Section | None:
     return Section("read", "What was read", tuple(figs), tuple(tables))
 
 
+def hang_section(ctx: Context) -> Section | None:
+    """A hang, from the run's Flight Recorder dumps: per incident the first collective where
+    the ranks disagree (hang_verdict): who holds it up, in which process group and
+    collective, what the others are stuck in and since when, which dumps are missing or
+    unusable and what can still be concluded."""
+    if not ctx.has("flight_recorder"):
+        return None
+    incidents, inc_sql = ctx.ask("hang_incidents", None, ctx.run_id)
+    if not incidents:
+        return None
+    figs: list[Figure] = []
+    tables: list[Table] = []
+    notes: list[str] = []
+    dumps = ctx.table("fr_dumps", "the Flight Recorder dumps by incident and status (fr_dumps)",
+                      "report_fr_dumps", ctx.run_id)
+    if dumps is not None:
+        tables.append(dumps)
+    for n, r in enumerate(incidents, 1):
+        rows, v_sql = ctx.ask("hang_verdicts", r["incident"])
+        i = hang_queries.incident(ctx.db, r, rows)
+        k = f"hang{n}"
+        of = f"incident {i.incident}"
+        figs.append(Figure(f"{k}_dumps", f"{of}: ranks with a dump read", len(i.ranks),
+                           "count", inc_sql, f"ranks {words.rank_ranges(list(i.ranks))}; "
+                           f"{i.n_dumps} dumps in all"))
+        if i.missing:
+            figs.append(Figure(f"{k}_missing", f"{of}: ranks without a usable dump",
+                               list(i.missing), "text", inc_sql,
+                               "members of its groups (fr_groups.missing)"))
+        root = list(i.root)
+        if root:
+            v0 = root[0]
+            culprits = [v.rank for v in root if v.culprit]
+            waiting = [v.rank for v in root if v.verdict == "waiting"]
+            figs += [
+                Figure(f"{k}_group", f"{of}: process group", hang_queries.group_name(
+                    v0.pg_desc, v0.process_group), "text", v_sql,
+                    f"the group whose collective was issued first (root), name {v0.process_group}"),
+                Figure(f"{k}_seq", f"{of}: collective sequence id", v0.seq, "id", v_sql,
+                       words.expected(root)),
+                Figure(f"{k}_finding", f"{of}: finding", v0.finding, "text", v_sql),
+                Figure(f"{k}_culprits", f"{of}: culprit ranks", culprits, "text", v_sql,
+                       "the ranks that hold it up (hang_verdict.culprit)" if culprits else
+                       "none can be told from the dumps"),
+                Figure(f"{k}_waiting", f"{of}: ranks waiting in it", waiting, "text", v_sql),
+                Figure(f"{k}_since_ns", f"{of}: waiting since", v0.since_ns, "time", v_sql,
+                       "the earliest enqueue of the collective on any rank")]
+            blocked = [f"rank {v.rank} in {v.blocked_in}" for v in i.verdicts if v.blocked_in]
+            if blocked:
+                notes.append(f"{of}: blocked in another group: " + "; ".join(blocked))
+            culprit = next((v for v in root if v.culprit), None)
+            ctx.headline.append(Verdict(
+                k, words.hang_sentence(i, ctx.words.time),
+                Evidence("hang", r["timeline_id"], culprit.rank if culprit else None),
+                (f"{k}_culprits", f"{k}_group", f"{k}_seq", f"{k}_since_ns")))
+        else:
+            ctx.headline.append(Verdict(k, words.hang_sentence(i, ctx.words.time),
+                                        Evidence("hang", r["timeline_id"]), (f"{k}_dumps",)))
+        t = ctx.table(f"{k}_verdict", f"{of}: each group's first disagreement, per rank "
+                      "(hang_verdict)", "hang_verdicts", r["incident"], columns=(
+                          "process_group", "pg_desc", "seq", "rank", "verdict", "culprit",
+                          "ops", "in_sizes", "since_ns", "last_op", "last_seq", "blocked_in",
+                          "root"))
+        if t is not None:
+            tables.append(t)
+        notes += [f"{of}: {words.group_line(g)}" for g in words.by_group(i).values()]
+        if i.missing:
+            notes.append(f"{of}: {words.missing_conclusion(i)}")
+        ctx.health += [f"{of}: {x}" for x in words.incident_notes(i)]
+    return Section("hang", "Hang", tuple(figs), tuple(tables), notes=tuple(notes))
+
+
 def memory_section(ctx: Context) -> Section | None:
     """The run's peak, each OOM, who held the memory at the peak and at each OOM (by
     allocation site and by compiled graph and buffer), what was made before recording."""
@@ -281,7 +369,9 @@ def memory_section(ctx: Context) -> Section | None:
         figs.append(Figure("peak_requested_bytes", "peak in requested bytes",
                            p["requested_bytes"], "bytes", peaks_sql,
                            "the same peak as the sizes asked for (the allocator rounds up)"))
+    jax = p["figure"] == "jax_memory_profile"
     where = (f"at trace entry {p['at_step']:,}" if snapshot and p["at_step"] is not None
+             else "at the dump" if jax
              else f"at step {p['at_step']} ({p['at_node']})" if p["at_step"] is not None
              else "")
     figs.append(Figure("peak_figure", "which figure", p["figure"], "text", peaks_sql, p["what"]))
@@ -302,6 +392,8 @@ def memory_section(ctx: Context) -> Section | None:
         tid, at = p["timeline_id"], p["at_step"]
         figs += _holders(ctx, "peak", tid, at, tables, notes)
         pictures += _curve_picture(ctx, tid)
+    if ctx.has("jax_memory_profile"):
+        figs += _jax_profiles(ctx, tables)
     ooms, ooms_sql = _ooms(ctx)
     for i, o in enumerate(ooms, 1):
         k = f"oom{i}"
@@ -329,6 +421,41 @@ def memory_section(ctx: Context) -> Section | None:
         figs += _holders(ctx, k, o["timeline_id"], o["event_index"], tables, notes,
                          when=f"at OOM {i}")
     return Section("memory", "Memory", tuple(figs), tuple(tables), tuple(pictures), tuple(notes))
+
+
+JAX_PROFILES = 4  # the JAX memory profiles whose sites the report lists, the largest first
+
+
+def _jax_profiles(ctx: Context, tables: list[Table]) -> list[Figure]:
+    """The run's JAX device memory profiles: each one's live bytes and who holds them, by
+    the Python line that made them (memory_profile_sites); the run's peak's largest site is
+    a verdict."""
+    profiles = ctx.table("jax_profiles", "JAX device memory profiles: the bytes live at each "
+                         "dump (peaks)", "report_jax_profiles", ctx.run_id)
+    if profiles is None:
+        return []
+    if len(profiles.rows) > 1:
+        tables.append(profiles)
+    figs: list[Figure] = []
+    p = ctx.peak
+    for i, row in enumerate(profiles.rows[:JAX_PROFILES], 1):
+        r = dict(zip(profiles.columns, row))
+        sites = ctx.table(f"jax{i}_sites", f"{r['title']}: live bytes by the line that made "
+                          "them (memory_profile_sites)", "report_jax_sites", r["timeline_id"])
+        if sites is None:
+            continue
+        tables.append(sites)
+        if p is None or p["timeline_id"] != r["timeline_id"]:
+            continue
+        site, n, b = sites.rows[0]
+        figs.append(Figure("peak_top_site", "largest holder at the dump", site, "text",
+                           sites.sql, f"{n:,} buffers, {ctx.words.bytes(b)}, "
+                           f"{_share(b, r['live_bytes'])} of the live bytes"))
+        ctx.headline.append(Verdict(
+            "peak_holder", f"At the dump, {site} held {ctx.words.bytes(b)} "
+            f"({_share(b, r['live_bytes'])} of the live bytes).",
+            Evidence("timeline", r["timeline_id"], 0), ("peak_top_site",)))
+    return figs
 
 
 def _ooms(ctx: Context) -> tuple[list[dict[str, Any]], str]:
@@ -520,18 +647,23 @@ def time_section(ctx: Context) -> Section | None:
                         f"over {row['times_last']} collectives it reached last"),
                  Figure("straggler_wait_share", "share of the others' time",
                         row["wait_share"], "ratio", strag.sql, f"of {base}")]
+        costs = _whatif(ctx, figs, tables, notes)
         if row["caused_wait_ns"]:
+            cost = costs.get(row["rank"])
             ctx.headline.append(Verdict(
                 "straggler", f"Straggler rank {row['rank']}: its late arrivals cost the other "
                 f"ranks {w.ns(row['caused_wait_ns'])} of waiting "
-                f"({100 * float(row['wait_share'] or 0):.2f}% of {base}).",
+                f"({100 * float(row['wait_share'] or 0):.2f}% of {base})"
+                + (f"; {cost.sentence(w.ns)}" if cost else "") + ".",
                 Evidence("ranks", row["timeline_id"]),
-                ("straggler_caused_wait_ns", "straggler_wait_share")))
+                ("straggler_caused_wait_ns", "straggler_wait_share")
+                + ((f"whatif_rank{row['rank']}_modelled_ns",) if cost else ())))
         pictures.append(Picture(
             "stragglers", "wait caused, per rank (largest first)", "bars",
             tuple(f"rank {r[0]}" for r in strag.rows[:16]),
             (("caused wait", tuple(r[strag.columns.index("caused_wait_ns")]
                                    for r in strag.rows[:16])),), (), "rank", "ns", strag.sql))
+    figs += _graph_replays(ctx, tables)
     keys = {f.key: f.value for f in figs}
     if "step_ns" in keys:
         exposed = (f"; exposed communication up to {w.ns(keys['exposed_comm_ns'])} per trace"
@@ -541,6 +673,64 @@ def time_section(ctx: Context) -> Section | None:
             f"{exposed}.", Evidence("profiler", traces[0]["timeline_id"]),
             ("step_ns", "exposed_comm_ns")))
     return Section("time", "Time", tuple(figs), tuple(tables), tuple(pictures), tuple(notes))
+
+
+def _whatif(ctx: Context, figs: list[Figure], tables: list[Table],
+            notes: list[str]) -> dict[int, WhatIf]:
+    """What each straggler cost (whatif_stragglers): per rank its costliest step, in words
+    and as figures; the table of the costliest steps. Returns those per rank."""
+    t = ctx.table("whatif", "what each straggler cost: the step without that rank's late "
+                  "arrivals, the costliest first (whatif_stragglers)", "report_whatif",
+                  ctx.run_id)
+    if t is None:
+        return {}
+    tables.append(t)
+    costs: dict[int, WhatIf] = {}
+    for r in t.rows:
+        c = WhatIf(*r)
+        if c.rank in costs or not c.saved_ns:
+            continue
+        costs[c.rank] = c
+        k = f"whatif_rank{c.rank}"
+        figs += [Figure(f"{k}_measured_ns", f"rank {c.rank}'s costliest step ({c.step}), "
+                        "as measured", c.measured_ns, "ns", t.sql,
+                        "the longest GPU extent of the step over the ranks"),
+                 Figure(f"{k}_modelled_ns", f"step {c.step} without rank {c.rank}'s delay",
+                        c.modelled_ns, "ns", t.sql,
+                        f"{ctx.words.ns(c.saved_ns)} saved, {c.n_late} late arrival"
+                        f"{'s' if c.n_late != 1 else ''} on time")]
+        notes.append(c.sentence(ctx.words.ns)[0].upper() + c.sentence(ctx.words.ns)[1:]
+                     + " (whatif_stragglers: the step's collectives replayed with its late "
+                     "arrivals on time)")
+    return costs
+
+
+def _graph_replays(ctx: Context, tables: list[Table]) -> list[Figure]:
+    """CUDA-graph replays: how many GPU kernels came from replays and how many of those are
+    attached to a compiled node (graph_replays); the unattached ones go to capture health."""
+    if not ctx.ask("report_has_graph_launches", ctx.run_id)[0][0]["has"]:
+        return []
+    t = ctx.table("graph_replays", "CUDA-graph replays per trace (graph_replays)",
+                  "report_graph_replays", ctx.run_id)
+    if t is None:
+        return []
+    tables.append(t)
+    col = {c: i for i, c in enumerate(t.columns)}
+    total = {c: sum(r[col[c]] or 0 for r in t.rows)
+             for c in ("replays", "replay_kernels", "attached_kernels", "unattached_kernels")}
+    figs = [Figure("replay_kernels", "GPU kernels from CUDA-graph replays",
+                   total["replay_kernels"], "count", t.sql,
+                   f"of {total['replays']:,} replays (cudaGraphLaunch)"),
+            Figure("replay_attached_kernels", "of those, attached to a compiled node",
+                   total["attached_kernels"], "count", t.sql,
+                   f"{_share(total['attached_kernels'], total['replay_kernels'])}")]
+    if total["unattached_kernels"]:
+        rows, sql = ctx.ask("report_replay_unattached", ctx.run_id)
+        ctx.health.append(
+            f"{total['unattached_kernels']:,} GPU kernels of CUDA-graph replays are attached "
+            "to no compiled node (their time is in unattached_kernels, not node_times): "
+            + "; ".join(f"{r['kernels']:,} {r['reason']}" for r in rows) + f" ({sql})")
+    return figs
 
 
 def compile_section(ctx: Context) -> Section | None:
@@ -637,8 +827,8 @@ SectionBuilder = Callable[[Context], "Section | None"]
 
 # The report, in order: add a section here (memory must come before plan: it finds the
 # run's peak).
-SECTIONS: list[SectionBuilder] = [read_section, memory_section, plan_section, time_section,
-                                  compile_section, health_section]
+SECTIONS: list[SectionBuilder] = [read_section, hang_section, memory_section, plan_section,
+                                  time_section, compile_section, health_section]
 
 
 # -- entry points ----------------------------------------------------------------------
@@ -696,4 +886,4 @@ def list_runs(db: Database) -> tuple[RunRow, ...]:
 def headline(db: Database, run_id: int, words: Words) -> tuple[Verdict, ...]:
     """The verdict lines of a run (the report's headline), for the TUI's runs screen."""
     return build_report(db, run_id, words,
-                        sections=[memory_section, time_section]).headline
+                        sections=[hang_section, memory_section, time_section]).headline

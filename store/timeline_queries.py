@@ -231,6 +231,23 @@ def data_version(db: Database) -> DataVersion:
     return DataVersion(*db.query("tui_data_version")[0])
 
 
+@frozen
+class GraphSource:
+    """A timeline of a compiled graph (graphs.forms): where it comes from and what it is."""
+
+    timeline_id: int
+    label: str  # output code in torch log, scheduler IR, FX graph in TORCH_TRACE...
+    form: str  # output code | scheduler IR | scheduler IR pre-fusion | FX graph
+    source_kind: str  # output_code.py | torch log | TORCH_TRACE | scheduler IR
+    copy_of: int | None  # the timeline it repeats (an output code read again elsewhere)
+
+
+def graph_sources(db: Database, timeline_id: int) -> tuple[GraphSource, ...]:
+    """Every timeline of the compiled graph that ``timeline_id`` shows, itself included
+    (none when it shows no compiled graph)."""
+    return tuple(GraphSource(*r) for r in db.query("tui_graph_sources", timeline_id))
+
+
 def timeline_notes(db: Database, timeline_id: int) -> tuple[str, ...]:
     """What the ingest noted of a timeline (``timeline_notes.attrs.warnings``), in order."""
     return tuple(str(r[0]) for r in db.query("timeline_warnings", timeline_id))

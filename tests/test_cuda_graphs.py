@@ -194,3 +194,56 @@ def test_info_says_replays_and_attached(dbs, capsys):
                "compiled nodes" in out, out
     assert main(["info", "--db", str(dbs["default_train"])]) == 0
     assert "CUDA-graph" not in capsys.readouterr().out
+
+
+def _summary(run: str) -> dict:
+    return json.loads((CG / run / "summary.json").read_text())["trace"]
+
+
+def test_the_report_says_replays_and_attached(dbs, rows):
+    """`tlview report`'s time section: the GPU kernels of CUDA-graph replays and how many of
+    them are attached, equal to the generator's count from the trace (summary.json) and to
+    graph_replays; capture health has nothing to say of them; every format carries them."""
+    from tlview.report_command import WORDS
+    from tlview.report_render import RENDERERS
+    from tlview.store.report import build_report
+
+    for run in ("infer", "train"):
+        with open_database(dbs[run], read_only=True) as d:
+            r = build_report(d, 1, WORDS)
+        want = _summary(run)
+        n = r.figure("replay_kernels")
+        assert n.value == want["kernels_from_graph_launches"] == sum(
+            x[1] for x in rows[run]["replays"])
+        assert n.note == f"of {want['graph_launches']:,} replays (cudaGraphLaunch)"
+        assert r.figure("replay_attached_kernels").value == sum(
+            x[2] for x in rows[run]["replays"]) == n.value
+        health = next(s for s in r.sections if s.key == "health")
+        assert not any("CUDA-graph" in x for x in health.notes)
+        for fmt, render in RENDERERS.items():
+            text = render(r)
+            assert "GPU kernels from CUDA-graph replays" in text, fmt
+            if fmt in ("md", "html"):
+                assert "FROM graph_replays r JOIN timeline_runs t USING (timeline_id)" in text
+    with open_database(dbs["default_train"], read_only=True) as d:
+        assert build_report(d, 1, WORDS).figure("replay_kernels") is None
+
+
+def test_replayed_kernels_without_their_output_code_are_said_in_capture_health(tmp_path):
+    """The inference trace alone: its 76 replayed kernels attach to nothing, and capture
+    health says how many and why (unattached_kernels)."""
+    from tlview.report_command import WORDS
+    from tlview.store.report import build_report
+
+    db = tmp_path / "alone.duckdb"
+    ingest_into(db, CG / "infer" / "kineto.pt.trace.json.gz")
+    with open_database(db, read_only=True) as d:
+        r = build_report(d, 1, WORDS)
+        why = d.sql("SELECT DISTINCT u.reason FROM unattached_kernels u JOIN kernel_launches l "
+                    "USING (timeline_id, seq) WHERE l.graph_launch").fetchall()
+    n = _summary("infer")["kernels_from_graph_launches"]
+    assert (r.figure("replay_kernels").value, r.figure("replay_attached_kernels").value) == (n, 0)
+    health = next(s for s in r.sections if s.key == "health")
+    (note,) = [x for x in health.notes if "CUDA-graph" in x]
+    assert note.startswith(f"{n:,} GPU kernels of CUDA-graph replays are attached to no "
+                           f"compiled node") and f"{n:,} {why[0][0]}" in note

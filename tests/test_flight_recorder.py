@@ -70,6 +70,37 @@ def hangs(tmp_path_factory) -> Path:
     return db
 
 
+@pytest.fixture(scope="module")
+def nccl(tmp_path_factory) -> Path:
+    """The four real 4-GPU NCCL hangs, each its watchdog's dumps and the stack dumps in a
+    folder of the scenario's name, ingested by `tlview ingest FOLDER`: one run each (skip,
+    sizes, ...)."""
+    if not (FR / "skip" / "timeout_dump").is_dir():
+        pytest.skip("the real NCCL fixtures are not in this tree")
+    tmp = tmp_path_factory.mktemp("nccl")
+    db = tmp / "nccl.duckdb"
+    for scenario in SCENARIOS:
+        for sub in ("timeout_dump", "stacks"):
+            (tmp / scenario / sub).mkdir(parents=True)
+            for f in (FR / scenario / sub).iterdir():
+                (tmp / scenario / sub / f.name).write_bytes(f.read_bytes())
+        cli(["ingest", str(tmp / scenario), "--db", str(db)])
+    return db
+
+
+def cli(args: list[str]) -> str:
+    """`tlview ARGS` in this process: its standard output (exit 0 asserted)."""
+    import contextlib
+    import io
+
+    from tlview.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(args) == 0
+    return out.getvalue()
+
+
 def incident_of(db: Path, scenario: str) -> int:
     (r,) = rows(db, "SELECT DISTINCT incident FROM fr_dumps WHERE source_path LIKE ?",
                 [f"%gloo_{scenario}/%"])
@@ -169,17 +200,15 @@ class TestVerdict:
                 assert v["culprit"] in (True, None), v
 
     @pytest.mark.parametrize("scenario", SCENARIOS)
-    def test_real_nccl_dumps_get_fr_traces_verdict(self, scenario, tmp_path):
+    def test_real_nccl_dumps_get_fr_traces_verdict(self, scenario, nccl):
         """The 4-GPU NCCL hangs of the fixtures helper (tests/fixtures/flight_recorder/<s>/,
         merged from its branch): the watchdog's dumps and the stacks, against torch's
         analyzer on the same dumps (fr_trace/timeout_dump__default.txt)."""
         folder = FR / scenario
-        if not (folder / "timeout_dump").is_dir():
-            pytest.skip("the real NCCL fixtures are not in this tree")
-        db = tmp_path / "n.duckdb"
-        ingest_into(db, *sorted((folder / "timeout_dump").iterdir()),
-                    *sorted((folder / "stacks").iterdir()))
-        verdict = rows(db, "SELECT * FROM hang_verdict")
+        verdict = rows(nccl, "SELECT v.* FROM hang_verdict v WHERE v.incident IN (SELECT "
+                             "incident FROM fr_dumps WHERE source_path LIKE ?)",
+                       [f"%/{scenario}/timeout_dump/%"])
+        assert verdict
         found = fr_trace_findings(scenario, folder / "fr_trace" / "timeout_dump__default.txt")
         assert found
         f = found[0]  # the analyzer's first finding: the root of the hang
@@ -302,6 +331,88 @@ class TestIncomplete:
         (e,) = rows(db, "SELECT attrs->>'$.future_field' AS f FROM events_collective_recorded "
                         "WHERE step = 0")
         assert json.loads(e["f"]) == {"x": 1}
+
+
+class TestReport:
+    """`tlview report` on each real NCCL hang (its own run): the hang section's figures are
+    hang_verdict's root rows and torch's analyzer's first finding; the headline says it in
+    words and opens the hang screen at the culprit; every format carries it, md and html
+    with the SQL."""
+
+    @pytest.fixture(scope="class")
+    def reports(self, nccl):
+        from tlview.report_command import WORDS
+        from tlview.store.report import build_report, find_run
+
+        with open_database(nccl, read_only=True) as d:
+            return {s: build_report(d, find_run(d, s)[0], WORDS) for s in SCENARIOS}
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_the_hang_section_is_hang_verdict_and_fr_trace(self, nccl, reports, scenario):
+        r = reports[scenario]
+        root = rows(nccl, "SELECT v.* FROM hang_verdict v JOIN fr_dumps d USING (incident) "
+                          "JOIN timeline_runs t ON t.timeline_id = d.timeline_id JOIN runs "
+                          "USING (run_id) WHERE runs.name = ? AND v.root AND d.rank = v.rank",
+                    [scenario])
+        assert root and len({v["seq"] for v in root}) == 1
+        f = fr_trace_findings(scenario, FR / scenario / "fr_trace" /
+                              "timeout_dump__default.txt")[0]  # the analyzer's first finding
+        fig = {k: r.figure(f"hang1_{k}").value for k in
+               ("group", "seq", "finding", "culprits", "waiting", "since_ns", "dumps")}
+        assert fig["seq"] == root[0]["seq"] == f["seq"]
+        assert {v["process_group"] for v in root} == {f["group"]}
+        assert fig["group"] == (root[0]["pg_desc"] if root[0]["pg_desc"] not in (None, "undefined")
+                                else f"group {root[0]['process_group']}")
+        assert fig["finding"] == root[0]["finding"] == f["finding"]
+        assert fig["culprits"] == sorted(v["rank"] for v in root if v["culprit"]) \
+            == sorted(f["missing"] or f["culprits"])
+        assert fig["waiting"] == sorted(v["rank"] for v in root if v["verdict"] == "waiting")
+        assert fig["since_ns"] == root[0]["since_ns"]
+        assert fig["dumps"] == 4 and r.figure("hang1_missing") is None
+        (v,) = [h for h in r.headline if h.key == "hang1"]
+        assert r.headline[0] == v  # a hang is the run's first verdict
+        (culprit,) = fig["culprits"]
+        assert (v.evidence.screen, v.evidence.at) == ("hang", culprit)
+        assert v.text.startswith(f"Hang: rank {culprit} ")
+        assert f"#{f['seq']} (" in v.text and fig["group"] in v.text
+
+    def test_every_format_carries_the_verdict_and_md_html_its_sql(self, nccl, reports):
+        from tlview.report_render import RENDERERS
+
+        r = reports["skip"]
+        (inc,) = {d["incident"] for d in rows(nccl, "SELECT incident FROM fr_dumps WHERE "
+                                                    "source_path LIKE '%/skip/%'")}
+        sentence = r.headline[0].text
+        assert sentence == ("Hang: rank 3 never issued default_pg #10 (nccl:all_reduce); "
+                            "ranks 0-2 wait in it since 2026-11-28 06:19:14 UTC.")
+        for fmt, render in RENDERERS.items():
+            text = render(r)
+            assert (json.dumps(sentence) if fmt == "json" else
+                    sentence.replace("'", "&#x27;") if fmt == "html" else sentence) in text, fmt
+            if fmt in ("md", "html"):
+                assert f"FROM hang_verdict WHERE incident = {inc}" in text, fmt
+        doc = json.loads(RENDERERS["json"](r))
+        hang = next(s for s in doc["sections"] if s["key"] == "hang")
+        assert {f["key"]: f["value"] for f in hang["figures"]}["hang1_culprits"] == [3]
+
+    def test_a_missing_dump_and_what_can_still_be_concluded(self, tmp_path):
+        """Without the culprit's dump (rank 3 of skip) every rank with a dump issued #10 and
+        waits: only rank 3 can hold it up. Without a waiting rank's (0), rank 3 is named all
+        the same. (A truncated dump is refused by the ingest, so it reads as missing.)"""
+        from tlview.report_command import WORDS
+        from tlview.store.report import build_report
+
+        dumps = FR / "skip" / "timeout_dump"
+        for gone, culprits, words in ((3, [], "only rank 3 can hold it up"),
+                                      (0, [3], "the other dumps name the culprit")):
+            db = tmp_path / f"without{gone}.duckdb"
+            cli(["ingest", *(str(dumps / f"nccl_trace_rank_{r}") for r in range(4)
+                             if r != gone), "--db", str(db)])
+            with open_database(db, read_only=True) as d:
+                r = build_report(d, 1, WORDS)
+            assert r.figure("hang1_missing").value == [gone]
+            assert r.figure("hang1_culprits").value == culprits
+            assert words in r.headline[0].text and f"no dump of rank {gone}" in r.headline[0].text
 
 
 def test_records_for_detects_both_forms_and_stacks():

@@ -9,6 +9,7 @@ equal to the views and to what torch (or the raw traces) say.
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 from html.parser import HTMLParser
@@ -152,3 +153,38 @@ def test_the_html_opens_offline(reports):
         assert not {"script", "link", "img", "iframe", "object", "embed"} & p.tags
         assert p.refs == [] and "url(" not in page and "@import" not in page
         assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_the_time_section_says_what_each_straggler_cost(db, reports):
+    """Per straggler, its costliest step in words, as whatif_stragglers has it: "without
+    rank 2's delay, step 3 would take X instead of Y" (tests/test_ranks.py holds the view
+    to the replay computed from the traces alone); the headline's straggler line says it,
+    every format carries it."""
+    from tlview.store.rank_queries import WhatIf
+
+    views = rows(db, "SELECT w.run, w.step, w.rank, w.n_late, w.saved_ns, w.measured_ns, "
+                     "w.modelled_ns FROM whatif_stragglers w ORDER BY saved_ns DESC")
+    costliest: dict[int, WhatIf] = {}
+    for v in views:
+        if v["saved_ns"]:
+            costliest.setdefault(v["rank"], WhatIf(**v))
+    r = reports["real_delay"]
+    for rank, c in costliest.items():
+        assert r.figure(f"whatif_rank{rank}_modelled_ns").value == c.modelled_ns
+        assert r.figure(f"whatif_rank{rank}_measured_ns").value == c.measured_ns
+    w = costliest[2]  # the delayed rank: its 60 ms sleep, most of it given back
+    assert w.step == 3 and w.measured_ns - w.modelled_ns == w.saved_ns > 50_000_000
+    assert max(c.saved_ns for k, c in costliest.items() if k != 2) < 1_000_000
+    sentence = w.sentence(WORDS.ns)
+    assert sentence == (f"without rank 2's delay, step 3 would take {w.modelled_ns / 1e6:,.3f} "
+                        f"ms instead of {w.measured_ns / 1e6:,.3f} ms")
+    (straggler,) = [v for v in r.headline if v.key == "straggler"]
+    assert straggler.text.endswith(f"; {sentence}.")
+    time = next(s for s in r.sections if s.key == "time")
+    said = [n for n in time.notes if n.startswith("Without rank ")]
+    assert [n.split(" (")[0] for n in said] == [
+        "W" + c.sentence(WORDS.ns)[1:] for c in costliest.values()]
+    whatif = next(t for t in time.tables if t.key == "whatif")
+    assert [dict(zip(whatif.columns, row)) for row in whatif.rows] == views[:16]
+    for fmt, render in RENDERERS.items():
+        assert (html.escape(sentence) if fmt == "html" else sentence) in render(r), fmt

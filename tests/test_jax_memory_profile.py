@@ -139,6 +139,106 @@ def test_two_profiles_diffed_like_two_snapshots(db):
     assert sorted(r["delta_bytes"] for r in report_sites) == sorted(x for _, x in sites if x)
 
 
+# ----- one peak: the profile's row in peaks, the run's peak, and who says which it is -----
+
+
+def _live(name: str) -> int:
+    """What a profile's peaks row must hold: memory_stats()['bytes_in_use'] at the dump on
+    the GPU (before = after), the live arrays' nbytes on CPU (no memory_stats there)."""
+    fig = figures(name)
+    if fig["memory_stats_before_dump"] is None:
+        return fig["live_arrays_nbytes_sum"]
+    assert fig["memory_stats_before_dump"]["bytes_in_use"] == \
+        fig["memory_stats_after_dump"]["bytes_in_use"]
+    return fig["memory_stats_before_dump"]["bytes_in_use"]
+
+
+def test_each_profile_has_its_live_bytes_in_peaks(db):
+    with open_database(db, read_only=True) as d:
+        got = {r[0]: r[1:] for r in d.sql(
+            "SELECT timeline_id, figure, measured, what, peak_bytes, at_step, device, preference "
+            "FROM peaks").fetchall()}
+    assert set(got) == {_tid(n) for n in NAMES}
+    for name in NAMES:
+        assert got[_tid(name)] == ("jax_memory_profile", True, "live bytes of a JAX memory "
+                                   "profile", _live(name), 0, figures(name)["device"], 3)
+
+
+def test_the_runs_peak_is_its_largest_profile(db):
+    """One run (the folder): its peak is the largest measured figure, gpu_changed's
+    bytes_in_use; the CPU twin (no 256-byte rounding) is 248 B less."""
+    with open_database(db, read_only=True) as d:
+        (run,) = d.sql("SELECT timeline_id, figure, peak_bytes, figures FROM run_peaks").fetchall()
+    assert run == (_tid("gpu_changed"), "jax_memory_profile", _live("gpu_changed"), 4)
+    assert _live("gpu_changed") - _live("cpu_changed") == 248
+
+
+def test_a_snapshot_of_the_same_run_outranks_a_profile(tmp_path):
+    """The rule's order: an allocator snapshot's whole blocks (preference 1) before a JAX
+    profile's live bytes (3), whatever their size."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "gpu_changed.prof").write_bytes((JM / "gpu_changed.prof").read_bytes())
+    oom = FIXTURES / "runs" / "oom"
+    (folder / "memory_snapshot.pickle.gz").write_bytes(
+        (oom / "memory_snapshot.pickle.gz").read_bytes())
+    db = tmp_path / "mixed.duckdb"
+    ingest_into(db, *sorted(folder.iterdir()))
+    torch_peak = json.loads((oom / "torch.json").read_text())["at_oom"]["max_memory_allocated"]
+    with open_database(db, read_only=True) as d:
+        figs = dict(d.sql("SELECT figure, peak_bytes FROM peaks").fetchall())
+        (run,) = d.sql("SELECT figure, peak_bytes FROM run_peaks").fetchall()
+    assert figs == {"allocator_blocks": torch_peak, "jax_memory_profile": _live("gpu_changed")}
+    assert run == ("allocator_blocks", torch_peak)
+
+
+def test_info_the_api_the_report_and_the_runs_screen_say_which_figure(db, capsys):
+    from tlview import api
+    from tlview.cli import main
+    from tlview.report_command import WORDS
+    from tlview.report_render import RENDERERS
+    from tlview.store.report import build_report, headline
+    from tlview.tui.runs_screen import WORDS as TUI_WORDS
+
+    what = "live bytes of a JAX memory profile"
+    peak = _live("gpu_changed")
+    assert main(["info", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert f"  peak {peak:,} B (184.00 MiB) {what}, timeline {_tid('gpu_changed')}" in out
+    assert sum(f"{_live(n):,} B" in ln and what in ln for n in NAMES
+               for ln in out.splitlines() if ln.startswith("timeline ")) == 4
+    with api.open(db) as s:
+        got = {t["timeline_id"]: (t["peak_bytes"], t["peak_figure"], t["peak_what"])
+               for t in s.timelines()}
+    assert got == {_tid(n): (_live(n), "jax_memory_profile", what) for n in NAMES}
+
+    with open_database(db, read_only=True) as d:
+        report = build_report(d, 1, WORDS)
+        verdicts = headline(d, 1, TUI_WORDS)  # the runs screen's lines
+        sites = d.sql("SELECT site, bytes FROM memory_profile_sites WHERE timeline_id = ? "
+                      "ORDER BY bytes DESC, site", [_tid("gpu_changed")]).fetchall()
+    assert report.figure("peak_bytes").value == peak
+    assert (report.figure("peak_figure").value, report.figure("peak_figure").note) == (
+        "jax_memory_profile", what)
+    # the largest holder: one KV cache half, made by make_kv_cache (the generator's record)
+    kv = max(a["nbytes"] for a in figures("gpu_changed")["live_arrays"]
+             if a["made_by"] == "make_kv_cache")
+    top = report.figure("peak_top_site")
+    assert (top.value, sites[0][1]) == (sites[0][0], kv) and "make_kv_cache" in top.value
+    memory = next(s for s in report.sections if s.key == "memory")
+    tables = {t.key: t for t in memory.tables}
+    assert sum(r[2] for r in tables["jax1_sites"].rows) == peak  # every site of the dump
+    assert [r[3] for r in tables["jax_profiles"].rows] == sorted(
+        (_live(n) for n in NAMES), reverse=True)
+    assert verdicts[0].text.startswith(f"Peak {TUI_WORDS.bytes(peak)}, {what}")
+    assert verdicts[0].evidence.screen == "timeline"
+    for fmt, render in RENDERERS.items():
+        text = render(report)
+        assert what in text and "make_kv_cache" in text, fmt
+        if fmt in ("md", "html"):
+            assert "FROM memory_profile_sites WHERE timeline_id = 2" in text, fmt
+
+
 # ----- broken profiles -----
 
 def _state(db: Path) -> str:
