@@ -148,3 +148,54 @@ class TestHelp:
             # the description goes on on the next line under its own column, not under Tab
             assert lines[tab + 1][key:col].strip() == "" and lines[tab + 1][col:col + 1].strip()
             assert "scroll it" in lines[tab + 1]
+
+
+class TestGraphSources:
+    """A compiled graph read from several artifacts (the H100 step's 0_forward: its debug
+    folder's output_code.py and scheduler IR, its copy in the torch log): the chooser lists
+    it once, "(N sources)"; its timeline screen says them under the title, at 80 columns,
+    as the graphs view lists them."""
+
+    @pytest.fixture(scope="class")
+    def graph(self, tmp_path_factory) -> Path:
+        import contextlib
+        import io
+
+        from tlview.cli import main
+
+        tmp = tmp_path_factory.mktemp("tui80g")
+        fwd = tmp / "step" / "debug" / "model__0_forward_1.0"
+        fwd.mkdir(parents=True)
+        for name in ("output_code.py", "ir_post_fusion.txt"):
+            (fwd / name).write_bytes((DEBUG / "model__0_forward_1.0" / name).read_bytes())
+        (tmp / "step" / "compile.log.gz").write_bytes((DEBUG.parent / "compile.log.gz")
+                                                      .read_bytes())
+        with contextlib.redirect_stdout(io.StringIO()):  # one run: the folder
+            assert main(["ingest", str(tmp / "step"), "--db", str(tmp / "g.duckdb")]) == 0
+        return tmp / "g.duckdb"
+
+    @asynctest
+    async def test_the_title_line_names_the_other_sources(self, graph):
+        from tlview.store import open_database
+
+        with open_database(graph, read_only=True) as d:
+            (tid, forms), = d.sql("SELECT timeline_id, forms FROM graphs WHERE graph = "
+                                  "'0_forward' AND list_contains(list_transform(forms, lambda f: "
+                                  "f.source_kind), 'torch log')").fetchall()
+        others = [f for f in forms if f["timeline_id"] != tid]
+        app = TlviewApp(str(graph))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            chooser = app.screen
+            (row,) = [i for i, r in enumerate(chooser.shown) if r.info.timeline_id == tid]
+            from tlview.tui.chooser import cells
+
+            assert cells(chooser.shown[row])[-2].endswith(
+                f"({sum(f['form'] == 'output code' for f in forms)} sources)")
+            await _open(pilot, row)
+            line = screen_text(app).splitlines()[1].strip()
+            assert len(line) <= SIZE[0] - 2
+            copy = next(f for f in others if f["copy_of"] == tid)
+            assert f"also in torch log #{copy['timeline_id']}; as " in line
+            for f in others:
+                assert f"#{f['timeline_id']}" in line

@@ -89,3 +89,41 @@ class TestHangScreen:
             assert lines[lines.index(f"  {frames[0][0][0]}") - 1] == "stack MainThread, idle:"
             assert any(ln.startswith("its profiler timeline's end") for ln in lines)
             assert detail.border_title == " rank 1 "
+
+
+class TestFromTheRunsScreen:
+    @asynctest
+    async def test_a_hang_verdict_opens_the_hang_screen_at_its_culprit(self, two_hangs):
+        """The runs screen (what `tlview DB` opens on) says each incident's verdict (the
+        report's headline); Enter on one opens the hang screen at that incident, the cursor
+        and the detail on its culprit (hang_verdict's, queried here)."""
+        from tlview.tui.runs_screen import RunsScreen
+
+        culprits = rows(two_hangs, "SELECT incident, process_group, seq, rank FROM hang_verdict "
+                                   "WHERE root AND culprit ORDER BY incident")
+        app = TlviewApp(str(two_hangs), runs_first=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen)
+                           and app.screen.verdicts, timeout=60)
+            await settle(pilot)
+            runs = app.screen
+            hangs = [ln for ln in runs.lines if ln.verdict and ln.verdict.key.startswith("hang")]
+            assert len(hangs) == len(culprits) == 2
+            for ln, (_, _, seq, rank) in zip(hangs, culprits):
+                assert ln.text.lstrip().split(" ", 1)[1].startswith(f"Hang: rank {rank} ")
+                assert f" #{seq} (" in ln.text and ln.verdict.evidence.at == rank
+            i = runs.lines.index(hangs[1])
+            runs.query_one("#runs-list").cursor = i
+            await settle(pilot)
+            assert f"Enter: the hang, at rank {culprits[1][3]}" in screen_text(app)
+            await press(pilot, "enter")
+            screen = app.screen
+            assert isinstance(screen, HangScreen)
+            await wait_for(pilot, lambda: screen.grid is not None
+                           and screen.grid.incident.incident == culprits[1][0])
+            detail = screen.query_one("#hang-detail")
+            await wait_for(pilot, lambda: len(detail.rows) > 0)
+            table = screen.query_one(".hang-grid")
+            assert screen.ranks[table.cursor] == culprits[1][3]
+            assert detail.border_title == f" rank {culprits[1][3]} "
+            assert detail.rows[0][0].startswith(f"rank {culprits[1][3]} never issued")

@@ -230,6 +230,11 @@ class TlviewApp(App[int]):
     def on_open_ranks(self, event: m.OpenRanks) -> None:
         self.push_screen(RanksScreen(self.reader, self.glyphs, timeline_id=event.timeline_id))
 
+    @on(m.OpenHang)
+    def on_open_hang(self, event: m.OpenHang) -> None:
+        self.push_screen(HangScreen(self.reader, self.glyphs, timeline_id=event.timeline_id,
+                                    rank=event.rank))
+
     @on(OpenRuns)
     def on_open_runs(self) -> None:
         self.push_screen(RunsScreen(self.reader, self.glyphs))

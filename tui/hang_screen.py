@@ -10,7 +10,8 @@ innermost first), its newest Flight Recorder entries and the end of its profiler
 before the hang, where those were ingested.
 
 Reads (``tlview.store.hang_queries``) run in workers: the incidents at once, the grid of
-the one shown, a rank's detail on Enter.
+the one shown, a rank's detail on Enter. Opened at a rank (the runs screen's Enter on a
+hang verdict: its culprit), the cursor starts there and its detail is read at once.
 """
 
 from __future__ import annotations
@@ -153,11 +154,13 @@ class HangScreen(Screen[None]):
         Binding("escape", "back", show=False),
     ]
 
-    def __init__(self, reader: Reader, glyphs: Glyphs, *, timeline_id: int | None = None) -> None:
+    def __init__(self, reader: Reader, glyphs: Glyphs, *, timeline_id: int | None = None,
+                 rank: int | None = None) -> None:
         super().__init__()
         self.reader = reader
         self.glyphs = glyphs
         self.start_timeline = timeline_id
+        self.start_rank = rank  # the cursor's first rank (a verdict's culprit), its detail shown
         self.incidents: tuple[Incident, ...] = ()
         self.index = 0
         self.grid: Grid | None = None
@@ -239,13 +242,22 @@ class HangScreen(Screen[None]):
         table = RowList(cols, classes="hang-grid", ellipsis=self.glyphs.ellipsis,
                         empty="no rank in this incident")
         await box.mount(table)
-        table.set_rows(rows, cursor=min(marks, default=0), marks=marks)
+        at = (self.ranks.index(self.start_rank) if self.start_rank in self.ranks
+              else min(marks, default=0))
+        table.set_rows(rows, cursor=at, marks=marks)
         table.focus()
+        if self.start_rank in self.ranks:  # opened at a verdict's rank: its detail too
+            self.start_rank = None
+            self.show_rank(at)
 
     @on(RowList.Chosen, ".hang-grid")
     def on_rank_chosen(self, event: RowList.Chosen) -> None:
-        if self.grid is not None and event.index < len(self.ranks):
-            rank = self.ranks[event.index]
+        self.show_rank(event.index)
+
+    def show_rank(self, index: int) -> None:
+        """The detail of the grid's ``index``-th rank (read in a worker)."""
+        if self.grid is not None and index < len(self.ranks):
+            rank = self.ranks[index]
             self.query_one("#hang-detail").border_title = f" rank {rank} "
             self.load_rank(self.grid.incident, rank)
 

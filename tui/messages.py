@@ -75,6 +75,17 @@ class OpenRanks(Message):
         self.timeline_id = timeline_id
 
 
+class OpenHang(Message):
+    """Show the hang screen at the incident of the dump ``timeline_id``, its cursor on
+    ``rank`` (the culprit a verdict names) with that rank's detail, else on the first
+    culprit."""
+
+    def __init__(self, timeline_id: int, rank: int | None = None) -> None:
+        super().__init__()
+        self.timeline_id = timeline_id
+        self.rank = rank
+
+
 class CompareTimelines(Message):
     """Show timelines ``a`` and ``b`` side by side, aligned (the chooser's ``c``)."""
 

@@ -36,7 +36,8 @@ KEYS = (
     ("j k  Down Up", "next / previous line"),
     ("PgDn PgUp Home End", "a page / the first / the last"),
     ("Enter", "on a verdict: its evidence (the snapshot at the OOM or the peak, the graph at "
-              "its peak, the ranks at the straggler, the trace); on a run: its timelines"),
+              "its peak, the ranks at the straggler, the hang at its culprit, the trace); on "
+              "a run: its timelines"),
     ("t", "every timeline (the chooser)"),
     ("Esc", "back to the timelines"),
 )
@@ -66,7 +67,7 @@ def run_lines(runs: tuple[RunRow, ...], verdicts: dict[int, tuple[Verdict, ...]]
         if got is None:
             out.append(RunLine(r, None, f"  reading{g.ellipsis}"))
         elif not got:
-            out.append(RunLine(r, None, "  no memory figure or profiler trace to judge"))
+            out.append(RunLine(r, None, "  no memory figure, profiler trace or hang to judge"))
         else:
             out += [RunLine(r, v, f"  {g.arrow} {v.text}") for v in got]
     return tuple(out)
@@ -97,6 +98,9 @@ def where(e: Evidence | None) -> str:
         return f"Enter: the compiled graph at step {e.at}"
     if e.screen == "ranks":
         return "Enter: the ranks of this run's collectives"
+    if e.screen == "hang":
+        return (f"Enter: the hang, at rank {e.at}" if e.at is not None
+                else "Enter: the hang's ranks and process groups")
     return "Enter: the profiler trace"
 
 
@@ -212,6 +216,8 @@ class RunsScreen(Screen[None]):
             return
         elif e.screen == "ranks":
             self.app.post_message(app_messages.OpenRanks(e.timeline_id))
+        elif e.screen == "hang":
+            self.app.post_message(app_messages.OpenHang(e.timeline_id, e.at))
         else:
             self.app.post_message(app_messages.OpenTimeline(
                 e.timeline_id, step=e.at if e.screen in ("snapshot", "timeline") else None))

@@ -7,6 +7,7 @@ from tlview.store.timeline_queries import (
     Collective,
     CollectiveInFlight,
     CurveSummary,
+    GraphSource,
     LiveAt,
     NodeDetail,
     NodeKernel,
@@ -102,3 +103,12 @@ class Exported(Message):
         self.path = path
         self.rows = rows
         self.error = error
+
+
+class SourcesLoaded(Message):
+    """The timelines of the compiled graph the screen shows (itself among them)."""
+
+    def __init__(self, timeline_id: int, sources: tuple[GraphSource, ...]) -> None:
+        super().__init__()
+        self.timeline_id = timeline_id
+        self.sources = sources

@@ -1,7 +1,8 @@
 """The compiled-timeline screen: the schedule step by step, with memory at the cursor.
 
 The memory curve, the live buffers at the cursor, the execution order, the node at the
-cursor and the collectives in flight. Every read is a thread worker calling
+cursor and the collectives in flight; under the title, where the compiled graph came from
+several artifacts or in several forms, its other timelines (graph_sources). Every read is a thread worker calling
 ``tlview.store.timeline_queries`` through the :class:`Reader`; results come back as
 messages holding frozen snapshots. A key that needs data not read yet (``p`` before the
 peak is known) is remembered and carried out when the data arrives.
@@ -33,6 +34,7 @@ from .collectives_panel import CollectivesPanel
 from .execution_list import ExecutionList
 from .export import default_name, write_csv
 from .glyphs import Glyphs
+from .graph_sources import GraphSources
 from .live_buffers import LiveBuffers
 from .memory_curve import MemoryCurve
 from .memory_status import MemoryStatus
@@ -113,6 +115,7 @@ class TimelineScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         g = self.glyphs
         yield TitleBar(id="title")
+        yield GraphSources(id="sources")
         with Vertical(id="main"):
             yield MemoryCurve(g, id="curve")
             yield MemoryStatus("", id="status")
@@ -142,6 +145,17 @@ class TimelineScreen(Screen[None]):
                 self.load_durations(info.timeline_id)
         self.query_one(ExecutionList).focus()
         self.go(self.step)
+        self.load_sources(info.timeline_id)
+
+    @work(thread=True, exclusive=True, group="sources", exit_on_error=False)
+    def load_sources(self, timeline_id: int) -> None:
+        got = self.reader.run("detail", q.graph_sources, timeline_id)
+        if got is not None:
+            self.post_message(m.SourcesLoaded(timeline_id, got))
+
+    @on(m.SourcesLoaded)
+    def on_sources_loaded(self, event: m.SourcesLoaded) -> None:
+        self.query_one(GraphSources).show(event.timeline_id, event.sources)
 
     # -- memory -------------------------------------------------------------------------
 
