@@ -608,11 +608,15 @@ LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_ste
 --   collective's duration is kept (a collective that was slow because of another rank's
 --   lateness inside it is not shortened).
 CREATE OR REPLACE VIEW whatif_stragglers AS
-WITH RECURSIVE c AS MATERIALIZED (  -- every rank of every collective of a step, with ready
+WITH RECURSIVE sk AS MATERIALIZED (  -- each collective's step and ranks (collective_skew's
+    -- profiler_step and n_ranks, without its other columns: the group's ranks as text)
+    SELECT run, collective_id, any_value(profiler_step) AS profiler_step, count(*) AS n_ranks
+    FROM _arrivals GROUP BY run, collective_id
+), c AS MATERIALIZED (  -- every rank of every collective of a step, with ready
     SELECT r.run, r.collective_id, r.rank, r.start_ns, r.end_ns, s.profiler_step AS step,
            r.start_ns - (r.ts_ns - COALESCE(k.end_ns, r.ts_ns)) AS ready_ns
     FROM _collective_ranks r
-    JOIN collective_skew s USING (run, collective_id)
+    JOIN sk s USING (run, collective_id)
     ASOF LEFT JOIN (SELECT timeline_id, device, end_ns FROM gpu_activity
                     WHERE category = 'kernel') k
       ON k.timeline_id = r.timeline_id AND k.device IS NOT DISTINCT FROM r.device
@@ -624,10 +628,14 @@ WITH RECURSIVE c AS MATERIALIZED (  -- every rank of every collective of a step,
            row_number() OVER (PARTITION BY run, step ORDER BY max(start_ns), collective_id)
                AS k
     FROM c GROUP BY run, step, collective_id
-), late AS (
-    SELECT l.run, s.profiler_step AS step, l.rank AS x, count(*) AS n_late
-    FROM late_arrivals l JOIN collective_skew s USING (run, collective_id)
-    WHERE s.profiler_step IS NOT NULL AND l.late_ns > 0
+), late AS (  -- the collectives of each step whose last rank came later than the rest
+    -- (late_arrivals' late_ns > 0, from its own inputs: its other columns are not needed)
+    SELECT a.run, s.profiler_step AS step, a.rank AS x, count(*) AS n_late
+    FROM (SELECT run, collective_id, any_value(rank) FILTER (WHERE late_order = 1) AS rank,
+                 max(last_arrival_ns) - max(start_ns) FILTER (WHERE late_order > 1) AS late_ns
+          FROM _arrivals WHERE n_ranks > 1 GROUP BY run, collective_id) a
+    JOIN sk s USING (run, collective_id)
+    WHERE s.profiler_step IS NOT NULL AND a.late_ns > 0
     GROUP BY ALL
 ), replay(run, step, x, k, end_ns, end2_ns) AS (
     -- end_ns / end2_ns: the k-th collective's real end and its end in the replay

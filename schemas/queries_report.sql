@@ -259,14 +259,16 @@ WHERE t.run_id = ? AND l.graph_launch
 GROUP BY u.reason ORDER BY kernels DESC, u.reason;
 
 -- name: report_whatif
--- What each straggler cost, per ProfilerStep (whatif_stragglers of the run's rank traces):
--- the step as measured and without that rank's late arrivals, the costliest first (the
--- first 16).
+-- What each straggler cost (whatif_stragglers of the run's rank traces): per rank that
+-- arrived last somewhere, its costliest ProfilerStep as measured and without its late
+-- arrivals, the ranks in the order of stragglers (the wait they caused, the worst first;
+-- the first 16).
 SELECT w.run, w.step, w.rank, w.n_late, w.saved_ns, w.measured_ns, w.modelled_ns
-FROM whatif_stragglers w
+FROM whatif_stragglers w JOIN stragglers s USING (run, rank)
 WHERE w.run IN (SELECT k.run FROM rank_traces k JOIN timeline_runs t USING (timeline_id)
                 WHERE t.run_id = ?)
-ORDER BY w.saved_ns DESC, w.step, w.rank LIMIT 16;
+QUALIFY row_number() OVER (PARTITION BY w.run, w.rank ORDER BY w.saved_ns DESC, w.step) = 1
+ORDER BY s.caused_wait_ns DESC, w.rank LIMIT 16;
 
 -- name: report_jax_profiles
 -- The run's JAX device memory profiles: the bytes live at each dump (peaks), the buffers.
@@ -300,3 +302,22 @@ GROUP BY ALL ORDER BY d.incident NULLS LAST, d.status;
 SELECT EXISTS (SELECT 1 FROM measured m JOIN timeline_runs t USING (timeline_id)
                WHERE t.run_id = ? AND m.category = 'runtime'
                  AND m.name LIKE '%GraphLaunch%') AS has;
+
+-- name: report_match_once
+-- The collective matching of the run's rank traces, once for the whole report: the rank
+-- traces (rank_traces) and the rows of _collective_ranks for the run's rank runs as
+-- temporary tables of those names, in the report's own connection, which stragglers,
+-- clock_offsets, collective_skew, late_arrivals and whatif_stragglers then read in their
+-- place (DuckDB binds a view's names when it is queried, temporary objects first), where
+-- each would derive them anew. Their rows for the run are the views' own;
+-- report_match_drop drops them when the report is built. (Each figure's SQL reads the
+-- views as they are: pasted, it gives the same.)
+CREATE TEMP TABLE rank_traces AS SELECT * FROM main.rank_traces;
+CREATE TEMP TABLE _collective_ranks AS
+SELECT * FROM main._collective_ranks
+WHERE run IN (SELECT k.run FROM rank_traces k JOIN timeline_runs t USING (timeline_id)
+              WHERE t.run_id = $1);
+
+-- name: report_match_drop
+DROP TABLE IF EXISTS temp._collective_ranks;
+DROP TABLE IF EXISTS temp.rank_traces;

@@ -193,6 +193,7 @@ class Context:
     headline: list[Verdict] = attrs.Factory(list)
     peak: dict[str, Any] | None = None
     health: list[str] = attrs.Factory(list)  # what a section found the capture lacks
+    scratch: list[str] = attrs.Factory(list)  # queries that drop what the report made
     _asked: dict[tuple[Any, ...], tuple[list[dict[str, Any]], str]] = attrs.Factory(dict)
 
     def has(self, *formats: str) -> bool:
@@ -210,6 +211,14 @@ class Context:
             self._asked[key] = (self.db.query_dicts(name, *params),
                                 render_sql(self.db.queries[name], params))
         return self._asked[key]
+
+    def match_once(self) -> None:
+        """The run's collective matching computed once, for every view the report asks
+        that derives it (report_match_once); dropped when the report is built."""
+        if MATCH_ONCE and "report_match_drop" not in self.scratch:
+            self.db.query("report_match_drop")  # a report before it ended half-way
+            self.db.sql(self.db.queries["report_match_once"], [self.run_id])
+            self.scratch.append("report_match_drop")
 
     def table(self, key: str, title: str, name: str, *params: Any,
               units: dict[str, str] | None = None,
@@ -595,6 +604,9 @@ def plan_section(ctx: Context) -> Section | None:
 
 
 MANY_TRACES = 16  # past this many traces the time section gives the run's figures only
+# Compute the run's collective matching once per report (Context.match_once); off, each
+# view derives it again (what `python -m bench report` compares).
+MATCH_ONCE = True
 
 
 def time_section(ctx: Context) -> Section | None:
@@ -633,6 +645,8 @@ def time_section(ctx: Context) -> Section | None:
                            row["exposed_ns"], "ns", ov.sql,
                            f"{who}: {row['overlap_pct']}% of its {w.ns(row['comm_ns'])} "
                            "communication overlapped by compute"))
+    if ctx.run["ranks"]:
+        ctx.match_once()  # stragglers, clock offsets and what-if: one matching
     strag = ctx.table("stragglers", "stragglers: the wait each rank's late arrivals caused, "
                       "the worst first, and its clock's offset", "report_stragglers", ctx.run_id)
     if strag is not None:
@@ -679,8 +693,8 @@ def _whatif(ctx: Context, figs: list[Figure], tables: list[Table],
             notes: list[str]) -> dict[int, WhatIf]:
     """What each straggler cost (whatif_stragglers): per rank its costliest step, in words
     and as figures; the table of the costliest steps. Returns those per rank."""
-    t = ctx.table("whatif", "what each straggler cost: the step without that rank's late "
-                  "arrivals, the costliest first (whatif_stragglers)", "report_whatif",
+    t = ctx.table("whatif", "what each straggler cost: its costliest step without its late "
+                  "arrivals, the stragglers in order (whatif_stragglers)", "report_whatif",
                   ctx.run_id)
     if t is None:
         return {}
@@ -688,7 +702,7 @@ def _whatif(ctx: Context, figs: list[Figure], tables: list[Table],
     costs: dict[int, WhatIf] = {}
     for r in t.rows:
         c = WhatIf(*r)
-        if c.rank in costs or not c.saved_ns:
+        if not c.saved_ns:
             continue
         costs[c.rank] = c
         k = f"whatif_rank{c.rank}"
@@ -860,8 +874,12 @@ def build_report(db: Database, run_id: int, words: Words,
     run = {k: _plain(v) for k, v in rows[0].items()}
     formats = {f: n for f, n in db.query("report_formats", run_id)}
     ctx = Context(db, run, render_sql(db.queries["report_run"], [run_id]), words, formats)
-    built = [s for b in (SECTIONS if sections is None else sections)
-             if (s := b(ctx)) is not None]
+    try:
+        built = [s for b in (SECTIONS if sections is None else sections)
+                 if (s := b(ctx)) is not None]
+    finally:
+        for q in ctx.scratch:
+            db.sql(db.queries[q])
     return Report(run, tuple(ctx.headline), tuple(built))
 
 

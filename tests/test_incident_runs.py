@@ -181,10 +181,29 @@ def test_the_time_section_says_what_each_straggler_cost(db, reports):
     (straggler,) = [v for v in r.headline if v.key == "straggler"]
     assert straggler.text.endswith(f"; {sentence}.")
     time = next(s for s in r.sections if s.key == "time")
-    said = [n for n in time.notes if n.startswith("Without rank ")]
-    assert [n.split(" (")[0] for n in said] == [
-        "W" + c.sentence(WORDS.ns)[1:] for c in costliest.values()]
+    # the stragglers' order (the only rank traces in the database are real_delay's)
+    order = [x["rank"] for x in rows(db, "SELECT rank FROM stragglers "
+                                         "ORDER BY caused_wait_ns DESC, rank")
+             if x["rank"] in costliest]
+    said = [n.split(" (")[0] for n in time.notes if n.startswith("Without rank ")]
+    assert said == ["W" + costliest[k].sentence(WORDS.ns)[1:] for k in order]
     whatif = next(t for t in time.tables if t.key == "whatif")
-    assert [dict(zip(whatif.columns, row)) for row in whatif.rows] == views[:16]
+    assert [WhatIf(*row) for row in whatif.rows] == [costliest[k] for k in order]
     for fmt, render in RENDERERS.items():
         assert (html.escape(sentence) if fmt == "html" else sentence) in render(r), fmt
+
+
+def test_the_matching_once_per_report_changes_no_figure(db, reports):
+    """The report computes the run's collective matching once (temporary tables in its own
+    connection: report_match_once) where each view would derive it anew: the same report
+    as without, and nothing of it left in the connection afterwards."""
+    from tlview.store import report as report_module
+
+    ids = {r["name"]: r["run_id"] for r in rows(db, "SELECT run_id, name FROM runs")}
+    report_module.MATCH_ONCE = False
+    try:
+        again = build_report(db, ids["real_delay"], WORDS)
+    finally:
+        report_module.MATCH_ONCE = True
+    assert again == reports["real_delay"]
+    assert rows(db, "SELECT count(*) AS n FROM duckdb_tables() WHERE temporary")[0]["n"] == 0
