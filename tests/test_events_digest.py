@@ -25,11 +25,12 @@ UPDATE = os.environ.get("TLVIEW_UPDATE_DIGESTS") == "1"
 
 
 def fixture_inputs() -> list[tuple[str, str]]:
-    """(path relative to fixtures, format) of every recognised input below fixtures/."""
+    """(path relative to fixtures, format) of every recognised input below fixtures/, but
+    the generators' (gen/) and the fuzzing's reproducers (fuzz/, test_fuzz_findings)."""
     out = []
     for path, fmt in discover(FIXTURES):
         rel = Path(path).relative_to(FIXTURES).as_posix()
-        if rel.startswith("gen/"):
+        if rel.startswith(("gen/", "fuzz/")):
             continue
         out.append((rel, fmt))
     return out

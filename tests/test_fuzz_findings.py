@@ -1,0 +1,161 @@
+"""The inputs that crashed (SIGSEGV), hung or ended `tlview ingest` with a traceback, found
+by fuzzing the ingest under AddressSanitizer + UndefinedBehaviorSanitizer (fixtures/fuzz/,
+its README says what each one did). Each goes through the real `tlview ingest`, with the
+compiled core and with the Python parsers (TLVIEW_NATIVE=0): a readable dump is ingested
+with the same events both ways; anything else is one line naming the file, the byte and
+what was expected, exit 2, and the database exactly as it was.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, SEED_002, ingest_into
+from test_ir_bad_input import snapshot
+from tlview.cli import main
+from tlview.ingest import native
+from tlview.ingest.pickle_stream import MAX_NESTING
+from tlview.store import open_database
+from tlview.store.digest import source_digest
+
+FUZZ = FIXTURES / "fuzz"
+MODES = ["compiled", "python"]
+
+# Readable dumps: ingested, the compiled core's rows equal the Python parsers'.
+READABLE = [
+    "xla_parameter_without_shape",  # compiled: out-of-bounds read (-1 through a uint32)
+    "xla_output_shape_without_shape",
+    "snapshot_memo_rewrite_frozen_chunk.pickle.gz",  # compiled: rejected (memo chunk wiped)
+    "snapshot_float_key_9.25e18_float_cast.pickle",  # compiled: float -> int64 out of range
+    "snapshot_set_226k_items_quadratic.pickle.gz",  # compiled: 58 s (linear duplicate checks)
+    "snapshot_dict_160k_int_keys_quadratic.pickle.gz",  # compiled: 28 s
+    "kineto_deviceProperties_not_list.pt.trace.json",  # both: TypeError traceback
+    "output_code_rand_strided_one_arg.output_code.py",  # both: IndexError traceback
+    "torch_trace_ts_1e99999999999.log.gz",  # both: decimal.Overflow traceback
+]
+
+# Not snapshots torch writes: the byte and the message both parsers give.
+DEEP = (f"data nested deeper than {MAX_NESTING} levels: expected the plain data torch "
+        "writes (dicts, lists, text and numbers a few levels deep)")
+CYCLE = ("that contains itself: expected the plain data torch writes (dicts, lists, text "
+         "and numbers, no cycles)")
+REJECTED = {
+    # compiled: SIGSEGV (unbounded recursion); Python: RecursionError traceback
+    "snapshot_self_list_min.pickle": f"byte 40: a list {CYCLE}",
+    "snapshot_cyclic_frames_list_fuzz.pickle.gz": f"byte 9,965: a dict {CYCLE}",
+    "snapshot_nesting_2000_recursionerror.pickle": f"byte 4,036: {DEEP}",
+    # a million levels; compiled: SIGSEGV in to_py, in the values' destructors, in hashable
+    "snapshot_deep_nesting_to_py.pickle.gz": f"byte 2,000,036: {DEEP}",
+    "snapshot_deep_nesting_dtor.pickle.gz": f"byte 2,000,016: {DEEP}",
+    "snapshot_deep_tuple_key_hashable.pickle.gz":
+        f"byte 1,000,033: a dict key or set member nested deeper than {MAX_NESTING} levels: "
+        "expected the plain data torch writes (dicts, lists, text and numbers as keys)",
+}
+
+
+def _use(mode: str, mp: pytest.MonkeyPatch) -> None:
+    if mode == "compiled" and native.module() is None:
+        pytest.skip("the compiled ingest core is not built")
+    mp.setenv("TLVIEW_NATIVE", "1" if mode == "compiled" else "0")
+
+
+@pytest.fixture(scope="module")
+def one_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("fuzz") / "seed.duckdb"
+    ingest_into(db, SEED_002)
+    return db
+
+
+def _ingest(db: Path, path: Path) -> tuple[int, float]:
+    t = time.perf_counter()
+    code = main(["ingest", "--db", str(db), "-j", "1", str(path)])
+    return code, time.perf_counter() - t
+
+
+@pytest.mark.parametrize("name", READABLE)
+def test_readable_dump_ingests_alike(name, tmp_path, capsys):
+    digests = {}
+    for mode in MODES:
+        with pytest.MonkeyPatch.context() as mp:
+            _use(mode, mp)
+            db = tmp_path / f"{mode}.duckdb"
+            code, seconds = _ingest(db, FUZZ / name)
+        err = capsys.readouterr().err
+        assert code == 0, err
+        assert "Traceback" not in err
+        # the quadratic duplicate checks took 28-58 s; linear, well under a second here
+        assert seconds < 20, (mode, seconds)
+        with open_database(db, read_only=True) as d:
+            (source_id,) = [r[0] for r in d.con.execute("SELECT source_id FROM sources")
+                            .fetchall()]
+            digests[mode] = source_digest(d, source_id)
+    assert len(set(map(str, digests.values()))) == 1, digests
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(REJECTED))
+def test_bad_snapshot_is_one_line(name, mode, one_seed, tmp_path, capsys, monkeypatch):
+    _use(mode, monkeypatch)
+    db = tmp_path / "db.duckdb"
+    shutil.copy(one_seed, db)
+    before = snapshot(db)
+    path = FUZZ / name
+    code, _ = _ingest(db, path)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == f"tlview: {path}: {REJECTED[name]}\n"
+    assert snapshot(db) == before
+
+
+def _deep_key() -> tuple:
+    k: tuple = ()
+    for _ in range(60):  # 120 levels: frozensets count as levels too
+        k = (frozenset([k]),)
+    return k
+
+
+def _self_frame() -> dict:
+    frame: dict = {"filename": "a.py", "line": 1, "name": "f"}
+    frame["caller"] = frame
+    return frame
+
+
+# Snapshots Python's pickler writes from values no allocator makes: each is refused at the
+# opcode where the value is handed over, the same way by both parsers.
+# name: (the snapshot's other top-level keys, the message after the byte)
+MADE = {
+    "key_nested_through_frozensets": (
+        {"x": {_deep_key(): 1}}, "a dict key or set member nested deeper than "
+        f"{MAX_NESTING} levels: expected the plain data torch writes (dicts, lists, text "
+        "and numbers as keys)"),
+    "frame_that_holds_itself": (
+        {"device_traces": [[{"action": "alloc", "addr": 0, "size": 512,
+                             "frames": [_self_frame()]}] * 2]}, f"a dict {CYCLE}"),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(MADE))
+def test_made_snapshot_is_refused(name, mode, one_seed, tmp_path, capsys, monkeypatch):
+    import pickle
+    import pickletools
+
+    _use(mode, monkeypatch)
+    value, message = MADE[name]
+    data = pickle.dumps({"segments": [], "device_traces": [], **value}, protocol=4)
+    path = tmp_path / f"{name}.pickle"
+    path.write_bytes(data)
+    db = tmp_path / "db.duckdb"
+    shutil.copy(one_seed, db)
+    before = snapshot(db)
+    code, _ = _ingest(db, path)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"tlview: {path}: byte ") and err.endswith(f": {message}\n"), err
+    at = int(err.split(": byte ")[1].split(":")[0].replace(",", ""))
+    assert at in {pos for _, _, pos in pickletools.genops(data)}  # an opcode's
+    assert snapshot(db) == before
+
