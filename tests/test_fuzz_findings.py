@@ -110,6 +110,41 @@ def test_bad_snapshot_is_one_line(name, mode, one_seed, tmp_path, capsys, monkey
     assert snapshot(db) == before
 
 
+def test_long_chain_of_mutations(tmp_path, capsys):
+    """Scheduler IR where each buffer mutates the one before (1,500 nodes): the last one,
+    a graph output, closes at the end and each before it closes in turn. The Python
+    parser's recursive close raised RecursionError (the compiled one recursed as deep)."""
+    node = SEED_002.read_text().split("op0.group.device = cuda:0\n")[0]
+    head, outputs = node.split("op0.outputs = [\n")
+    head = head.split("op0.met_dependencies")[0] + "op0.met_dependencies = []\n"
+    buf = "\n".join(ln for ln in outputs.splitlines() if ".users" not in ln and ln != "]")
+    nodes = []
+    n = 1500
+    for i in range(n):
+        user = "OUTPUT" if i == n - 1 else f"SchedulerNode(name='op{i + 1}')"
+        text = (f"{head}op0.outputs = [\n{buf}\n"
+                + ("    buf0.mutations = ['PREVIOUS']\n" if i else "")
+                + f"    buf0.users = [NodeUser(node={user}, can_inplace=False, is_weak=False)]"
+                "\n]\nop0.group.device = cuda:0\n")
+        nodes.append(text.replace("op0", f"op{i}").replace("buf0", f"buf{i}")
+                     .replace("PREVIOUS", f"buf{i - 1}"))
+    path = tmp_path / "chain_ir_post_fusion.txt"
+    path.write_text("".join(nodes))
+    digests = {}
+    for mode in MODES:
+        with pytest.MonkeyPatch.context() as mp:
+            _use(mode, mp)
+            db = tmp_path / f"{mode}.duckdb"
+            code, _ = _ingest(db, path)
+        assert code == 0, capsys.readouterr().err
+        with open_database(db, read_only=True) as d:
+            digests[mode] = source_digest(d, 1)
+            # every buffer lives to the end: the output holds the one it mutates, and so on
+            assert d.con.execute("SELECT count(*), min(last_step) FROM buffers").fetchone() \
+                == (n, n - 1)
+    assert len(set(map(str, digests.values()))) == 1, digests
+
+
 def _deep_key() -> tuple:
     k: tuple = ()
     for _ in range(60):  # 120 levels: frozensets count as levels too
