@@ -386,7 +386,8 @@ class PickleStream:
             elif op == 0x74:  # TUPLE (from the mark)
                 if not metastack:
                     raise self.error(at, "TUPLE without a MARK")
-                stack.append(tuple(pop_mark()))
+                items = pop_mark()  # first: it rebinds `stack` to the list below the MARK
+                stack.append(tuple(items))
             elif op == 0x6C or op == 0x64:  # LIST, DICT (from the mark)
                 if not metastack:
                     raise self.error(at, "LIST/DICT without a MARK")

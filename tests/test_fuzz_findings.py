@@ -166,6 +166,10 @@ MADE = {
         {"x": {_deep_key(): 1}}, "a dict key or set member nested deeper than "
         f"{MAX_NESTING} levels: expected the plain data torch writes (dicts, lists, text "
         "and numbers as keys)"),
+    "key_of_10001_values": (
+        {"x": {tuple(range(10_001)): 1}}, "a dict key or set member of more than 10,000 "
+        "values: expected the plain data torch writes (dicts, lists, text and numbers as "
+        "keys)"),
     "frame_that_holds_itself": (
         {"device_traces": [[{"action": "alloc", "addr": 0, "size": 512,
                              "frames": [_self_frame()]}] * 2]}, f"a dict {CYCLE}"),
@@ -194,3 +198,27 @@ def test_made_snapshot_is_refused(name, mode, one_seed, tmp_path, capsys, monkey
     assert at in {pos for _, _, pos in pickletools.genops(data)}  # an opcode's
     assert snapshot(db) == before
 
+
+def test_tuple_of_four_is_read(tmp_path, capsys):
+    """A tuple of four or more (MARK ... TUPLE): the Python reader appended it to the list
+    its MARK had just closed (``stack.append(tuple(pop_mark()))`` looks up ``stack``
+    first), so the value vanished and the next opcode failed; the compiled reader read
+    it. Both now keep it, as the pickle says."""
+    import pickle
+
+    path = tmp_path / "tuple4.pickle"
+    entry = {"action": "alloc", "addr": 0, "size": 512}
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry]],
+                                   "x": {(1, 2, 3, "four"): (5, 6, 7, 8)}}, protocol=4))
+    digests = {}
+    for mode in MODES:
+        with pytest.MonkeyPatch.context() as mp:
+            _use(mode, mp)
+            db = tmp_path / f"{mode}.duckdb"
+            code, _ = _ingest(db, path)
+        assert code == 0, capsys.readouterr().err
+        with open_database(db, read_only=True) as d:
+            digests[mode] = source_digest(d, 1)
+            notes = [r[0] for r in d.con.execute("SELECT attrs FROM timeline_notes").fetchall()]
+        assert any('"x":{"[1,2,3,\\"four\\"]":[5,6,7,8]}' in n for n in notes), notes
+    assert len(set(map(str, digests.values()))) == 1, digests
