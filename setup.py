@@ -2,7 +2,8 @@
 
 Everything else is declared in pyproject.toml. The extension is optional: where no C++
 compiler exists the build goes on without it, and tlview ingests with its pure-Python
-parsers (slower; `tlview ingest` says so once).
+parsers (slower; `tlview ingest` says so once). With TLVIEW_REQUIRE_NATIVE=1 (set by
+scripts/test.sh, so in CI) a core that does not build fails the install instead.
 """
 
 import glob
@@ -20,6 +21,8 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - any toolchain failure
+            if _required():
+                raise
             self._skip(e)
 
     def build_extension(self, ext):
@@ -27,13 +30,17 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001
-            if os.environ.get("TLVIEW_REQUIRE_NATIVE") == "1":
+            if _required():
                 raise
             self._skip(e)
 
     def _skip(self, e):
         print(f"warning: tlview's compiled ingest core was not built ({e}); "
               "tlview will ingest with its pure-Python parsers")
+
+
+def _required():
+    return os.environ.get("TLVIEW_REQUIRE_NATIVE") == "1"
 
 
 def _compile_in_parallel(compiler):

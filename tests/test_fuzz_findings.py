@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, SEED_002, ingest_into
+from conftest import FIXTURES, SEED_002, ingest_into, native_built
 from test_ir_bad_input import snapshot
 from tlview.cli import main
-from tlview.ingest import native
 from tlview.ingest.pickle_stream import MAX_NESTING
 from tlview.store import open_database
 from tlview.store.digest import source_digest
@@ -57,7 +56,7 @@ REJECTED = {
 
 
 def _use(mode: str, mp: pytest.MonkeyPatch) -> None:
-    if mode == "compiled" and native.module() is None:
+    if mode == "compiled" and not native_built():
         pytest.skip("the compiled ingest core is not built")
     mp.setenv("TLVIEW_NATIVE", "1" if mode == "compiled" else "0")
 
