@@ -8,6 +8,7 @@ scripts/test.sh, so in CI) a core that does not build fails the install instead.
 
 import glob
 import os
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
@@ -83,9 +84,12 @@ native = Extension(
     sources=sorted(glob.glob("native/*.cpp")),
     depends=sorted(glob.glob("native/*.hpp")),
     language="c++",
+    # TLVIEW_NATIVE_CFLAGS come last, so they win: scripts/sanitize.sh's -O1 and sanitizers
     extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",
                         "-Wno-missing-field-initializers", "-Wno-unused-parameter",
-                        "-Wno-cast-function-type"],
+                        "-Wno-cast-function-type",
+                        *shlex.split(os.environ.get("TLVIEW_NATIVE_CFLAGS", ""))],
+    extra_link_args=shlex.split(os.environ.get("TLVIEW_NATIVE_LDFLAGS", "")),
 )
 
 setup(ext_modules=[native], cmdclass={"build_ext": OptionalBuildExt})

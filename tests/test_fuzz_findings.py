@@ -8,6 +8,7 @@ what was expected, exit 2, and the database exactly as it was.
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import time
 from pathlib import Path
@@ -74,24 +75,36 @@ def _ingest(db: Path, path: Path) -> tuple[int, float]:
     return code, time.perf_counter() - t
 
 
-@pytest.mark.parametrize("name", READABLE)
-def test_readable_dump_ingests_alike(name, tmp_path, capsys):
-    digests = {}
+def _both(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+          ) -> dict[str, tuple[int, str, float]]:
+    """Each parser's (exit code, stderr, seconds) ingesting ``path`` into a new database
+    (tmp_path / "<mode>.duckdb")."""
+    out = {}
     for mode in MODES:
         with pytest.MonkeyPatch.context() as mp:
             _use(mode, mp)
-            db = tmp_path / f"{mode}.duckdb"
-            code, seconds = _ingest(db, FUZZ / name)
-        err = capsys.readouterr().err
-        assert code == 0, err
-        assert "Traceback" not in err
-        # the quadratic duplicate checks took 28-58 s; linear, well under a second here
+            code, seconds = _ingest(tmp_path / f"{mode}.duckdb", path)
+        out[mode] = (code, capsys.readouterr().err, seconds)
+    return out
+
+
+def _ingests_alike(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                   ) -> list[Path]:
+    """``path`` ingests with both parsers, the same rows, in seconds; the two databases."""
+    digests = []
+    for mode, (code, err, seconds) in _both(path, tmp_path, capsys).items():
+        assert code == 0 and "Traceback" not in err, err
+        # the quadratic duplicate checks took 28-58 s and the FX scan over 60 s
         assert seconds < 20, (mode, seconds)
-        with open_database(db, read_only=True) as d:
-            (source_id,) = [r[0] for r in d.con.execute("SELECT source_id FROM sources")
-                            .fetchall()]
-            digests[mode] = source_digest(d, source_id)
-    assert len(set(map(str, digests.values()))) == 1, digests
+        with open_database(tmp_path / f"{mode}.duckdb", read_only=True) as d:
+            digests.append(source_digest(d, 1))
+    assert digests[0] == digests[1]
+    return [tmp_path / f"{mode}.duckdb" for mode in MODES]
+
+
+@pytest.mark.parametrize("name", READABLE)
+def test_readable_dump_ingests_alike(name, tmp_path, capsys):
+    _ingests_alike(FUZZ / name, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -129,19 +142,11 @@ def test_long_chain_of_mutations(tmp_path, capsys):
                      .replace("PREVIOUS", f"buf{i - 1}"))
     path = tmp_path / "chain_ir_post_fusion.txt"
     path.write_text("".join(nodes))
-    digests = {}
-    for mode in MODES:
-        with pytest.MonkeyPatch.context() as mp:
-            _use(mode, mp)
-            db = tmp_path / f"{mode}.duckdb"
-            code, _ = _ingest(db, path)
-        assert code == 0, capsys.readouterr().err
+    for db in _ingests_alike(path, tmp_path, capsys):
         with open_database(db, read_only=True) as d:
-            digests[mode] = source_digest(d, 1)
             # every buffer lives to the end: the output holds the one it mutates, and so on
             assert d.con.execute("SELECT count(*), min(last_step) FROM buffers").fetchone() \
                 == (n, n - 1)
-    assert len(set(map(str, digests.values()))) == 1, digests
 
 
 def _deep_key() -> tuple:
@@ -209,15 +214,37 @@ def test_tuple_of_four_is_read(tmp_path, capsys):
     entry = {"action": "alloc", "addr": 0, "size": 512}
     path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry]],
                                    "x": {(1, 2, 3, "four"): (5, 6, 7, 8)}}, protocol=4))
-    digests = {}
-    for mode in MODES:
-        with pytest.MonkeyPatch.context() as mp:
-            _use(mode, mp)
-            db = tmp_path / f"{mode}.duckdb"
-            code, _ = _ingest(db, path)
-        assert code == 0, capsys.readouterr().err
+    for db in _ingests_alike(path, tmp_path, capsys):
         with open_database(db, read_only=True) as d:
-            digests[mode] = source_digest(d, 1)
             notes = [r[0] for r in d.con.execute("SELECT attrs FROM timeline_notes").fetchall()]
         assert any('"x":{"[1,2,3,\\"four\\"]":[5,6,7,8]}' in n for n in notes), notes
-    assert len(set(map(str, digests.values()))) == 1, digests
+
+
+# Found by the campaign (python -m bench.fuzz --parse, scripts/sanitize.sh), each rebuilt
+# here from the real fixture and the mutation that broke it.
+
+def test_fx_graph_with_a_long_word(tmp_path, capsys):
+    """A TORCH_LOGS log with a 700,000-character word inside an FX graph (a huge_line
+    mutation): _DECL.finditer retried the name at every position of the word, quadratic
+    (over 60 s); the scan now starts names at word starts only (_DECLS), both parsers
+    read the log alike."""
+    lines = (FIXTURES / "torch" / "conv_net.short.log").read_text().split("\n")
+    lines.insert(38, "x" * 700_000)
+    path = tmp_path / "long_word.log"
+    path.write_text("\n".join(lines))
+    _ingests_alike(path, tmp_path, capsys)
+
+
+def test_kineto_event_nested_too_deeply(tmp_path, capsys):
+    """An event nested 20,000 levels deep: the Python parser (json's RecursionError) names
+    the line where the event begins, the compiled one named the line of the nesting."""
+    text = gzip.decompress((FIXTURES / "profile/single/compiled_step.pt.trace.json.gz")
+                           .read_bytes()).decode()
+    at = text.index('"ph":', text.index('"traceEvents"')) + len('"ph":')
+    path = tmp_path / "deep.pt.trace.json"
+    path.write_text(text[:at] + '{"a":' * 20_000 + "1" + "}" * 20_000 + text[at:])
+    event_line = text.count("\n", 0, text.rindex("{", 0, at)) + 1
+    runs = _both(path, tmp_path, capsys)
+    assert {err for _, err, _ in runs.values()} == {
+        f"tlview: {path}:{event_line}: nested too deeply: expected an event object\n"}
+    assert {code for code, _, _ in runs.values()} == {2}
