@@ -2454,9 +2454,19 @@ struct PyParser {
 
 PyObject* to_py(PyParser* self, const Val& v, int depth = 0);
 
+// int.from_bytes(le, "little", signed=True), through the public API (the private
+// _PyLong_FromByteArray did it in one call; these ints are rare: past 64 bits)
 PyObject* big_py(const std::string& le) {
-    return _PyLong_FromByteArray(reinterpret_cast<const unsigned char*>(le.data()), le.size(),
-                                 1, 1);
+    PyObject* from_bytes = PyObject_GetAttrString((PyObject*)&PyLong_Type, "from_bytes");
+    PyObject* bytes = from_bytes ? PyBytes_FromStringAndSize(le.data(), (Py_ssize_t)le.size())
+                                 : nullptr;
+    PyObject* args = bytes ? Py_BuildValue("(Ns)", bytes, "little") : nullptr;
+    PyObject* kwargs = args ? Py_BuildValue("{s:O}", "signed", Py_True) : nullptr;
+    PyObject* r = kwargs ? PyObject_Call(from_bytes, args, kwargs) : nullptr;
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_XDECREF(from_bytes);
+    return r;
 }
 
 PyObject* to_py(PyParser* self, const Val& v, int depth) {

@@ -220,6 +220,24 @@ def test_tuple_of_four_is_read(tmp_path, capsys):
         assert any('"x":{"[1,2,3,\\"four\\"]":[5,6,7,8]}' in n for n in notes), notes
 
 
+def test_ints_past_64_bits(tmp_path, capsys):
+    """Ints of more than 64 bits in a segment and the top object reach Python from the
+    compiled core through int.from_bytes (public API: it called _PyLong_FromByteArray)."""
+    import pickle
+
+    entry = {"action": "alloc", "addr": 0, "size": 512}
+    segment = {"address": 0, "total_size": 1 << 21, "device": 0, "blocks": [],
+               "z": [2**70, -2**100, -1, 2**64 - 1]}
+    path = tmp_path / "big.pickle"
+    path.write_bytes(pickle.dumps({"segments": [segment], "device_traces": [[entry]],
+                                   "x": 2**70, "y": -2**100}, protocol=4))
+    for db in _ingests_alike(path, tmp_path, capsys):
+        with open_database(db, read_only=True) as d:
+            (note,) = [r[0] for r in d.con.execute("SELECT attrs FROM timeline_notes")
+                       .fetchall()]
+        assert f'"top_level_keys":{{"x":{2**70},"y":{-2**100}}}' in note
+
+
 # Found by the campaign (python -m bench.fuzz --parse, scripts/sanitize.sh), each rebuilt
 # here from the real fixture and the mutation that broke it.
 
