@@ -120,6 +120,10 @@ WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
 -- name: next_source_id
 SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
 
+-- name: sources_from
+-- The paths of the sources from id $1 on: what an interrupted ingest had committed.
+SELECT path FROM sources WHERE source_id >= ? ORDER BY source_id;
+
 -- name: next_timeline_id
 SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records;
 
