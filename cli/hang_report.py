@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from tlview.store import Database
 from tlview.store.hang_queries import Incident, Verdict, group_name, hang_summary
 
-from .rank_report import _ranks
+from .rank_report import rank_ranges
 
 
 def _who(ranks: list[int]) -> str:
-    return f"rank{'s' if len(ranks) > 1 else ''} {_ranks(ranks)}"
+    return f"rank{'s' if len(ranks) > 1 else ''} {rank_ranges(ranks)}"
 
 
 def group_line(rows: Sequence[Verdict]) -> str:
@@ -33,7 +33,7 @@ def group_line(rows: Sequence[Verdict]) -> str:
             parts.append(f"{_who(ranks)}: {verdict}")
     undecided = [v.rank for v in rows if v.culprit is None and v.verdict not in
                  ("missing dump", "not in its ring")]
-    tail = f" (ranks {_ranks(undecided)} split evenly: either may be wrong)" if undecided else ""
+    tail = f" (ranks {rank_ranges(undecided)} split evenly: either may be wrong)" if undecided else ""
     what = v0.expected_ops or next((v.ops for v in rows if v.ops), None) or "?"
     root = " [first in the incident]" if v0.root else ""
     return (f"  {group_name(v0.pg_desc, v0.process_group)} #{v0.seq} ({what}), {v0.finding}: "
@@ -43,7 +43,7 @@ def group_line(rows: Sequence[Verdict]) -> str:
 def incident_lines(i: Incident) -> list[str]:
     head = f"hang: incident {i.incident}: {i.n_dumps} Flight Recorder dump{'s' * (i.n_dumps != 1)}"
     if i.ranks:
-        head += f" (ranks {_ranks(list(i.ranks))})"
+        head += f" (ranks {rank_ranges(list(i.ranks))})"
     if i.missing:
         head += f", no dump of {_who(list(i.missing))}"
     lines = [head]
