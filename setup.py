@@ -2,11 +2,13 @@
 
 Everything else is declared in pyproject.toml. The extension is optional: where no C++
 compiler exists the build goes on without it, and tlview ingests with its pure-Python
-parsers (slower; `tlview ingest` says so once).
+parsers (slower; `tlview ingest` says so once). With TLVIEW_REQUIRE_NATIVE=1 (set by
+scripts/test.sh, so in CI) a core that does not build fails the install instead.
 """
 
 import glob
 import os
+import shlex
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
@@ -20,6 +22,8 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - any toolchain failure
+            if _required():
+                raise
             self._skip(e)
 
     def build_extension(self, ext):
@@ -27,13 +31,17 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001
-            if os.environ.get("TLVIEW_REQUIRE_NATIVE") == "1":
+            if _required():
                 raise
             self._skip(e)
 
     def _skip(self, e):
         print(f"warning: tlview's compiled ingest core was not built ({e}); "
               "tlview will ingest with its pure-Python parsers")
+
+
+def _required():
+    return os.environ.get("TLVIEW_REQUIRE_NATIVE") == "1"
 
 
 def _compile_in_parallel(compiler):
@@ -76,14 +84,17 @@ native = Extension(
     sources=sorted(glob.glob("native/*.cpp")),
     depends=sorted(glob.glob("native/*.hpp")),
     language="c++",
+    # TLVIEW_NATIVE_CFLAGS come last, so they win: scripts/sanitize.sh's -O1 and sanitizers
     extra_compile_args=["-std=c++17", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra",
                         "-Wno-missing-field-initializers", "-Wno-unused-parameter",
-                        "-Wno-cast-function-type"],
+                        "-Wno-cast-function-type",
+                        *shlex.split(os.environ.get("TLVIEW_NATIVE_CFLAGS", ""))],
     # A wheel built outside a manylinux image (scripts/build_wheel.sh) links the C++
     # runtime in, so it needs no newer libstdc++ than the user's machine has (stripped: 16 MB
-    # of symbols otherwise).
+    # of symbols otherwise). TLVIEW_NATIVE_CFLAGS / LDFLAGS: scripts/sanitize.sh's build.
     extra_link_args=(["-static-libstdc++", "-static-libgcc", "-s"]
-                     if os.environ.get("TLVIEW_STATIC_CXX") == "1" else []),
+                     if os.environ.get("TLVIEW_STATIC_CXX") == "1" else [])
+    + shlex.split(os.environ.get("TLVIEW_NATIVE_LDFLAGS", "")),
 )
 
 setup(ext_modules=[native], cmdclass={"build_ext": OptionalBuildExt})

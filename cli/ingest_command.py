@@ -30,6 +30,7 @@ from tlview.store.writer import limit_ingest_memory
 
 from . import cluster
 from .hang_report import print_hang_report
+from .interrupts import exit_code, signal_name, terminate_as_interrupt
 from .locking import lock_wait_s, say_waiting
 from .output import say
 from .parallel_ingest import (
@@ -53,6 +54,11 @@ class Plan:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    with terminate_as_interrupt():  # SIGTERM stops it as Ctrl-C does
+        return _cmd_ingest(args)
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
     jobs = getattr(args, "jobs", None) or default_jobs()
     dask = getattr(args, "dask", None)
     from_shards = getattr(args, "from_shards", None)
@@ -92,6 +98,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             _tick(phases, "open database", t)
             new_ids: list[int] = []
             again: list[tuple[str, str]] = []  # (path, note) of files ingested before
+            first_new = db.scalar("next_source_id")
             try:
                 t = time.perf_counter()
                 if submit is not None:
@@ -124,6 +131,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                     print_hang_report(db, new_ids, out=say)
                 except duckdb.Error as e:
                     say(f"hang: not reported ({str(e).splitlines()[0]})")
+            except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: rolled back by now
+                _say_interrupted(e, db, first_new)
+                return exit_code(e)
             finally:
                 t = time.perf_counter()
                 _close(db, remove_if_empty=created)
@@ -359,6 +369,19 @@ def report_ingest(db: Database, path: str, summary: IngestSummary) -> list[int]:
     else:
         _say_no_timeline(path, summary)
     return tids
+
+
+def _say_interrupted(e: KeyboardInterrupt, db: Database, first_new: int) -> None:
+    """One line: the files this run committed before the interrupt (the one it was
+    writing, and with workers the files of the open transaction, were rolled back)."""
+    try:
+        done = [r[0] for r in db.query("sources_from", first_new)]
+    except duckdb.Error:
+        done = []
+    what = (f"{len(done)} file{'s' if len(done) != 1 else ''} committed before it: "
+            + ", ".join(done)) if done else "no file was committed"
+    print(f"tlview: interrupted ({signal_name(e)}): {what}; nothing of the unfinished ones "
+          "was written", file=sys.stderr)
 
 
 def _unreadable(path: str, e: OSError) -> IngestError:

@@ -33,6 +33,7 @@ from tlview.store.parsed_files import Parsed, append_parsed, remove_parsed
 from tlview.store.shards import ShardError, commit_shards, init_set, shard_keys
 from tlview.store.writer import IngestTransaction
 
+from .interrupts import quiet_worker
 from .output import say
 from .shard_task import error_of, parse_file, shard_file
 
@@ -69,16 +70,35 @@ def local_pool(jobs: int, *, fork: bool = False) -> Iterator[Callable[..., Futur
     with ``fork`` forked where the system allows it (Linux), for tasks that use no
     DuckDB: a forked worker starts in milliseconds with tlview imported, a spawned one
     spends ~1 s of CPU on its imports, as much as parsing a 25 MB trace. Start a fork
-    pool before opening a database, so that no DuckDB thread is running."""
+    pool before opening a database, so that no DuckDB thread is running. The workers
+    leave Ctrl-C to this process (cli/interrupts.py); on the way out of an exception
+    (Ctrl-C, SIGTERM) they are ended, not waited for (``stop_workers``)."""
     method = "fork" if fork and can_fork() else "spawn"
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context(method)) as ex:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context(method),
+                             initializer=quiet_worker) as ex:
         try:
             if method == "fork":
                 ex.submit(os.getpid).result()  # forks every worker, now
             yield ex.submit
         except BaseException:
-            ex.shutdown(wait=False, cancel_futures=True)
+            stop_workers(ex.submit)
             raise
+
+
+def stop_workers(submit: Callable[..., Any]) -> None:
+    """End the workers of a local pool's ``submit`` now, its queued files cancelled: after
+    an interrupt the files they parse are unfinished, and waiting for them would not stop
+    the ingest. (A Dask client's ``submit``: nothing to do here.)"""
+    ex = getattr(submit, "__self__", None)
+    if not isinstance(ex, ProcessPoolExecutor):
+        return
+    workers = list((ex._processes or {}).values())  # no public way before Python 3.14
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in workers:
+        if p.is_alive():
+            p.terminate()
+    for p in workers:
+        p.join(5)
 
 
 def known_files(db: Database) -> dict[str, list[str]]:
@@ -127,6 +147,9 @@ def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
             out.results += [r for r, _ in ready]
             writer.add(ready)
         writer.close()
+    except BaseException:
+        stop_workers(submit)  # before the folder goes: a worker may still write there
+        raise
     finally:
         writer.abandon()
         shutil.rmtree(folder, ignore_errors=True)
@@ -134,8 +157,9 @@ def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
 
 
 # Parsed bytes (the workers' Arrow streams) per transaction. They stay on disk until
-# it commits: a transaction that fails is written again, file by file.
-GROUP_BYTES = 256 << 20
+# it commits: a transaction that fails is written again, file by file. An interrupt loses
+# the open transaction's files; TLVIEW_INGEST_GROUP_MB sets it (0: a file per transaction).
+GROUP_BYTES = int(float(os.environ.get("TLVIEW_INGEST_GROUP_MB", "256")) * (1 << 20))
 WRITE_ERRORS = (duckdb.Error, OSError, pa.ArrowException, ShardError)
 
 

@@ -62,9 +62,14 @@ def print_summary_rows(db: Database, rows: list[dict[str, Any]],
                        out: Callable[[str], None] = print) -> None:
     """The summaries of ``rows`` of ``timeline_summaries`` (one query for many files'
     timelines, printed file by file)."""
+    replayed = [r["timeline_id"] for r in rows if r.get("n_replay_kernels")]
+    phases = {}  # only traces with CUDA-graph replays pay for this, in one query
+    if replayed:
+        phases = {p["timeline_id"]: p for p in db.query_dicts("replay_phases", min(replayed),
+                                                              max(replayed))}
     for r in rows:
-        if r.get("n_replay_kernels"):  # only traces with CUDA-graph replays pay for this
-            r = {**r, "replay_attached": db.scalar("replay_kernels_attached", r["timeline_id"])}
+        if r.get("n_replay_kernels"):
+            r = {**r, **phases.get(r["timeline_id"], {})}
         if r["format"] == "cuda_snapshot":
             print_snapshot_summary(db, r, out)
             for w in r["warnings"]:
@@ -110,7 +115,13 @@ def _measured(r: dict[str, Any]) -> str:
         pct = ", ".join(f"{float(p):.2f}%" for p in r["overlap_pct"] or [])
         line += f", {r['n_comm']:,} communication kernels, overlapped by compute {pct}"
     if r.get("n_replay_kernels"):
+        after = r.get("after_capture") or 0
         line += (f"; {r['n_replay_kernels']:,} of them from {r['n_replays']:,} CUDA-graph "
-                 f"replays, {r.get('replay_attached') or 0:,} of those attached to compiled "
-                 "nodes")
+                 f"replays{f' ({after:,} right after its capture)' if after else ''}, "
+                 f"{r.get('attached') or 0:,} of those attached to compiled nodes")
+        calls = [f"{n:,} {what}" for n, what in (
+            (r.get("captures"), "captured a CUDA graph"),
+            (r.get("warmups"), "warmed one up (kernels launched one by one)")) if n]
+        if calls:
+            line += "; compiled calls: " + ", ".join(calls)
     return line

@@ -744,7 +744,9 @@ def _str_or_none(v: Any) -> str | None:
 def _plain(v: Any) -> Any:
     """A value as JSON holds it, the same in the compiled core: tuples as lists, bytes as
     latin-1 text, sets as lists sorted by their canonical JSON, keys as text (a key that
-    is not text: its canonical JSON), interned stand-ins as their ids."""
+    is not text: its canonical JSON), interned stand-ins as their ids. It recurses: the
+    pickle reader hands over nothing nested deeper than MAX_NESTING, nor a container
+    inside itself (pickle_stream.PickleStream._check_plain)."""
     t = type(v)
     if t is list or t is tuple:
         return [_plain(x) for x in v]

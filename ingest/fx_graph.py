@@ -64,6 +64,10 @@ _MULTI_VIEW_OPS = frozenset({"split", "split_with_sizes", "unbind", "chunk", "te
 _ANN = re.compile(
     r"(?P<dtype>\w+)\[(?P<shape>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>\S*)\Z")
 _DECL = re.compile(r'(?P<name>[A-Za-z_]\w*): "(?P<ann>[^"]*)"')
+# _DECL.finditer's matches, found in linear time: a name is tried from the first letter of
+# each run of word characters only (_DECL retried every position inside the run: quadratic
+# on a long word; a later start in the run ends where the first did, so it never matched)
+_DECLS = re.compile(r'(?<!\w)\d*(?P<name>[A-Za-z_]\w*): "(?P<ann>[^"]*)"')
 _NODE = re.compile(r'(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")? = (?P<rhs>.*)\Z')
 _RELEASE = re.compile(r"(?:[A-Za-z_]\w* = )+None\Z")
 _CALL = re.compile(r"(?P<target>[A-Za-z_][\w.]*)\((?P<args>.*)\)\Z")
@@ -121,7 +125,7 @@ def graph_summary(lines: Iterable[tuple[int, str]]) -> dict[str, Any]:
     for _, text in lines:
         s = text.strip()
         if s.startswith("def forward("):
-            for d in _DECL.finditer(s):
+            for d in _DECLS.finditer(s):
                 a = _loose_annotation(d["ann"])
                 if a is not None:
                     inputs[d["name"]] = (a["shape"], a["stride"], a["dtype"])
@@ -300,7 +304,7 @@ class FxGraphParser:
             m = _FORWARD.search(s)
             if m:
                 self.saw_forward = True
-                for d in _DECL.finditer(m["params"]):
+                for d in _DECLS.finditer(m["params"]):
                     self._input(d["name"], d["ann"], number)
                 return
         if s.startswith("return"):
@@ -314,7 +318,7 @@ class FxGraphParser:
             # The joint graph's placeholders: `primals_1: "..."; tangents_1: "...";` on one
             # line, or one per line (`primals_1: "..."  # PlainAOTInput(idx=0)`).
             code = _strip_comment(s)
-            decls = list(_DECL.finditer(code))
+            decls = list(_DECLS.finditer(code))
             if decls and (code.endswith(";") or _DECL.fullmatch(code)):
                 for d in decls:
                     self._input(d["name"], d["ann"], number)
@@ -354,7 +358,7 @@ class FxGraphParser:
                 self.open_lines = None
                 self.saw_forward = True
                 return
-            for d in _DECL.finditer(code):
+            for d in _DECLS.finditer(code):
                 self._input(d["name"], d["ann"], number)
             return
         parts.append(code)

@@ -401,8 +401,7 @@ class WrapperParser:
             self.comments = {}
             return
         m = _RAND_STRIDED.match(s)
-        if m:
-            a = self._split_args(m["args"])
+        if m and len(a := self._split_args(m["args"])) >= 2:  # else no sizes and strides
             kw = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in a if "=" in x}
             self.input_meta[m["name"]] = (self._dims(a[0]), self._dims(a[1]),
                                           _dtype(kw.get("dtype", "")))

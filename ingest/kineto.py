@@ -118,10 +118,13 @@ class _Trace:
         name = Path(self.path).name
         if rank is not None:
             name = f"rank{rank} {name}"
-        attrs = {k: v for k, v in self.meta.items() if k != "deviceProperties"}
-        if "deviceProperties" in self.meta:
-            attrs["gpus"] = [d.get("name") for d in self.meta["deviceProperties"]
-                             if isinstance(d, dict)]
+        props = self.meta.get("deviceProperties")
+        # a list of devices (as torch writes it) becomes their names; anything else is
+        # kept as the trace says it
+        attrs = {k: v for k, v in self.meta.items()
+                 if k != "deviceProperties" or not isinstance(props, list)}
+        if isinstance(props, list):
+            attrs["gpus"] = [d.get("name") for d in props if isinstance(d, dict)]
         if rank is not None:
             attrs["rank"] = rank
             attrs["world_size"] = info.get("world_size")

@@ -96,21 +96,31 @@ class LastUse:
                 self._close(n, "last use")
 
     def _close(self, name: str, reason: str) -> None:
+        """Close ``name``, then each target it was the last dependent of, depth first (a
+        chain of views of views is as long as the graph: no recursion)."""
         b = self.open.pop(name, None)
         if b is None:
             return
         self.closed.append(Closed(name, b.last, reason))
-        for t in b.targets:
-            tb = self.open.get(t)
-            if tb is None:
-                # an input, or a buffer that closed before this link was known: a second,
-                # later free record extends it (views take the latest).
-                self.closed.append(Closed(t, b.last, f"extended by {name}"))
-                continue
-            tb.last = max(tb.last, b.last)
-            tb.dependents -= 1
-            if tb.unseen == 0 and not tb.to_end and tb.dependents == 0:
-                self._close(t, "last use")
+        work = [(name, b, iter(b.targets))]
+        while work:
+            name, b, targets = work[-1]
+            for t in targets:
+                tb = self.open.get(t)
+                if tb is None:
+                    # an input, or a buffer that closed before this link was known: a
+                    # second, later free record extends it (views take the latest).
+                    self.closed.append(Closed(t, b.last, f"extended by {name}"))
+                    continue
+                tb.last = max(tb.last, b.last)
+                tb.dependents -= 1
+                if tb.unseen == 0 and not tb.to_end and tb.dependents == 0:
+                    del self.open[t]
+                    self.closed.append(Closed(t, tb.last, "last use"))
+                    work.append((t, tb, iter(tb.targets)))
+                    break
+            else:
+                work.pop()
 
     def drain(self) -> list[Closed]:
         out, self.closed = self.closed, []

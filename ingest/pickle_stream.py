@@ -21,6 +21,13 @@ containers it memoized are replaced in the memo by what the caller's ``compact``
 reference). The bound is therefore one pointer per memoized object plus the caller's
 interned values, whatever the length of the lists.
 
+Every item handed over, the top object, and every container the memo held inside an item
+(what ``compact`` reads) is checked before anyone reads it (``_check_plain``): containers
+at most ``MAX_NESTING`` deep and none inside itself (a memo read can put a list into
+itself). Dict keys and set members are checked as they are added: at most
+``MAX_NESTING`` deep and ``MAX_KEY_VALUES`` values (Python hashes and compares them
+whole). So every reader of the values may recurse, and no input makes it run away.
+
 Paths are known for the top object, its dict values and the items of those that are lists
 (two levels: where a snapshot's streamed lists lie). Only pickle protocols 2 to 5 are read
 (torch writes 2 from C++, 4 or 5 from Python). Items of a streamed list must be
@@ -36,6 +43,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable, Iterator
+from itertools import chain
 from typing import Any, BinaryIO
 
 from .errors import IngestError
@@ -53,6 +61,8 @@ class _Streamed:
 STREAMED: Any = _Streamed()
 TOP = ("<top>",)  # the path under which the finished top object is yielded, last
 MAX_PATH_DEPTH = 2  # paths are tracked this deep: a streamed list lies at most this deep
+MAX_NESTING = 100  # containers within containers in one value (torch writes fewer than 10)
+MAX_KEY_VALUES = 10_000  # values in one dict key or set member (torch's keys are text)
 
 # Opcodes refused at once, with the reason.
 _CODE_OPCODES = {
@@ -74,7 +84,9 @@ _u64 = struct.Struct("<Q").unpack_from
 _f64 = struct.Struct(">d").unpack_from
 _u16 = struct.Struct("<H").unpack_from
 _CONTAINERS = (list, dict, set, tuple)
+_NESTED = (list, dict, set, tuple, frozenset)
 _UNHASHABLE = (list, dict, set, bytearray)
+_PLAIN = "expected the plain data torch writes (dicts, lists, text and numbers"
 
 
 class _Truncated(Exception):
@@ -237,12 +249,14 @@ class PickleStream:
             # Items of a streamed list: the previous item is complete once another begins.
             if streamed and stack and op not in _NO_PUSH:
                 info = markinfo[-1]
+                checked: dict[int, int] = {}
                 for item in stack:
+                    self._check_plain(item, at, checked)
                     yield (*info[0], info[2]), item
                     info[2] += 1
                 stack.clear()
                 if pending_from >= 0:
-                    self._compact(memo, pending_from, compact)
+                    self._compact(memo, pending_from, compact, at, checked)
                 pending_from = len(memo)
                 buf, pos = self.buf, self.pos
             if op == 0x68:  # BINGET
@@ -287,12 +301,14 @@ class PickleStream:
                     raise self.error(at, "SETITEMS/APPENDS without a MARK")
                 closing = markinfo[-1]
                 if closing[1]:  # the last items of a streamed batch
+                    checked = {}
                     for item in stack:
+                        self._check_plain(item, at, checked)
                         yield (*closing[0], closing[2]), item
                         closing[2] += 1
                     stack.clear()
                     if pending_from >= 0:
-                        self._compact(memo, pending_from, compact)
+                        self._compact(memo, pending_from, compact, at, checked)
                     pending_from = -1
                 items = pop_mark()
                 if not stack:
@@ -331,9 +347,11 @@ class PickleStream:
                     raise self.error(at, "APPEND without a list below its value")
                 v = stack.pop()
                 if id(stack[-1]) in streamed_ids:  # a streamed list of one item
+                    checked = {}
+                    self._check_plain(v, at, checked)
                     yield (*paths[id(stack[-1])][0], 0), v
                     self._compact(memo, pending_from if pending_from >= 0 else len(memo),
-                                  compact)
+                                  compact, at, checked)
                     pending_from = -1
                 else:
                     stack[-1].append(v)
@@ -370,7 +388,8 @@ class PickleStream:
             elif op == 0x74:  # TUPLE (from the mark)
                 if not metastack:
                     raise self.error(at, "TUPLE without a MARK")
-                stack.append(tuple(pop_mark()))
+                items = pop_mark()  # first: it rebinds `stack` to the list below the MARK
+                stack.append(tuple(items))
             elif op == 0x6C or op == 0x64:  # LIST, DICT (from the mark)
                 if not metastack:
                     raise self.error(at, "LIST/DICT without a MARK")
@@ -444,6 +463,7 @@ class PickleStream:
                 if len(stack) != 1:
                     raise self.error(at, f"STOP with {len(stack)} values on the stack, "
                                      "expected 1")
+                self._check_plain(stack[0], at, {})
                 yield TOP, stack[0]
                 return
             elif op in _CODE_OPCODES:
@@ -474,21 +494,87 @@ class PickleStream:
     def _long(self, n: int, width: int) -> int:
         return int.from_bytes(self._raw(n, width), "little", signed=True)
 
-    @staticmethod
-    def _compact(memo: list[Any], start: int, compact: Callable[[Any], Any]) -> None:
+    def _compact(self, memo: list[Any], start: int, compact: Callable[[Any], Any], at: int,
+                 checked: dict[int, int]) -> None:
+        """The memo's containers from ``start`` on (an item's, handed over) replaced by
+        what ``compact`` makes of them; it reads them, so they are checked first."""
+        for i in range(start, len(memo)):
+            if type(memo[i]) in _CONTAINERS:
+                self._check_plain(memo[i], at, checked)
         for i in range(start, len(memo)):
             v = memo[i]
             if type(v) in _CONTAINERS:
                 memo[i] = compact(v)
 
+    def _check_plain(self, value: Any, at: int, checked: dict[int, int]) -> None:
+        """``value`` holds containers at most MAX_NESTING deep and none inside itself.
+
+        Depth first, without recursion; ``checked`` maps the containers already checked
+        (by id: the caller holds them) to their height, so that one shared many times is
+        walked once."""
+        if type(value) not in _NESTED or id(value) in checked:
+            return
+        work: list[list[Any]] = [[value, _members(value), 0]]
+        on_path = {id(value)}
+        while work:
+            top = work[-1]
+            for x in top[1]:
+                if type(x) not in _NESTED:
+                    continue
+                height = checked.get(id(x))
+                if height is not None:
+                    if len(work) + height > MAX_NESTING:
+                        raise self._too_deep(at)
+                    if height > top[2]:
+                        top[2] = height
+                    continue
+                if id(x) in on_path:
+                    raise self.error(at, f"a {_type_name(x)} that contains itself: {_PLAIN}, "
+                                     "no cycles)")
+                if len(work) == MAX_NESTING:
+                    raise self._too_deep(at)
+                on_path.add(id(x))
+                work.append([x, _members(x), 0])
+                break
+            else:
+                work.pop()
+                on_path.discard(id(top[0]))
+                height = checked[id(top[0])] = top[2] + 1
+                if work and height > work[-1][2]:
+                    work[-1][2] = height
+
+    def _too_deep(self, at: int) -> IngestError:
+        return self.error(at, f"data nested deeper than {MAX_NESTING} levels: {_PLAIN} "
+                          "a few levels deep)")
+
     def _hashable(self, key: Any, at: int) -> None:
-        """Python's rule, without calling hash(): no list, dict, set or bytearray inside."""
+        """Python's rule, without calling hash(): no list, dict, set or bytearray inside;
+        and at most MAX_NESTING deep and MAX_KEY_VALUES values, as Python hashes and
+        compares a key whole (recursively, in C)."""
         t = type(key)
-        if t in _UNHASHABLE:
-            raise self.error(at, f"a {t.__name__} used as a dict key or set member")
-        if t is tuple:
-            for k in key:
-                self._hashable(k, at)
+        if t is not tuple and t is not frozenset:
+            if t in _UNHASHABLE:
+                raise self.error(at, f"a {t.__name__} used as a dict key or set member")
+            return
+        work = [iter(key)]
+        n = 1
+        while work:
+            for k in work[-1]:
+                n += 1
+                t = type(k)
+                if t in _UNHASHABLE:
+                    raise self.error(at, f"a {t.__name__} used as a dict key or set member")
+                if n > MAX_KEY_VALUES:
+                    raise self.error(at, f"a dict key or set member of more than "
+                                     f"{MAX_KEY_VALUES:,} values: {_PLAIN} as keys)")
+                if t is tuple or t is frozenset:
+                    if len(work) == MAX_NESTING:
+                        raise self.error(at, "a dict key or set member nested deeper than "
+                                         f"{MAX_NESTING} levels: {_PLAIN} as keys)")
+                    work.append(iter(k))
+                    break
+            else:
+                work.pop()
 
     def _setitem(self, d: dict[Any, Any], k: Any, v: Any, at: int) -> None:
         self._hashable(k, at)
@@ -527,6 +613,11 @@ def _clean(s: str) -> str:
 
 def _type_name(v: Any) -> str:
     return type(v).__name__
+
+
+def _members(v: Any) -> Iterator[Any]:
+    """What a container holds, in order: a dict's keys and values, pair by pair."""
+    return chain.from_iterable(v.items()) if type(v) is dict else iter(v)
 
 
 def load_plain(f: BinaryIO, path: str) -> Any:

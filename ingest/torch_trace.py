@@ -306,7 +306,7 @@ class TraceParser:
             return
         try:
             env = json.loads(line[j + 2:])
-        except ValueError:
+        except (ValueError, RecursionError):  # no JSON, or nested past json's limit
             env = None
         if not isinstance(env, dict) or not env:
             if len(self.bad_json) < MAX_LISTED:
@@ -628,7 +628,7 @@ class TraceParser:
         def done(p: _Payload) -> Iterator[Record]:
             try:
                 value = (_EXACT if exact else _DECODER).decode(p.text())
-            except ValueError:
+            except (ValueError, RecursionError):
                 value = None  # a damaged payload: its md5 mismatch is reported
             yield from use(value, env, number, p)
         return done
@@ -786,10 +786,15 @@ class TraceParser:
 
 def _us_to_ns(us: Any) -> int | None:
     """Microseconds as the log writes them (``1795434911379979.5``, read as Decimal) to
-    integer nanoseconds: exactly the text's value (sub-ns digits dropped)."""
+    integer nanoseconds: exactly the text's value (sub-ns digits dropped); None for what
+    is no number or gives no int64 of ns (``1e99999999999``: Decimal arithmetic would
+    overflow its own exponent range first)."""
     if isinstance(us, bool) or not isinstance(us, (int, Decimal)):
         return None
-    return int(us * 1000)
+    if isinstance(us, Decimal) and us.adjusted() > 18:
+        return None
+    ns = int(us * 1000)
+    return ns if -(1 << 63) <= ns < (1 << 63) else None
 
 
 def _floats(value: Any) -> Any:

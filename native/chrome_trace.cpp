@@ -359,7 +359,9 @@ struct Parser {
                 fail_at(p, "an entry larger than 256 MB: expected " + what);
             return false;
         } catch (const JsonError& e) {
-            fail_at(e.pos, e.msg + ": expected " + what);
+            // json's RecursionError has no place: the Python parser names the value's line
+            bool deep = e.msg == "nested too deeply";
+            fail_at(deep ? p : e.pos, e.msg + ": expected " + what);
         }
     }
 

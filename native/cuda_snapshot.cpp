@@ -40,6 +40,12 @@ constexpr int64_t kI64Max = INT64_MAX;
 constexpr int64_t kTimeLimit = INT64_MAX / 1000;
 constexpr size_t kMaxExamples = 20;
 constexpr size_t kBatchRows = 16384;  // rows in flight (parse thread, queue, INSERT) stay small
+// pickle_stream.MAX_NESTING, MAX_KEY_VALUES: every value read is checked against them
+// (Parser::check_plain, Parser::hashable), so the readers below may recurse.
+constexpr int kMaxNesting = 100;
+constexpr size_t kMaxKeyValues = 10000;
+constexpr size_t kIndexFrom = 16;  // a dict's keys or a set's members hashed from this many on
+const char* const kPlain = "expected the plain data torch writes (dicts, lists, text and numbers";
 
 // ---- values ------------------------------------------------------------------------------
 
@@ -70,12 +76,41 @@ struct Val {
     bool container() const { return t >= T::List && t <= T::FSet; }
 };
 
+// A dict's keys or a set's members by hash (hash_of) -> their index in items.
+using KeyIndex = std::unordered_multimap<uint64_t, uint32_t>;
+
 struct Obj {
     T kind;
     std::vector<Val> items;  // list/tuple/set/frozenset items; a dict's keys
     std::vector<Val> vals;   // a dict's values
+    std::unique_ptr<KeyIndex> index;  // a dict or set of kIndexFrom or more: items hashed
     explicit Obj(T k) : kind(k) {}
+    Obj(const Obj& o)
+        : kind(o.kind), items(o.items), vals(o.vals),
+          index(o.index ? std::make_unique<KeyIndex>(*o.index) : nullptr) {}
+    ~Obj();
 };
+
+// The containers a value holds are released one after another, not by recursion: a
+// pickle can nest a million lists before any check sees them (it builds from the inside
+// out), and freeing them recursively would overflow the stack.
+Obj::~Obj() {
+    static thread_local std::vector<ObjP>* pending = nullptr;
+    std::vector<ObjP> mine;
+    std::vector<ObjP>& q = pending ? *pending : mine;
+    for (auto& v : items)
+        if (v.o) q.push_back(std::move(v.o));
+    for (auto& v : vals)
+        if (v.o) q.push_back(std::move(v.o));
+    if (pending) return;  // an outer destructor's loop releases them
+    pending = &mine;
+    while (!mine.empty()) {
+        ObjP last = std::move(mine.back());
+        mine.pop_back();
+        last.reset();  // its own containers go onto `mine`
+    }
+    pending = nullptr;
+}
 
 const char* type_name(const Val& v) {
     switch (v.t) {
@@ -132,24 +167,104 @@ bool numeric(const Val& v) { return v.t == T::Bool || v.t == T::Int || v.t == T:
 
 bool py_equal(const Val& a, const Val& b);
 
+// A float that is a whole number in int64's range, as that int64 (the range checked
+// before the cast: outside it the cast is undefined).
+bool int64_of_float(double f, int64_t* out) {
+    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0)) return false;
+    auto whole = (int64_t)f;
+    if ((double)whole != f) return false;
+    *out = whole;
+    return true;
+}
+
 bool num_equal(const Val& a, const Val& b) {
     if (a.t == T::Big || b.t == T::Big) return a.t == b.t && a.s == b.s;
     if (a.t == T::Float || b.t == T::Float) {
         if (a.t == T::Float && b.t == T::Float) return a.f == b.f;
         const Val& fl = a.t == T::Float ? a : b;
         const Val& in = a.t == T::Float ? b : a;
-        double f = fl.f;
-        if (!(f >= -9.3e18 && f <= 9.3e18) || f != (double)(int64_t)f) return false;
-        if (f >= 9.2233720368547758e18 || f < -9.2233720368547758e18) return false;
-        return (int64_t)f == in.i;
+        int64_t whole;
+        return int64_of_float(fl.f, &whole) && whole == in.i;
     }
     return a.i == b.i;
 }
 
-bool contains(const std::vector<Val>& items, const Val& v) {
-    for (auto& x : items)
-        if (py_equal(x, v)) return true;
-    return false;
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+// A hash that agrees with py_equal: equal numbers (True, 1, 1.0) hash alike, text by its
+// interned pointer, a tuple by its items in order, a frozenset by its members in any order.
+// Keys are checked first (Parser::hashable): at most kMaxNesting deep, kMaxKeyValues values.
+uint64_t hash_of(const Val& v) {
+    switch (v.t) {
+        case T::None: return 0x6e6f6e65ULL;
+        case T::Bool: case T::Int: return mix((uint64_t)v.i);
+        case T::Float: {
+            int64_t whole;
+            if (int64_of_float(v.f, &whole)) return mix((uint64_t)whole);
+            uint64_t bits;
+            std::memcpy(&bits, &v.f, 8);
+            return mix(bits ^ 0x666c6f6174ULL);
+        }
+        case T::Big: case T::Str: case T::Bytes: case T::BArr:
+            return mix(reinterpret_cast<uint64_t>(v.s));
+        case T::Frame: return mix((uint64_t)v.i ^ 0x4672ULL);
+        case T::Stack: return mix((uint64_t)v.i ^ 0x5374ULL);
+        case T::Tuple: {
+            uint64_t h = 0x7475706cULL;
+            for (auto& x : v.o->items) h = mix(h ^ hash_of(x));
+            return h;
+        }
+        case T::FSet: {
+            uint64_t h = 0x6673ULL;
+            for (auto& x : v.o->items) h += mix(hash_of(x));
+            return h;
+        }
+        default: return mix(reinterpret_cast<uint64_t>(v.o.get()));  // never keys
+    }
+}
+
+void build_index(Obj& o) {
+    o.index = std::make_unique<KeyIndex>();
+    o.index->reserve(o.items.size() * 2);
+    for (size_t j = 0; j < o.items.size(); ++j) o.index->emplace(hash_of(o.items[j]), (uint32_t)j);
+}
+
+// Where a key (member) equal to `v` is in o.items, or -1.
+int64_t find_key(const Obj& o, const Val& v) {
+    if (o.index) {
+        auto range = o.index->equal_range(hash_of(v));
+        for (auto it = range.first; it != range.second; ++it)
+            if (py_equal(o.items[it->second], v)) return it->second;
+        return -1;
+    }
+    if (v.t == T::Str) {  // text keys: by pointer (interned)
+        for (size_t j = 0; j < o.items.size(); ++j)
+            if (o.items[j].t == T::Str && o.items[j].s == v.s) return (int64_t)j;
+        return -1;
+    }
+    for (size_t j = 0; j < o.items.size(); ++j)
+        if (py_equal(o.items[j], v)) return (int64_t)j;
+    return -1;
+}
+
+bool contains(const Obj& o, const Val& v) { return find_key(o, v) >= 0; }
+
+// A new key (member) at the end of o.items, hashed once there are enough.
+void push_key(Obj& o, Val k) {
+    o.items.push_back(std::move(k));
+    if (o.index) o.index->emplace(hash_of(o.items.back()), (uint32_t)(o.items.size() - 1));
+    else if (o.items.size() >= kIndexFrom) build_index(o);
+}
+
+// set.add
+void set_add(Obj& o, Val v) {
+    if (!contains(o, v)) push_key(o, std::move(v));
 }
 
 bool py_equal(const Val& a, const Val& b) {
@@ -167,10 +282,10 @@ bool py_equal(const Val& a, const Val& b) {
             return true;
         }
         case T::FSet: {
-            auto& x = a.o->items; auto& y = b.o->items;
-            if (x.size() != y.size()) return false;
+            auto& x = a.o->items;
+            if (x.size() != b.o->items.size()) return false;
             for (auto& v : x)
-                if (!contains(y, v)) return false;
+                if (!contains(*b.o, v)) return false;
             return true;
         }
         default: return a.o == b.o;  // never keys (unhashable) or the same object
@@ -178,24 +293,18 @@ bool py_equal(const Val& a, const Val& b) {
 }
 
 // A dict: insertion order, the first key kept and the last value, as Python's dict does.
-// Text keys are found by pointer (interned), others by Python's equality.
+// Text keys are found by pointer (interned), others by Python's equality; a dict of
+// kIndexFrom keys or more by hash.
 void dict_set(Obj& d, Val k, Val v) {
-    auto& keys = d.items;
-    if (k.t == T::Str) {
-        for (size_t j = 0; j < keys.size(); ++j)
-            if (keys[j].t == T::Str && keys[j].s == k.s) { d.vals[j] = std::move(v); return; }
-    } else {
-        for (size_t j = 0; j < keys.size(); ++j)
-            if (py_equal(keys[j], k)) { d.vals[j] = std::move(v); return; }
-    }
-    keys.push_back(std::move(k));
+    int64_t j = find_key(d, k);
+    if (j >= 0) { d.vals[(size_t)j] = std::move(v); return; }
     d.vals.push_back(std::move(v));
+    push_key(d, std::move(k));
 }
 
 const Val* dict_get(const Obj& d, const std::string* key) {
-    for (size_t j = 0; j < d.items.size(); ++j)
-        if (d.items[j].t == T::Str && d.items[j].s == key) return &d.vals[j];
-    return nullptr;
+    int64_t j = find_key(d, Val::str(T::Str, key));
+    return j >= 0 ? &d.vals[(size_t)j] : nullptr;
 }
 
 // ---- plain values as JSON (cuda_snapshot._plain, _key, _canonical) ---------------------------
@@ -262,17 +371,51 @@ void latin1_utf8(std::string_view b, std::string& out) {
     for (unsigned char c : b) put_utf8(out, c);
 }
 
-void json_of(const Val& v, std::string& out, bool sort_keys);
+void json_of(const Val& v, std::string& out, bool sort_keys, int depth = 0);
+
+// Keys as text, each once (a dict's keys can meet as text: 1 and "1"): found by a scan,
+// or by hash once there are kIndexFrom of them.
+struct KeyTexts {
+    std::unique_ptr<std::unordered_map<std::string, size_t>> at;
+    size_t find(const std::vector<std::string>& keys, const std::string& k) const {
+        if (at) {
+            auto it = at->find(k);
+            return it == at->end() ? keys.size() : it->second;
+        }
+        for (size_t q = 0; q < keys.size(); ++q)
+            if (keys[q] == k) return q;
+        return keys.size();
+    }
+    void add(std::vector<std::string>& keys, std::string k) {
+        keys.push_back(std::move(k));
+        if (at) {
+            at->emplace(keys.back(), keys.size() - 1);
+        } else if (keys.size() >= kIndexFrom) {
+            at = std::make_unique<std::unordered_map<std::string, size_t>>();
+            for (size_t q = 0; q < keys.size(); ++q) at->emplace(keys[q], q);
+        }
+    }
+};
 
 // _key(k): text as is; anything else its canonical JSON.
-std::string key_text(const Val& k) {
+std::string key_text(const Val& k, int depth = 0) {
     if (k.t == T::Str) return has_surrogate(*k.s) ? clean_text(*k.s) : *k.s;
     std::string s;
-    json_of(k, s, true);
+    json_of(k, s, true, depth);
     return s;
 }
 
-void json_of(const Val& v, std::string& out, bool sort_keys) {
+// What a reader says of a value deeper than kMaxNesting. The values are checked where
+// the pickle hands them over (Parser::check_plain, with the byte): this is the guard of
+// the recursive readers, for a value changed after its check (a memo read of a
+// container outside the item, appended to later).
+std::string too_deep() {
+    return "data nested deeper than " + std::to_string(kMaxNesting) + " levels: " + kPlain +
+           " a few levels deep)";
+}
+
+void json_of(const Val& v, std::string& out, bool sort_keys, int depth) {
+    if (v.container() && ++depth > kMaxNesting) throw ParseError{0, too_deep()};
     switch (v.t) {
         case T::None: out.append("null"); return;
         case T::Bool: out.append(v.i ? "true" : "false"); return;
@@ -297,7 +440,7 @@ void json_of(const Val& v, std::string& out, bool sort_keys) {
             for (auto& x : v.o->items) {
                 if (!first) out.push_back(',');
                 first = false;
-                json_of(x, out, sort_keys);
+                json_of(x, out, sort_keys, depth);
             }
             out.push_back(']');
             return;
@@ -306,7 +449,7 @@ void json_of(const Val& v, std::string& out, bool sort_keys) {
             std::vector<std::string> parts;
             for (auto& x : v.o->items) {
                 std::string s;
-                json_of(x, s, true);
+                json_of(x, s, true, depth);
                 parts.push_back(std::move(s));
             }
             std::vector<std::string> shown;
@@ -318,7 +461,7 @@ void json_of(const Val& v, std::string& out, bool sort_keys) {
             for (size_t k = 0; k < order.size(); ++k) {
                 if (k) out.push_back(',');
                 if (sort_keys) out.append(parts[order[k]]);
-                else json_of(v.o->items[order[k]], out, false);
+                else json_of(v.o->items[order[k]], out, false, depth);
             }
             out.push_back(']');
             return;
@@ -327,13 +470,16 @@ void json_of(const Val& v, std::string& out, bool sort_keys) {
             // keys as text, a later equal key replacing the value in place
             std::vector<std::string> keys;
             std::vector<const Val*> vals;
+            KeyTexts seen;
             for (size_t j = 0; j < v.o->items.size(); ++j) {
-                std::string k = key_text(v.o->items[j]);
-                size_t at = keys.size();
-                for (size_t q = 0; q < keys.size(); ++q)
-                    if (keys[q] == k) { at = q; break; }
-                if (at == keys.size()) { keys.push_back(std::move(k)); vals.push_back(&v.o->vals[j]); }
-                else vals[at] = &v.o->vals[j];
+                std::string k = key_text(v.o->items[j], depth);
+                size_t at = seen.find(keys, k);
+                if (at == keys.size()) {
+                    seen.add(keys, std::move(k));
+                    vals.push_back(&v.o->vals[j]);
+                } else {
+                    vals[at] = &v.o->vals[j];
+                }
             }
             std::vector<size_t> order(keys.size());
             for (size_t k = 0; k < order.size(); ++k) order[k] = k;
@@ -345,7 +491,7 @@ void json_of(const Val& v, std::string& out, bool sort_keys) {
                 if (k) out.push_back(',');
                 put_json_text(out, keys[order[k]]);
                 out.push_back(':');
-                json_of(*vals[order[k]], out, sort_keys);
+                json_of(*vals[order[k]], out, sort_keys, depth);
             }
             out.push_back('}');
             return;
@@ -617,9 +763,10 @@ struct Memo {
     void set(size_t i, uint64_t v) {
         if (i >= tail_start()) { tail[i - tail_start()] = v; return; }
         Frozen& f = frozen[i / kChunk];  // rare: a BINPUT over an old index
-        if (f.raw.empty()) {
-            f.raw.resize(kChunk);
-            for (size_t k = 0; k < kChunk; ++k) f.raw[k] = f.get(k);
+        if (f.raw.empty()) {  // unpacked first (get() reads raw once it is not empty)
+            std::vector<uint64_t> raw(kChunk);
+            for (size_t k = 0; k < kChunk; ++k) raw[k] = f.get(k);
+            f.raw = std::move(raw);
             f.i8.clear(); f.i8.shrink_to_fit();
             f.i16.clear(); f.i16.shrink_to_fit();
             f.palette.clear(); f.palette.shrink_to_fit();
@@ -961,16 +1108,17 @@ struct Parser {
         }
     }
 
-    void flush_items() {  // the previous item of a streamed list is complete
+    void flush_items(int64_t at) {  // the previous item of a streamed list is complete
         Mark& m = marks.back();
+        checked.clear();
         for (auto& item : stack) {
             Path p = m.path;
             p.k[p.n++] = Val::integer(m.handed);
-            handle(p, item);
+            handle(p, item, at);
             ++m.handed;
         }
         stack.clear();
-        if (pending_from >= 0) compact_memo((size_t)pending_from);
+        if (pending_from >= 0) compact_memo((size_t)pending_from, at);
         pending_from = (int64_t)memo.size();
     }
 
@@ -991,7 +1139,7 @@ struct Parser {
         }
         const uint8_t op = u8(pos);
         const int64_t at = base + (int64_t)pos;
-        if (streamed && !stack.empty() && !no_push(op)) flush_items();
+        if (streamed && !stack.empty() && !no_push(op)) flush_items(at);
         if (op == 0x7D && streamed && stack.empty() && fast_entry()) return;
         const size_t a = pos + 1;  // the argument
         switch (op) {
@@ -1071,14 +1219,15 @@ struct Parser {
                 pos = a;
                 if (marks.back().streamed) {
                     Mark& m = marks.back();
+                    checked.clear();
                     for (auto& item : stack) {
                         Path p = m.path;
                         p.k[p.n++] = Val::integer(m.handed);
-                        handle(p, item);
+                        handle(p, item, at);
                         ++m.handed;
                     }
                     stack.clear();
-                    if (pending_from >= 0) compact_memo((size_t)pending_from);
+                    if (pending_from >= 0) compact_memo((size_t)pending_from, at);
                     pending_from = -1;
                 }
                 std::vector<Val> items = std::move(stack);
@@ -1145,8 +1294,9 @@ struct Parser {
                 if (streamed_ids.count(list)) {  // a streamed list of one item
                     Path p = paths[list].first;
                     p.k[p.n++] = Val::integer(0);
-                    handle(p, v);
-                    compact_memo(pending_from >= 0 ? (size_t)pending_from : memo.size());
+                    checked.clear();
+                    handle(p, v, at);
+                    compact_memo(pending_from >= 0 ? (size_t)pending_from : memo.size(), at);
                     pending_from = -1;
                 } else {
                     stack.back().o->items.push_back(std::move(v));
@@ -1253,7 +1403,7 @@ struct Parser {
                 if (stack.empty() || stack.back().t != T::Set) fail_at(at, "ADDITEMS without a set");
                 for (auto& v : items) {
                     hashable(v, at);
-                    if (!contains(stack.back().o->items, v)) stack.back().o->items.push_back(v);
+                    set_add(*stack.back().o, v);
                 }
                 pos = a;
                 return;
@@ -1265,7 +1415,7 @@ struct Parser {
                 auto o = std::make_shared<Obj>(T::FSet);
                 for (auto& v : items) {
                     hashable(v, at);
-                    if (!contains(o->items, v)) o->items.push_back(v);
+                    set_add(*o, v);
                 }
                 stack.push_back(Val::obj(T::FSet, o));
                 pos = a;
@@ -1323,7 +1473,8 @@ struct Parser {
                 {
                     Path p;
                     p.n = -1;  // TOP
-                    handle(p, stack[0]);
+                    checked.clear();
+                    handle(p, stack[0], at);
                 }
                 return;
             default: break;
@@ -1627,11 +1778,89 @@ struct Parser {
         }
     }
 
+    // pickle_stream.PickleStream._hashable: no list, dict, set or bytearray inside; at
+    // most kMaxNesting deep and kMaxKeyValues values (hash_of and py_equal read it whole).
+    static bool unhashable(const Val& k) {
+        return k.t == T::List || k.t == T::Dict || k.t == T::Set || k.t == T::BArr;
+    }
+    std::vector<std::pair<const Obj*, size_t>> key_walk;
     void hashable(const Val& k, int64_t at) {
-        if (k.t == T::List || k.t == T::Dict || k.t == T::Set || k.t == T::BArr)
-            fail_at(at, std::string("a ") + type_name(k) + " used as a dict key or set member");
-        if (k.t == T::Tuple)
-            for (auto& x : k.o->items) hashable(x, at);
+        if (k.t != T::Tuple && k.t != T::FSet) {
+            if (unhashable(k))
+                fail_at(at, std::string("a ") + type_name(k) + " used as a dict key or set member");
+            return;
+        }
+        key_walk.clear();
+        key_walk.emplace_back(k.o.get(), 0);
+        size_t n = 1;
+        while (!key_walk.empty()) {
+            auto& top = key_walk.back();
+            if (top.second == top.first->items.size()) {
+                key_walk.pop_back();
+                continue;
+            }
+            const Val& x = top.first->items[top.second++];
+            ++n;
+            if (unhashable(x))
+                fail_at(at, std::string("a ") + type_name(x) + " used as a dict key or set member");
+            if (n > kMaxKeyValues)
+                fail_at(at, "a dict key or set member of more than " + grouped((int64_t)kMaxKeyValues) +
+                                " values: " + kPlain + " as keys)");
+            if (x.t == T::Tuple || x.t == T::FSet) {
+                if (key_walk.size() == (size_t)kMaxNesting)
+                    fail_at(at, "a dict key or set member nested deeper than " +
+                                    std::to_string(kMaxNesting) + " levels: " + kPlain + " as keys)");
+                key_walk.emplace_back(x.o.get(), 0);
+            }
+        }
+    }
+
+    // pickle_stream.PickleStream._check_plain: containers at most kMaxNesting deep, none
+    // inside itself. Depth first without recursion; `checked` (cleared for each hand-over)
+    // holds the containers already checked and their height.
+    std::unordered_map<const Obj*, int> checked;
+    struct Walk { const Obj* o; size_t next; int height; };
+    std::vector<Walk> walk;
+    std::unordered_set<const Obj*> on_path;
+    void check_plain(const Val& v, int64_t at) {
+        if (!v.container() || checked.count(v.o.get())) return;
+        walk.clear();
+        on_path.clear();
+        walk.push_back({v.o.get(), 0, 0});
+        on_path.insert(v.o.get());
+        while (!walk.empty()) {
+            const Obj* o = walk.back().o;
+            bool dict = o->kind == T::Dict;
+            size_t n = dict ? 2 * o->items.size() : o->items.size();
+            const Val* down = nullptr;
+            while (walk.back().next < n) {
+                size_t k = walk.back().next++;
+                const Val& x = dict ? (k % 2 ? o->vals[k / 2] : o->items[k / 2]) : o->items[k];
+                if (!x.container()) continue;
+                auto it = checked.find(x.o.get());
+                if (it != checked.end()) {
+                    if ((int)walk.size() + it->second > kMaxNesting) fail_at(at, too_deep());
+                    walk.back().height = std::max(walk.back().height, it->second);
+                    continue;
+                }
+                if (on_path.count(x.o.get()))
+                    fail_at(at, std::string("a ") + type_name(x) + " that contains itself: " +
+                                    kPlain + ", no cycles)");
+                if ((int)walk.size() == kMaxNesting) fail_at(at, too_deep());
+                down = &x;
+                break;
+            }
+            if (down) {
+                on_path.insert(down->o.get());
+                walk.push_back({down->o.get(), 0, 0});
+                continue;
+            }
+            int height = walk.back().height + 1;
+            walk.pop_back();
+            on_path.erase(o);
+            checked[o] = height;
+            if (!walk.empty()) walk.back().height = std::max(walk.back().height, height);
+        }
     }
 
     // -- after an item: the memo keeps stand-ins (Interner.compact) -----------------------
@@ -1639,7 +1868,14 @@ struct Parser {
         return v.t == T::Dict && dict_get(*v.o, P.k_filename) && dict_get(*v.o, P.k_line) &&
                dict_get(*v.o, P.k_name);
     }
-    void compact_memo(size_t start) {
+    void compact_memo(size_t start, int64_t at) {
+        for (size_t k = start; k < memo.size(); ++k) {  // what Interner.compact reads, checked
+            uint64_t s = memo.get(k);
+            if ((s & 7) != 4) continue;
+            const Val& v = side[s >> 3];
+            if (v.t == T::List || v.t == T::Dict || v.t == T::Set || v.t == T::Tuple)
+                check_plain(v, at);
+        }
         for (size_t k = start; k < memo.size(); ++k) {
             uint64_t s = memo.get(k);
             if ((s & 7) != 4) continue;
@@ -1746,7 +1982,8 @@ struct Parser {
         return Head::Other;
     }
 
-    void handle(const Path& p, const Val& value) {
+    void handle(const Path& p, const Val& value, int64_t at) {
+        check_plain(value, at);
         bool top_item = p.n == -1;
         if (first_item) {
             first_item = false;
@@ -1916,10 +2153,11 @@ struct Parser {
             std::vector<const Val*>& avals = avals_buf;
             akeys.clear();
             avals.clear();
+            KeyTexts seen;
             auto add_attr = [&](std::string k, const Val* v) {
-                for (size_t q = 0; q < akeys.size(); ++q)
-                    if (akeys[q] == k) { avals[q] = v; return; }
-                akeys.push_back(std::move(k));
+                size_t q = seen.find(akeys, k);
+                if (q < akeys.size()) { avals[q] = v; return; }
+                seen.add(akeys, std::move(k));
                 avals.push_back(v);
             };
             for (size_t j = 0; j < o.n; ++j) {
@@ -2214,14 +2452,28 @@ struct PyParser {
     bool failed;
 };
 
-PyObject* to_py(PyParser* self, const Val& v);
+PyObject* to_py(PyParser* self, const Val& v, int depth = 0);
 
+// int.from_bytes(le, "little", signed=True), through the public API (the private
+// _PyLong_FromByteArray did it in one call; these ints are rare: past 64 bits)
 PyObject* big_py(const std::string& le) {
-    return _PyLong_FromByteArray(reinterpret_cast<const unsigned char*>(le.data()), le.size(),
-                                 1, 1);
+    PyObject* from_bytes = PyObject_GetAttrString((PyObject*)&PyLong_Type, "from_bytes");
+    PyObject* bytes = from_bytes ? PyBytes_FromStringAndSize(le.data(), (Py_ssize_t)le.size())
+                                 : nullptr;
+    PyObject* args = bytes ? Py_BuildValue("(Ns)", bytes, "little") : nullptr;
+    PyObject* kwargs = args ? Py_BuildValue("{s:O}", "signed", Py_True) : nullptr;
+    PyObject* r = kwargs ? PyObject_Call(from_bytes, args, kwargs) : nullptr;
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_XDECREF(from_bytes);
+    return r;
 }
 
-PyObject* to_py(PyParser* self, const Val& v) {
+PyObject* to_py(PyParser* self, const Val& v, int depth) {
+    if (v.container() && ++depth > kMaxNesting) {  // see too_deep()
+        raise_parse_error(self->path, ParseError{0, too_deep()});
+        return nullptr;
+    }
     switch (v.t) {
         case T::None: Py_RETURN_NONE;
         case T::Bool: return PyBool_FromLong((long)v.i);
@@ -2242,7 +2494,7 @@ PyObject* to_py(PyParser* self, const Val& v) {
                                          : PyTuple_New((Py_ssize_t)items.size());
             if (!r) return nullptr;
             for (size_t k = 0; k < items.size(); ++k) {
-                PyObject* x = to_py(self, items[k]);
+                PyObject* x = to_py(self, items[k], depth);
                 if (!x) { Py_DECREF(r); return nullptr; }
                 if (v.t == T::List) PyList_SET_ITEM(r, (Py_ssize_t)k, x);
                 else PyTuple_SET_ITEM(r, (Py_ssize_t)k, x);
@@ -2253,7 +2505,7 @@ PyObject* to_py(PyParser* self, const Val& v) {
             PyObject* r = v.t == T::Set ? PySet_New(nullptr) : PyFrozenSet_New(nullptr);
             if (!r) return nullptr;
             for (auto& x : v.o->items) {
-                PyObject* px = to_py(self, x);
+                PyObject* px = to_py(self, x, depth);
                 if (!px || PySet_Add(r, px) < 0) { Py_XDECREF(px); Py_DECREF(r); return nullptr; }
                 Py_DECREF(px);
             }
@@ -2263,8 +2515,8 @@ PyObject* to_py(PyParser* self, const Val& v) {
             PyObject* r = PyDict_New();
             if (!r) return nullptr;
             for (size_t k = 0; k < v.o->items.size(); ++k) {
-                PyObject* pk = to_py(self, v.o->items[k]);
-                PyObject* pv = pk ? to_py(self, v.o->vals[k]) : nullptr;
+                PyObject* pk = to_py(self, v.o->items[k], depth);
+                PyObject* pv = pk ? to_py(self, v.o->vals[k], depth) : nullptr;
                 if (!pv || PyDict_SetItem(r, pk, pv) < 0) {
                     Py_XDECREF(pk); Py_XDECREF(pv); Py_DECREF(r);
                     return nullptr;

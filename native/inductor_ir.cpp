@@ -342,21 +342,40 @@ struct LastUse {
     std::vector<std::string> bufs_, cands_;
     inline static const std::string LAST_USE = "last use";
 
+    // last_use.LastUse._close: `name`, then each target it was the last dependent of,
+    // depth first without recursion (a chain of views of views is as long as the graph).
+    struct Closing {
+        std::string name;
+        OpenBuf b;
+        size_t next = 0;
+    };
+    std::vector<Closing> closing_;
     void close(const std::string& name, const std::string& reason) {
         OpenBuf b;
         if (!open.pop(name, &b)) return;
         closed.push_back(Closed{name, b.last, reason});
-        for (auto& t : b.targets) {
-            OpenBuf* tb = open.get(t);
-            if (!tb) {
-                closed.push_back(Closed{t, b.last, "extended by " + name});
+        auto& work = closing_;
+        work.clear();
+        work.push_back(Closing{name, std::move(b), 0});
+        while (!work.empty()) {
+            Closing& c = work.back();
+            if (c.next == c.b.targets.size()) {
+                work.pop_back();
                 continue;
             }
-            tb->last = std::max(tb->last, b.last);
+            std::string t = c.b.targets[c.next++];
+            OpenBuf* tb = open.get(t);
+            if (!tb) {
+                closed.push_back(Closed{t, c.b.last, "extended by " + c.name});
+                continue;
+            }
+            tb->last = std::max(tb->last, c.b.last);
             tb->dependents -= 1;
             if (tb->unseen == 0 && !tb->to_end && tb->dependents == 0) {
-                std::string tn = t;  // t lives in b, which we own: safe
-                close(tn, "last use");
+                OpenBuf nb;
+                open.pop(t, &nb);
+                closed.push_back(Closed{t, nb.last, LAST_USE});
+                work.push_back(Closing{std::move(t), std::move(nb), 0});
             }
         }
     }

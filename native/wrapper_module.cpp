@@ -629,7 +629,7 @@ struct Reader {
                 s.size() >= i + mid.size() + 1) {
                 std::string name(s.substr(0, i));
                 auto a = split_args(s.substr(i + mid.size(), s.size() - i - mid.size() - 1));
-                if (a.size() < 2) throw Fallback{};  // IndexError in Python
+                if (a.size() < 2) return;  // no sizes and strides: not an input's metadata
                 Str dt;
                 sv dtype_text;
                 bool has_dt = false;

@@ -1361,7 +1361,7 @@ struct Parser {
                 if (np) {
                     a.has_param = true;
                     a.parameter = pn;
-                    a.param_shape = shapes.empty() ? -1 : misc.intern(shapes[0]);
+                    a.param_shape = shapes.empty() ? int64_t{-1} : int64_t{misc.intern(shapes[0])};
                     a.param_index = -1;
                     size_t si = fv.find("at ShapeIndex {");
                     while (si != sv::npos) {
@@ -1375,7 +1375,7 @@ struct Parser {
                     }
                     kind.emplace_back("parameter");
                 } else if (starts(part, "output shape is")) {
-                    a.output_shape = shapes.empty() ? -1 : misc.intern(shapes.back());
+                    a.output_shape = shapes.empty() ? int64_t{-1} : int64_t{misc.intern(shapes.back())};
                     kind.emplace_back("output");
                 } else if (starts(part, "shape ||")) {
                 } else {

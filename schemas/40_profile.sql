@@ -446,30 +446,52 @@ FROM placed p JOIN f3 USING (timeline_id, call_seq, graph_class);
 --   ambiguous, each of them gets 1/k of it); class_rank: this one's place (1..k) by
 --   timeline id; copies: timelines of this graph (copies included) that matched;
 --   match: graph_key (named by its cache key) | kernel_sequence | ambiguous;
---   weight: 1 / candidates; mode: cuda_graph_replay (a CUDA graph replayed the graph's
---   kernels: one cudaGraphLaunch per partition), eager (each kernel launched on its own:
---   default mode, or CUDA graph trees' warm-up), no_gpu_work (nothing it launched ran on
---   the GPU: a CPU graph, or a CUDA graph being captured, whose launches run nothing).
+--   weight: 1 / candidates; mode, what the call did on the GPU:
+--     cuda_graph_capture: it captured a CUDA graph (a cudaStreamBeginCapture on its thread
+--       inside it: the launches under capture run nothing) and, as CUDA graph trees do,
+--       replayed it once to make its first outputs (graph_replays.after_capture);
+--     cuda_graph_replay: a CUDA graph replayed the graph's kernels (one cudaGraphLaunch per
+--       partition);
+--     cuda_graph_warmup: each kernel launched on its own, by a graph that this trace also
+--       captures or replays (CUDA graph trees' warm-up, or their eager fallback);
+--     eager: each kernel launched on its own (default mode; or a warm-up whose capture and
+--       replays the trace does not hold);
+--     no_gpu_work: nothing it launched ran on the GPU (a CPU graph).
 CREATE OR REPLACE VIEW call_graphs AS
 WITH reps AS (
     SELECT *, count(*) OVER (PARTITION BY timeline_id, call_seq) AS candidates,
            row_number() OVER (PARTITION BY timeline_id, call_seq ORDER BY graph_timeline_id)
                AS class_rank
     FROM _call_candidates WHERE member_rank = 1
-), modes AS (
-    SELECT timeline_id, call_seq,
-           CASE WHEN bool_or(graph_launch) THEN 'cuda_graph_replay' ELSE 'eager' END AS mode
+), launched AS (
+    SELECT timeline_id, call_seq, bool_or(graph_launch) AS replayed
     FROM _call_launches GROUP BY ALL
+), captures AS (
+    SELECT DISTINCT c.timeline_id, c.call_seq
+    FROM _compiled_calls c JOIN measured m
+      ON m.timeline_id = c.timeline_id AND m.category = 'runtime' AND m.stream = c.thread
+     AND m.ts_ns >= c.ts_ns AND m.ts_ns < c.end_ns
+    WHERE m.name LIKE '%StreamBeginCapture%'
+), modes AS (
+    SELECT r.*, CASE WHEN k.call_seq IS NOT NULL THEN 'cuda_graph_capture'
+                     WHEN l.replayed THEN 'cuda_graph_replay'
+                     WHEN l.replayed IS NOT NULL THEN 'eager' ELSE 'no_gpu_work' END AS base
+    FROM reps r
+    LEFT JOIN launched l USING (timeline_id, call_seq)
+    LEFT JOIN captures k USING (timeline_id, call_seq)
 )
 SELECT r.timeline_id, r.call_seq, c.graph_key, r.graph_timeline_id, r.candidates,
        r.class_rank, r.copies,
        CASE WHEN r.by_key THEN 'graph_key' WHEN r.candidates > 1 THEN 'ambiguous'
             ELSE 'kernel_sequence' END AS match,
-       1.0 / r.candidates AS weight, g.cpu, COALESCE(m.mode, 'no_gpu_work') AS mode
-FROM reps r
+       1.0 / r.candidates AS weight, g.cpu,
+       CASE WHEN r.base = 'eager'
+             AND bool_or(r.base IN ('cuda_graph_capture', 'cuda_graph_replay'))
+                 OVER (PARTITION BY r.timeline_id, r.graph_timeline_id)
+            THEN 'cuda_graph_warmup' ELSE r.base END AS mode
+FROM modes r
 JOIN _compiled_calls c ON c.timeline_id = r.timeline_id AND c.call_seq = r.call_seq
-JOIN _output_graphs g ON g.timeline_id = r.graph_timeline_id
-LEFT JOIN modes m ON m.timeline_id = r.timeline_id AND m.call_seq = r.call_seq;
+JOIN _output_graphs g ON g.timeline_id = r.graph_timeline_id;
 
 -- graph_copies: per trace, the output-code timelines recognised as copies of a graph
 -- that is attributed through another timeline (copy_of), e.g. a log's copy of an
@@ -527,28 +549,40 @@ JOIN _output_nodes n
 -- kernel of the graph partition it captured, each with the launch's correlation id and no
 -- CPU op of its own. Its Triton kernels attach by name and order as in an eager call
 -- (_triton_attachments, in the order they ran). The other kernels (cuBLAS, attention,
--- reductions of ATen ops) have no CPU op to attach through; they are placed by order:
--- between two consecutive Triton kernels of the replay (a gap) run the kernels of the
--- extern nodes between those two Triton nodes in the output code, in the partition the
--- replay's Triton kernels belong to (all nodes when the code has no partitions), in order:
+-- reductions of ATen ops, NCCL collectives) have no CPU op to attach through; they are
+-- placed by order: between two consecutive Triton kernels of the replay (a gap) run the
+-- kernels of the extern nodes between those two Triton nodes in the output code, in the
+-- partition the replay's Triton kernels belong to (all nodes when the code has no
+-- partitions), in order. Nodes that never launch GPU work (a collective's wait_tensor: on
+-- the GPU a stream dependency, no kernel) are left out of the gap and show no_gpu_work.
+-- The gap's kernels are cut into runs, one per op call (a kernel that finishes a split-K
+-- product, its name holding splitKreduce or split_k, continues the run before it), and runs
+-- and nodes fall into three classes: collectives (an NCCL/RCCL kernel; a _c10d_functional
+-- op), GEMMs (cuBLAS, cutlass, nvjet kernels, not attention; aten::mm, addmm, bmm, baddbmm,
+-- _scaled_mm, _int_mm) and the rest:
 --   * one extern node in the gap: every kernel of the gap is its own;
---   * else the gap's kernels are cut into runs, one per op call: a kernel that finishes a
---     split-K product (its name holds splitKreduce or split_k) continues the run before
---     it; as many runs as nodes: the k-th run to the k-th node (confidence 1.0 when every
---     GEMM run meets a matmul node and every other run another node, else 0.5);
---   * else, when the gap holds one node that is no matmul and as many matmul nodes
---     (aten::mm, addmm, bmm, baddbmm, _scaled_mm, _int_mm) as GEMM runs (cuBLAS, cutlass,
---     nvjet kernels, not attention): the matmul nodes take the GEMM runs in order, the
---     other node every other run;
+--   * as many runs as nodes, and as many of each class: the k-th run of a class to the
+--     k-th node of that class (the order of one class holds where kernels of different
+--     streams swapped places);
+--   * as many runs as nodes, not of the same classes: the k-th run to the k-th node
+--     (confidence 0.5);
+--   * else, when every class has as many runs as nodes or a single node (or neither runs
+--     nor nodes): runs to the nodes of their class in order, all of them to a class's single
+--     node;
 --   * else the gap's kernels stay unattached (unattached_kernels says why).
 -- method graph_replay_order. A replay with no Triton kernel attached cannot be placed.
 
--- _is_gemm_kernel(name), _is_matmul_op(profiler_name): the kernel families of the rules.
+-- _is_gemm_kernel(name), _is_matmul_op(profiler_name), _is_comm_op(profiler_name),
+-- _no_gpu_op(profiler_name): the kernel and op families of the rules.
 CREATE OR REPLACE MACRO _is_gemm_kernel(k) AS
     regexp_matches(k, '(?i)gemm|xmma|nvjet|cutlass|cublas')
     AND NOT regexp_matches(k, '(?i)fmha|flash|attention|sdpa|softmax');
 CREATE OR REPLACE MACRO _is_matmul_op(p) AS
     regexp_matches(p, '^aten::(mm|addmm|bmm|baddbmm|_scaled_mm|_int_mm|_addmm_activation)$');
+CREATE OR REPLACE MACRO _no_gpu_op(p) AS
+    regexp_matches(p, '^_c10d_functional(_autograd)?::wait_tensor$');
+CREATE OR REPLACE MACRO _is_comm_op(p) AS
+    regexp_matches(p, '^_c10d_functional(_autograd)?::') AND NOT _no_gpu_op(p);
 
 -- kernel_attachments: every measured event of a compiled call attached to its node.
 --   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
@@ -563,7 +597,7 @@ WITH ta AS MATERIALIZED (SELECT * FROM _triton_attachments),
 -- with the Triton nodes around it (prev_step / next_step: NULL before the first / after the
 -- last) and the partition of the replay (of its attached Triton kernels)
 rk AS (
-    SELECT timeline_id, call_seq, correlation, seq, kernel, ts_ns, dur_ns,
+    SELECT timeline_id, call_seq, correlation, seq, kernel, category, ts_ns, dur_ns,
            row_number() OVER (PARTITION BY timeline_id, call_seq, correlation
                               ORDER BY ts_ns, seq) AS pos
     FROM _call_launches WHERE graph_launch
@@ -599,7 +633,8 @@ rg AS MATERIALIZED (
     JOIN nxt n USING (timeline_id, seq, graph_timeline_id)
 ), g AS (
     SELECT *, (NOT regexp_matches(kernel, '(?i)splitkreduce|split_k')) AS starts_run,
-           _is_gemm_kernel(kernel) AS gemm
+           CASE WHEN category = 'comm' THEN 'comm' WHEN _is_gemm_kernel(kernel) THEN 'gemm'
+                ELSE 'other' END AS cls
     FROM rg
 ), runs AS (
     SELECT *, sum(CASE WHEN starts_run THEN 1 ELSE 0 END) OVER w AS run_idx
@@ -611,12 +646,12 @@ rg AS MATERIALIZED (
     SELECT * REPLACE (greatest(run_idx, 1) AS run_idx) FROM runs
 ), run_heads AS (
     SELECT timeline_id, call_seq, correlation, graph_timeline_id, prev_step, run_idx,
-           arg_min(gemm, pos) AS gemm
+           arg_min(cls, pos) AS cls
     FROM runs1 GROUP BY ALL
 ), run_idx AS (
-    SELECT *, CASE WHEN gemm THEN row_number() OVER (
+    SELECT *, row_number() OVER (
                PARTITION BY timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
-               gemm ORDER BY run_idx) END AS gemm_idx
+               cls ORDER BY run_idx) AS cls_idx
     FROM run_heads
 ), gaps AS (
     SELECT DISTINCT timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
@@ -626,44 +661,59 @@ rg AS MATERIALIZED (
     SELECT timeline_id, bool_or(partition IS NOT NULL) AS parted
     FROM _output_nodes GROUP BY timeline_id
 ), gap_nodes AS (
-    SELECT gp.timeline_id, gp.call_seq, gp.correlation, gp.graph_timeline_id, gp.prev_step,
-           n.step, n.node, _is_matmul_op(n.profiler_name) AS mm,
-           row_number() OVER w AS node_idx,
-           CASE WHEN _is_matmul_op(n.profiler_name) THEN row_number() OVER (
-               PARTITION BY gp.timeline_id, gp.call_seq, gp.correlation, gp.graph_timeline_id,
-               gp.prev_step, _is_matmul_op(n.profiler_name) ORDER BY n.step) END AS mm_idx
-    FROM gaps gp JOIN parted pt ON pt.timeline_id = gp.graph_timeline_id
-    JOIN _output_nodes n
-      ON n.timeline_id = gp.graph_timeline_id AND n.kind = 'extern'
-     AND n.step > COALESCE(gp.prev_step, -1)
-     AND n.step < COALESCE(gp.next_step, 9223372036854775807)
-     AND (NOT pt.parted OR n.partition IS NOT DISTINCT FROM gp.partition)
-    WINDOW w AS (PARTITION BY gp.timeline_id, gp.call_seq, gp.correlation,
-                              gp.graph_timeline_id, gp.prev_step ORDER BY n.step)
+    SELECT *, row_number() OVER (
+               PARTITION BY timeline_id, call_seq, correlation, graph_timeline_id, prev_step
+               ORDER BY step) AS node_idx,
+           row_number() OVER (
+               PARTITION BY timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
+               cls ORDER BY step) AS cls_idx
+    FROM (SELECT gp.timeline_id, gp.call_seq, gp.correlation, gp.graph_timeline_id,
+                 gp.prev_step, n.step, n.node,
+                 CASE WHEN _is_comm_op(n.profiler_name) THEN 'comm'
+                      WHEN _is_matmul_op(n.profiler_name) THEN 'gemm' ELSE 'other' END AS cls
+          FROM gaps gp JOIN parted pt ON pt.timeline_id = gp.graph_timeline_id
+          JOIN _output_nodes n
+            ON n.timeline_id = gp.graph_timeline_id AND n.kind = 'extern'
+           AND NOT _no_gpu_op(n.profiler_name)
+           AND n.step > COALESCE(gp.prev_step, -1)
+           AND n.step < COALESCE(gp.next_step, 9223372036854775807)
+           AND (NOT pt.parted OR n.partition IS NOT DISTINCT FROM gp.partition))
 ), rc AS (
     SELECT timeline_id, call_seq, correlation, graph_timeline_id, prev_step,
-           count(*) AS n_runs, count(*) FILTER (WHERE gemm) AS n_gemm_runs
+           count(*) AS n_runs, count(*) FILTER (WHERE cls = 'comm') AS comm_runs,
+           count(*) FILTER (WHERE cls = 'gemm') AS gemm_runs,
+           count(*) FILTER (WHERE cls = 'other') AS other_runs
     FROM run_idx GROUP BY ALL
 ), counts AS (
     SELECT n.timeline_id, n.call_seq, n.correlation, n.graph_timeline_id, n.prev_step,
-           count(*) AS n_nodes, count(*) FILTER (WHERE n.mm) AS n_mm,
-           any_value(rc.n_runs) AS n_runs, any_value(rc.n_gemm_runs) AS n_gemm_runs
+           count(*) AS n_nodes, count(*) FILTER (WHERE n.cls = 'comm') AS comm_nodes,
+           count(*) FILTER (WHERE n.cls = 'gemm') AS gemm_nodes,
+           count(*) FILTER (WHERE n.cls = 'other') AS other_nodes,
+           any_value(rc.n_runs) AS n_runs, any_value(rc.comm_runs) AS comm_runs,
+           any_value(rc.gemm_runs) AS gemm_runs, any_value(rc.other_runs) AS other_runs
     FROM gap_nodes n JOIN rc
       ON rc.timeline_id = n.timeline_id AND rc.call_seq = n.call_seq
      AND rc.correlation = n.correlation AND rc.graph_timeline_id = n.graph_timeline_id
      AND rc.prev_step IS NOT DISTINCT FROM n.prev_step
     GROUP BY ALL
+), rules AS (
+    -- rule: 'one' | 'by_class' | 'by_order' (0.5) | 'to_class' (see above) | NULL
+    SELECT *,
+           CASE WHEN n_nodes = 1 THEN 'one'
+                WHEN n_runs = n_nodes AND comm_runs = comm_nodes AND gemm_runs = gemm_nodes
+                THEN 'by_class'
+                WHEN n_runs = n_nodes THEN 'by_order'
+                WHEN (comm_runs = comm_nodes OR comm_nodes = 1)
+                 AND (gemm_runs = gemm_nodes OR gemm_nodes = 1)
+                 AND (other_runs = other_nodes OR other_nodes = 1)
+                THEN 'to_class' END AS rule
+    FROM counts
 ), placed AS (
     SELECT r.timeline_id, r.call_seq, r.correlation, r.graph_timeline_id, r.prev_step,
            r.run_idx, n.step, n.node,
-           CASE WHEN c.n_nodes = 1 THEN 1.0
-                WHEN c.n_runs = c.n_nodes THEN
-                    CASE WHEN bool_and(rr.gemm = nn.mm) OVER (
-                             PARTITION BY r.timeline_id, r.call_seq, r.correlation,
-                             r.graph_timeline_id, r.prev_step) THEN 1.0 ELSE 0.5 END
-                ELSE 1.0 END AS base_confidence
+           CASE WHEN c.rule = 'by_order' THEN 0.5 ELSE 1.0 END AS base_confidence
     FROM run_idx r
-    JOIN counts c
+    JOIN rules c
       ON c.timeline_id = r.timeline_id AND c.call_seq = r.call_seq
      AND c.correlation = r.correlation AND c.graph_timeline_id = r.graph_timeline_id
      AND c.prev_step IS NOT DISTINCT FROM r.prev_step
@@ -671,18 +721,13 @@ rg AS MATERIALIZED (
       ON n.timeline_id = r.timeline_id AND n.call_seq = r.call_seq
      AND n.correlation = r.correlation AND n.graph_timeline_id = r.graph_timeline_id
      AND n.prev_step IS NOT DISTINCT FROM r.prev_step
-     AND (c.n_nodes = 1
-          OR c.n_runs = c.n_nodes AND n.node_idx = r.run_idx
-          OR c.n_runs <> c.n_nodes AND c.n_nodes - c.n_mm = 1 AND c.n_mm = c.n_gemm_runs
-             AND (r.gemm AND n.mm_idx = r.gemm_idx OR NOT r.gemm AND NOT n.mm))
-    LEFT JOIN run_idx rr
-      ON rr.timeline_id = r.timeline_id AND rr.call_seq = r.call_seq
-     AND rr.correlation = r.correlation AND rr.graph_timeline_id = r.graph_timeline_id
-     AND rr.prev_step IS NOT DISTINCT FROM r.prev_step AND rr.run_idx = n.node_idx
-    LEFT JOIN gap_nodes nn
-      ON nn.timeline_id = r.timeline_id AND nn.call_seq = r.call_seq
-     AND nn.correlation = r.correlation AND nn.graph_timeline_id = r.graph_timeline_id
-     AND nn.prev_step IS NOT DISTINCT FROM r.prev_step AND nn.node_idx = n.node_idx
+     AND (c.rule = 'one'
+          OR c.rule = 'by_class' AND n.cls = r.cls AND n.cls_idx = r.cls_idx
+          OR c.rule = 'by_order' AND n.node_idx = r.run_idx
+          OR c.rule = 'to_class' AND n.cls = r.cls
+             AND (n.cls_idx = r.cls_idx
+                  OR CASE r.cls WHEN 'comm' THEN c.comm_nodes WHEN 'gemm' THEN c.gemm_nodes
+                                ELSE c.other_nodes END = 1))
 ),
 ra AS (
     SELECT k.timeline_id, k.seq, k.call_seq, k.kernel, k.dur_ns, k.correlation,
@@ -723,12 +768,24 @@ SELECT timeline_id, seq, call_seq, kernel, dur_ns, graph_timeline_id, step, node
            AS share_ns
 FROM a;
 
+-- _replay_idle_nodes: per compiled call that replayed a CUDA graph, the nodes of the
+-- replayed partition that launch no GPU work (a collective's wait_tensor: in the graph a
+-- stream dependency, no kernel): they ran, with nothing to measure (no_gpu_work).
+CREATE OR REPLACE VIEW _replay_idle_nodes AS
+SELECT DISTINCT t.timeline_id, t.call_seq, t.graph_timeline_id, n.step, n.node, t.candidates
+FROM _triton_attachments t
+JOIN _output_nodes n
+  ON n.timeline_id = t.graph_timeline_id AND n.kind = 'extern' AND _no_gpu_op(n.profiler_name)
+ AND n.partition IS NOT DISTINCT FROM t.partition
+WHERE t.graph_launch;
+
 -- output_node_times: per output-code node and trace, its measured time.
 --   invocations: calls of the graph in which the node was found (an ambiguous call
 --   counts for each of its candidates); n_gpu_events: measured events attached (GPU
 --   events; CPU ops for CPU graphs); total_ns: their attributed shares (share_ns);
 --   mean_ns = total_ns / invocations; attach_method: triton_name_order | extern_cpu_op
---   | cpu_op | no_gpu_work (its CPU op ran and launched nothing, e.g. wait_tensor) |
+--   | cpu_op | no_gpu_work (its CPU op ran and launched nothing, e.g. wait_tensor; or, in a
+--   CUDA-graph replay, a node that never launches GPU work) |
 --   not_a_launch (return) | unattached (no trace call matched this node: see
 --   unattached_nodes); confidence: the lowest of its attachments.
 --   copy_of: for a copy of a graph attributed through another timeline, that timeline
@@ -753,6 +810,10 @@ WITH ka AS MATERIALIZED (
     WHERE NOT EXISTS (SELECT 1 FROM ka a
                       WHERE a.timeline_id = e.timeline_id AND a.call_seq = e.call_seq
                         AND a.graph_timeline_id = e.graph_timeline_id AND a.step = e.step)
+    UNION ALL
+    SELECT i.graph_timeline_id, i.step, i.timeline_id, i.call_seq, 0, 0, 'no_gpu_work',
+           1.0 / i.candidates
+    FROM _replay_idle_nodes i
 ), agg AS (
     SELECT graph_timeline_id, step, measured_timeline_id, count(DISTINCT call_seq) AS invocations,
            CAST(sum(n_events) AS BIGINT) AS n_gpu_events, CAST(sum(ns) AS BIGINT) AS total_ns,
@@ -821,7 +882,10 @@ WHERE NOT EXISTS (SELECT 1 FROM _call_launches l
 --   graph_timeline_id: the output code the call ran (call_graphs' first candidate);
 --   partition: the graph partition it replays (of its attached Triton kernels);
 --   n_kernels, gpu_ns: its GPU events and their summed durations; gpu_first_ns /
---   gpu_last_ns: their extent; n_attached: of its events, those attached to a node.
+--   gpu_last_ns: their extent; n_attached: of its events, those attached to a node;
+--   after_capture: the replay CUDA graph trees run right after capturing the graph, in the
+--   call that captured it (call_graphs.mode cuda_graph_capture: the graph's first run), as
+--   against the replays of later calls.
 CREATE OR REPLACE VIEW graph_replays AS
 WITH r AS (
     SELECT timeline_id, correlation, any_value(launch_ts_ns) AS launch_ts_ns,
@@ -832,7 +896,7 @@ WITH r AS (
 ), c AS (
     SELECT DISTINCT timeline_id, correlation, call_seq FROM _call_launches WHERE graph_launch
 ), g AS (
-    SELECT timeline_id, call_seq, graph_timeline_id FROM call_graphs WHERE class_rank = 1
+    SELECT timeline_id, call_seq, graph_timeline_id, mode FROM call_graphs WHERE class_rank = 1
 ), a AS (
     SELECT l.timeline_id, l.correlation, count(DISTINCT l.seq) AS n_attached,
            any_value(n.partition) AS partition
@@ -842,7 +906,8 @@ WITH r AS (
 )
 SELECT r.timeline_id, r.correlation, r.launch_ts_ns, r.thread, c.call_seq,
        g.graph_timeline_id, a.partition, r.n_kernels, r.gpu_ns, r.gpu_first_ns,
-       r.gpu_last_ns, COALESCE(a.n_attached, 0) AS n_attached
+       r.gpu_last_ns, COALESCE(a.n_attached, 0) AS n_attached,
+       COALESCE(g.mode = 'cuda_graph_capture', false) AS after_capture
 FROM r LEFT JOIN c USING (timeline_id, correlation)
 LEFT JOIN g USING (timeline_id, call_seq)
 LEFT JOIN a USING (timeline_id, correlation)
@@ -854,7 +919,7 @@ CREATE OR REPLACE VIEW unattached_nodes AS
 SELECT g.timeline_id AS measured_timeline_id, g.call_seq, n.timeline_id, n.step, n.node,
        n.kernel, n.kind,
        CASE WHEN n.kind = 'triton' THEN 'the call launched fewer ' || n.kernel || ' kernels'
-            WHEN n.partition IS NOT NULL AND g.mode = 'cuda_graph_replay'
+            WHEN n.partition IS NOT NULL AND g.mode IN ('cuda_graph_replay', 'cuda_graph_capture')
             THEN 'replayed in a CUDA graph: its kernels could not be told apart from its '
                  || 'neighbours'' (see unattached_kernels)'
             WHEN n.kind = 'cpp' THEN 'no CPU op ' || n.kernel || ' in the call (a CPU trace '
@@ -868,7 +933,10 @@ WHERE n.kind IS NOT NULL
                     AND a.graph_timeline_id = n.timeline_id AND a.step = n.step)
   AND NOT EXISTS (SELECT 1 FROM _extern_ops e
                   WHERE e.timeline_id = g.timeline_id AND e.call_seq = g.call_seq
-                    AND e.graph_timeline_id = n.timeline_id AND e.step = n.step);
+                    AND e.graph_timeline_id = n.timeline_id AND e.step = n.step)
+  AND NOT EXISTS (SELECT 1 FROM _replay_idle_nodes i
+                  WHERE i.timeline_id = g.timeline_id AND i.call_seq = g.call_seq
+                    AND i.graph_timeline_id = n.timeline_id AND i.step = n.step);
 
 -- _ir_wrapper_steps (and ir_node_times, below): scheduler-IR nodes and the output-code
 -- node they became, whose measured time they show. The IR timeline and the output code of the same compile are paired

@@ -119,10 +119,28 @@ FROM r LEFT JOIN m USING (run);
 -- and carried through the matching's joins, windows and materialized steps it took the
 -- ingest's rank report over 1 GB of DuckDB buffers for 24,576 calls (out of memory under
 -- the ingest's 256MB). The public views join it back last.
+-- _trace_pg: per profiler trace whose distributedInfo names exactly one process group
+-- (pg_config of one entry), that group: a collective kernel with no collective record of
+-- its own (one replayed by a CUDA graph: its cudaGraphLaunch has no record_param_comms
+-- beside it) belongs to it. pg_ranks: its ranks written as torch writes a record's
+-- "Process Group Ranks" ('[0, 1]').
+CREATE OR REPLACE VIEW _trace_pg AS
+SELECT timeline_id, json_extract_string(g, '$.pg_name') AS pg,
+       json_extract_string(g, '$.pg_desc') AS pg_desc,
+       '[' || array_to_string(from_json(json_extract(g, '$.ranks'), '["BIGINT"]'), ', ') || ']'
+           AS pg_ranks,
+       TRY_CAST(json_extract(g, '$.pg_size') AS INTEGER) AS group_size
+FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') AS g
+      FROM timelines
+      WHERE format IN ('kineto', 'jax_trace')
+        AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1);
+
 CREATE OR REPLACE VIEW _pg_ranks AS
 SELECT DISTINCT hash(r) AS pg_hash, r AS pg_ranks
 FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
-      FROM measured WHERE category IN ('comm', 'comm_call'));
+      FROM measured WHERE category IN ('comm', 'comm_call')
+      UNION ALL
+      SELECT pg_ranks FROM _trace_pg);
 
 -- _comm_args: a collective record's args (a kernel's or its record_param_comms event's),
 -- read in one JSON pass: [collective name, group name, group description, group ranks,
@@ -171,15 +189,20 @@ WITH k AS (
     SELECT k.*, cc.call_ns, cc.call_bytes, cc.b, cc.b_ranks, cc.b_no_ranks
     FROM k LEFT JOIN cc ON cc.timeline_id = k.timeline_id AND cc.ext = k.ext
 ), j AS (
+    -- a kernel with no group in its record, or no record: its trace's only group (_trace_pg)
     SELECT k.timeline_id, k.seq, k.name AS kernel, k.device, k.stream, k.ts_ns, k.dur_ns,
            k.end_ns, COALESCE(k.bytes, k.call_bytes) AS bytes,
-           COALESCE(k.a[1], k.b[1]) AS collective, COALESCE(k.a[2], k.b[2]) AS pg,
-           COALESCE(k.a[3], k.b[3]) AS pg_desc,
-           -- hash(COALESCE(kernel's ranks, call's ranks)), from the hashes
+           COALESCE(k.a[1], k.b[1]) AS collective, COALESCE(k.a[2], k.b[2], tp.pg) AS pg,
+           CASE WHEN COALESCE(k.a[2], k.b[2]) IS NULL THEN tp.pg_desc
+                ELSE COALESCE(k.a[3], k.b[3]) END AS pg_desc,
+           -- hash(COALESCE(kernel's ranks, call's ranks, the trace's group's)), from hashes
            CASE WHEN NOT k.a_no_ranks THEN k.a_ranks
                 WHEN NOT k.b_no_ranks THEN k.b_ranks
+                WHEN COALESCE(k.a[2], k.b[2]) IS NULL THEN hash(tp.pg_ranks)
                 ELSE hash(NULL::VARCHAR) END AS pg_hash,
-           TRY_CAST(COALESCE(k.a[4], k.b[4]) AS INTEGER) AS group_size,
+           COALESCE(TRY_CAST(COALESCE(k.a[4], k.b[4]) AS INTEGER),
+                    CASE WHEN COALESCE(k.a[2], k.b[2]) IS NULL THEN tp.group_size END)
+               AS group_size,
            TRY_CAST(COALESCE(k.a[5], k.b[5]) AS BIGINT) AS in_nelems,
            TRY_CAST(COALESCE(k.a[6], k.b[6]) AS BIGINT) AS out_nelems,
            COALESCE(k.a[7], k.b[7]) AS dtype,
@@ -187,6 +210,7 @@ WITH k AS (
            COALESCE(l.launch_ns, k.call_ns, k.ts_ns) AS launch_ns
     FROM kc k
     LEFT JOIN launch l ON l.timeline_id = k.timeline_id AND l.correlation = k.correlation
+    LEFT JOIN _trace_pg tp ON tp.timeline_id = k.timeline_id
 ), s AS (
     SELECT j.*, p.step AS profiler_step, p.end_ns AS step_end_ns
     FROM j ASOF LEFT JOIN profiler_steps p
@@ -592,10 +616,13 @@ LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_ste
 --   device) ended, else when it arrived. A collective starts when its last rank is ready
 --   and the collective before it has ended (the step's first collective: when its ranks
 --   really arrived); it lasts as long as it really did (its last arrival to its last end).
---   Where a rank's ready time came after the previous collective had ended,
---   its work is taken to have waited for that collective, and moves with that collective's
---   end; work that ended before it (it ran while the rank waited) stays where it was. Rank
---   X's arrival is never later than the others' latest: its late arrivals are on time.
+--   A rank's work is taken to have waited for an earlier collective of the step that ended
+--   before its ready time if that collective is the previous one, or if the rank's GPU ran
+--   no compute kernel when its kernel of that collective ended (its compute was held up:
+--   a CUDA graph's kernels after a reduce-scatter, eager compute after a wait_tensor); its
+--   ready time moves with the end of the latest such collective; work that waited for none
+--   (it ran while the rank waited) stays where it was. Rank X's arrival is never later than
+--   the others' latest: its late arrivals are on time.
 --   measured_ns: the step's time, the longest over the run's ranks of the step's GPU
 --   extent (step_totals: first start to last end of the GPU work its ProfilerStep
 --   launched); saved_ns: how much earlier the step's last collective ends in the replay
@@ -608,52 +635,71 @@ LEFT JOIN ir ON ir.wrapper_timeline_id = ka.graph_timeline_id AND ir.wrapper_ste
 --   collective's duration is kept (a collective that was slow because of another rank's
 --   lateness inside it is not shortened).
 CREATE OR REPLACE VIEW whatif_stragglers AS
-WITH RECURSIVE sk AS MATERIALIZED (  -- each collective's step and ranks (collective_skew's
-    -- profiler_step and n_ranks, without its other columns: the group's ranks as text)
-    SELECT run, collective_id, any_value(profiler_step) AS profiler_step, count(*) AS n_ranks
-    FROM _arrivals GROUP BY run, collective_id
-), c AS MATERIALIZED (  -- every rank of every collective of a step, with ready
-    SELECT r.run, r.collective_id, r.rank, r.start_ns, r.end_ns, s.profiler_step AS step,
-           r.start_ns - (r.ts_ns - COALESCE(k.end_ns, r.ts_ns)) AS ready_ns
-    FROM _collective_ranks r
-    JOIN sk s USING (run, collective_id)
+WITH RECURSIVE ar AS MATERIALIZED (  -- _arrivals once, with the instance's step
+    SELECT run, collective_id, rank, timeline_id, device, ts_ns, dur_ns, start_ns, end_ns,
+           late_order, n_ranks,
+           any_value(profiler_step) OVER (PARTITION BY run, collective_id) AS step
+    FROM _arrivals
+), rd AS (  -- every rank of every collective of a step, with ready
+    SELECT r.*, r.start_ns - (r.ts_ns - COALESCE(k.end_ns, r.ts_ns)) AS ready_ns
+    FROM ar r
     ASOF LEFT JOIN (SELECT timeline_id, device, end_ns FROM gpu_activity
                     WHERE category = 'kernel') k
       ON k.timeline_id = r.timeline_id AND k.device IS NOT DISTINCT FROM r.device
      AND r.ts_ns >= k.end_ns
-    WHERE s.profiler_step IS NOT NULL AND s.n_ranks > 1
+    WHERE r.step IS NOT NULL AND r.n_ranks > 1
+), c0 AS (  -- idle_end: no compute kernel of its device ran when its collective kernel ended
+    SELECT r.run, r.collective_id, r.rank, r.start_ns, r.end_ns, r.step, r.late_order,
+           r.ready_ns, i.e IS NULL OR i.e <= r.ts_ns + r.dur_ns AS idle_end
+    FROM rd r
+    ASOF LEFT JOIN (SELECT timeline_id, device, s, e FROM _islands WHERE class = 'compute') i
+      ON i.timeline_id = r.timeline_id AND i.device IS NOT DISTINCT FROM r.device
+     AND r.ts_ns + r.dur_ns > i.s
 ), coll AS (
     SELECT run, step, collective_id, min(start_ns) AS first_ns, max(start_ns) AS start_ns,
            max(end_ns) AS end_ns,
            row_number() OVER (PARTITION BY run, step ORDER BY max(start_ns), collective_id)
                AS k
-    FROM c GROUP BY run, step, collective_id
-), late AS (  -- the collectives of each step whose last rank came later than the rest
-    -- (late_arrivals' late_ns > 0, from its own inputs: its other columns are not needed)
-    SELECT a.run, s.profiler_step AS step, a.rank AS x, count(*) AS n_late
-    FROM (SELECT run, collective_id, any_value(rank) FILTER (WHERE late_order = 1) AS rank,
-                 max(last_arrival_ns) - max(start_ns) FILTER (WHERE late_order > 1) AS late_ns
-          FROM _arrivals WHERE n_ranks > 1 GROUP BY run, collective_id) a
-    JOIN sk s USING (run, collective_id)
-    WHERE s.profiler_step IS NOT NULL AND a.late_ns > 0
+    FROM c0 GROUP BY run, step, collective_id
+), c AS MATERIALIZED (  -- idle_ks: the collectives of the step (by k) its rank idled at the end of
+    SELECT c0.*, n.k, i.idle_ks
+    FROM c0 JOIN coll n USING (run, step, collective_id)
+    JOIN (SELECT c0.run, c0.step, c0.rank,
+                 COALESCE(list(n.k) FILTER (WHERE c0.idle_end), []) AS idle_ks
+          FROM c0 JOIN coll n USING (run, step, collective_id) GROUP BY ALL) i
+      USING (run, step, rank)
+), late AS (  -- as late_arrivals: the last rank, late_ns > 0
+    SELECT run, step, x, count(*) AS n_late
+    FROM (SELECT run, step, collective_id, any_value(rank) FILTER (WHERE late_order = 1) AS x,
+                 max(start_ns) - max(start_ns) FILTER (WHERE late_order > 1) AS late_ns
+          FROM c GROUP BY run, step, collective_id)
+    WHERE late_ns > 0
     GROUP BY ALL
-), replay(run, step, x, k, end_ns, end2_ns) AS (
-    -- end_ns / end2_ns: the k-th collective's real end and its end in the replay
-    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT FROM late l
+), replay(run, step, x, k, end_ns, end2_ns, done) AS (
+    -- end_ns / end2_ns: the k-th collective's real end and its end in the replay; done: the
+    -- [real end, shift = real end - replayed end, k] of the collectives 1..k
+    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT, []::BIGINT[][] FROM late l
     UNION ALL
-    SELECT p.run, p.step, p.x, p.k + 1, n.end_ns,
-           CAST(greatest(max(a.arrive) FILTER (WHERE c.rank <> p.x),
-                         least(max(a.arrive) FILTER (WHERE c.rank = p.x),
-                               max(a.arrive) FILTER (WHERE c.rank <> p.x)),
-                         p.end2_ns) AS BIGINT)
-           + (n.end_ns - n.start_ns)
-    FROM replay p
-    JOIN coll n ON n.run = p.run AND n.step = p.step AND n.k = p.k + 1
-    JOIN c ON c.run = n.run AND c.collective_id = n.collective_id,
-    LATERAL (SELECT CASE WHEN p.end_ns IS NULL THEN c.start_ns  -- the step's first
-                         WHEN c.ready_ns > p.end_ns THEN c.ready_ns - (p.end_ns - p.end2_ns)
-                         ELSE c.ready_ns END AS arrive) a
-    GROUP BY p.run, p.step, p.x, p.k, n.end_ns, n.start_ns, p.end_ns, p.end2_ns
+    SELECT run, step, x, k, end_ns, end2_ns, list_append(done, [end_ns, end_ns - end2_ns, k])
+    FROM (
+        SELECT p.run, p.step, p.x, p.k + 1 AS k, n.end_ns, p.done,
+               CAST(greatest(max(a.arrive) FILTER (WHERE c.rank <> p.x),
+                             least(max(a.arrive) FILTER (WHERE c.rank = p.x),
+                                   max(a.arrive) FILTER (WHERE c.rank <> p.x)),
+                             p.end2_ns) AS BIGINT)
+               + (n.end_ns - n.start_ns) AS end2_ns
+        FROM replay p
+        JOIN coll n ON n.run = p.run AND n.step = p.step AND n.k = p.k + 1
+        JOIN c ON c.run = n.run AND c.collective_id = n.collective_id,
+        -- a ready time moves with the latest earlier collective that ended before it and
+        -- that it waited for: the previous one, or one its rank's compute idled at the end of
+        LATERAL (SELECT CASE WHEN p.end_ns IS NULL THEN c.start_ns  -- the step's first
+                             ELSE c.ready_ns - COALESCE(list_sort(list_filter(
+                                      p.done, lambda d: d[1] < c.ready_ns
+                                          AND (d[3] = p.k OR list_contains(c.idle_ks, d[3]))
+                                  ))[-1][2], 0)
+                        END AS arrive) a
+        GROUP BY p.run, p.step, p.x, p.k, n.end_ns, n.start_ns, p.end2_ns, p.done)
 ), saved AS (
     SELECT run, step, x, arg_max(end_ns - end2_ns, k) AS saved_ns
     FROM replay WHERE k > 0 GROUP BY ALL

@@ -92,12 +92,35 @@ LEFT JOIN w USING (timeline_id)
 WHERE t.timeline_id BETWEEN $1 AND $2
 ORDER BY t.timeline_id;
 
--- name: replay_kernels_attached
--- Of a trace's kernels launched by CUDA-graph replays, those attached to a compiled node
--- (kernel_attachments): what `tlview info` says beside the replays.
-SELECT count(DISTINCT a.seq)
-FROM kernel_attachments a JOIN kernel_launches l USING (timeline_id, seq)
-WHERE a.timeline_id = ? AND l.graph_launch AND l.category IN ('kernel', 'comm');
+-- name: replay_phases
+-- What `tlview info` says beside the CUDA-graph replays of the traces with id in [$1, $2],
+-- per trace: of the kernels the replays launched, those attached to a compiled node
+-- (kernel_attachments); the replays CUDA graph trees run right after capturing (as
+-- graph_replays.after_capture); the compiled calls that captured a graph or warmed it up
+-- (call_graphs.mode).
+WITH cg AS MATERIALIZED (
+    SELECT timeline_id, call_seq, mode FROM call_graphs
+    WHERE timeline_id BETWEEN $1 AND $2 AND class_rank = 1
+), att AS (
+    SELECT a.timeline_id, count(DISTINCT a.seq) AS attached
+    FROM kernel_attachments a JOIN kernel_launches l USING (timeline_id, seq)
+    WHERE a.timeline_id BETWEEN $1 AND $2 AND l.graph_launch
+      AND l.category IN ('kernel', 'comm')
+    GROUP BY a.timeline_id
+), cap AS (
+    SELECT l.timeline_id, count(DISTINCT l.correlation) AS after_capture
+    FROM _call_launches l JOIN cg USING (timeline_id, call_seq)
+    WHERE l.timeline_id BETWEEN $1 AND $2 AND l.graph_launch AND cg.mode = 'cuda_graph_capture'
+    GROUP BY l.timeline_id
+), calls AS (
+    SELECT timeline_id, count(*) FILTER (WHERE mode = 'cuda_graph_capture') AS captures,
+           count(*) FILTER (WHERE mode = 'cuda_graph_warmup') AS warmups
+    FROM cg GROUP BY timeline_id
+)
+SELECT timeline_id, COALESCE(att.attached, 0) AS attached,
+       COALESCE(cap.after_capture, 0) AS after_capture, COALESCE(calls.captures, 0) AS captures,
+       COALESCE(calls.warmups, 0) AS warmups
+FROM att FULL JOIN cap USING (timeline_id) FULL JOIN calls USING (timeline_id);
 
 -- name: list_timelines
 -- The API's timelines: the peak is the timeline's figure in `peaks` (a snapshot's in whole
@@ -119,6 +142,10 @@ WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
 
 -- name: next_source_id
 SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
+
+-- name: sources_from
+-- The paths of the sources from id $1 on: what an interrupted ingest had committed.
+SELECT path FROM sources WHERE source_id >= ? ORDER BY source_id;
 
 -- name: next_timeline_id
 SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records;

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from tlview.ingest.discover import discover
+from test_events_digest import fixture_inputs
 from tlview.ingest.source import records_for
 from tlview.store import caches, open_database, write_records
 from tlview.store.records import (
@@ -63,10 +63,8 @@ def all_fixtures(tmp_path_factory) -> Path:
     """Every recognised fixture ingested into one database."""
     path = tmp_path_factory.mktemp("caches") / "all.duckdb"
     with open_database(path) as db:
-        for src, fmt in discover(FIXTURES):
-            if Path(src).relative_to(FIXTURES).as_posix().startswith("gen/"):
-                continue
-            write_records(db, records_for(Path(src), fmt))
+        for rel, fmt in fixture_inputs():
+            write_records(db, records_for(FIXTURES / rel, fmt))
     return path
 
 

@@ -13,19 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SEED_000, SEED_001, SEED_002
+from conftest import FIXTURES, SEED_000, SEED_001, SEED_002, needs_native
 from fuzzing import MUTATIONS, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tlview.ingest import IngestError, inductor_ir, lines, native
+from tlview.ingest import IngestError, inductor_ir, lines
 from tlview.ingest.discover import discover
 from tlview.store import open_database, write_records
 from tlview.store.digest import source_digest
 from tlview.store.records import EventColumns
 
-pytestmark = pytest.mark.skipif(
-    native.module() is None or not hasattr(native.module(), "InductorIrParser"),
-    reason="the compiled ingest core is not built")
+pytestmark = needs_native("InductorIrParser")
 
 IR_FIXTURES = sorted(Path(p) for p, fmt in discover(FIXTURES)
                      if fmt == "inductor_ir" and "/gen/" not in str(p))

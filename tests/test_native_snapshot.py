@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, needs_native
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tlview.ingest import IngestError, native
@@ -28,9 +28,7 @@ from tlview.store.convert import EVENT_COLUMNS, event_tuple
 from tlview.store.digest import source_digest
 from tlview.store.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
 
-pytestmark = pytest.mark.skipif(native.module() is None or
-                                not hasattr(native.module(), "SnapshotParser"),
-                                reason="the compiled ingest core is not built")
+pytestmark = needs_native("SnapshotParser")
 
 REAL = sorted((FIXTURES / "snapshot").glob("*.pickle*")) + \
     sorted((FIXTURES / "diff").glob("*.pickle*"))

@@ -15,15 +15,14 @@ import random
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SEED_004
+from conftest import FIXTURES, SEED_004, needs_native
 from fuzzing import feed_lines, reshuffle, same_result
 from tlview.ingest import inductor_wrapper as iw
 from tlview.ingest import native
 from tlview.ingest.source import records_for
 from tlview.ingest.torch_log import _Names
 
-pytestmark = pytest.mark.skipif(native.module() is None or not hasattr(
-    native.module(), "wrapper_source_end"), reason="the compiled ingest core is not built")
+pytestmark = needs_native("wrapper_source_end")
 
 TORCH = FIXTURES / "torch"
 SOURCES = (sorted(TORCH.glob("*.log")) + sorted(TORCH.glob("*/*.output_code.py")) +

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SEED_003
+from conftest import FIXTURES, SEED_003, needs_native
 from fuzzing import MUTATIONS, mutate
 from tlview.ingest import IngestError, native
 from tlview.ingest.source import records_for
@@ -24,8 +24,7 @@ from tlview.ingest.xla_buffer_assignment import sibling_files
 from tlview.store.convert import EVENT_COLUMNS, dumps, event_tuple
 from tlview.store.records import EventColumns, Source, Timeline, TimelineNote
 
-pytestmark = pytest.mark.skipif(native.module() is None,
-                                reason="the compiled ingest core is not built")
+pytestmark = needs_native()
 
 SPLIT = sorted((FIXTURES / "xla").glob("*-buffer-assignment.txt"))
 DUMPS = [SEED_003, *SPLIT]

@@ -249,72 +249,6 @@ class TestClockAlignment:
             assert r["last_rank"] == 0 and r["late_ns"] > gen.DELAY_NS // 2
 
 
-def gpu_extents(path: Path) -> dict[int, int]:
-    """Per ProfilerStep of one trace, the extent of the GPU work its CPU range launched
-    (first start to last end), read from the trace itself."""
-    trace = ref.load(path)
-    evs = trace["traceEvents"]
-    launch = {e["args"]["correlation"]: ref.ns(e["ts"]) for e in evs
-              if e.get("cat") in ("cuda_runtime", "cuda_driver")
-              and "correlation" in (e.get("args") or {})}
-    steps = [(ref.ns(e["ts"]), ref.ns(e["ts"]) + ref.ns(e["dur"]), int(e["name"].split("#")[1]))
-             for e in evs if e.get("cat") == "user_annotation"
-             and e["name"].startswith("ProfilerStep#")]
-    span: dict[int, list[int]] = {}
-    for e in evs:
-        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
-            continue
-        t = launch.get((e.get("args") or {}).get("correlation"))
-        step = next((k for a, b, k in steps if t is not None and a <= t < b), None)
-        if step is not None:
-            lo, hi = ref.ns(e["ts"]), ref.ns(e["ts"]) + ref.ns(e["dur"])
-            cur = span.setdefault(step, [lo, hi])
-            cur[0], cur[1] = min(cur[0], lo), max(cur[1], hi)
-    return {k: hi - lo for k, (lo, hi) in span.items()}
-
-
-def replay(paths: list[Path]) -> dict[tuple[int, int], tuple[int, int]]:
-    """The what-if replay of whatif_stragglers, read from the traces on their own: per
-    (step, late rank), (collectives it was last at, saved ns)."""
-    _, instances, _, off, arr = reference(paths)
-    ready: dict[tuple, dict[int, int]] = {}
-    ends: dict[int, list[int]] = {}
-    for p in paths:  # each rank's compute kernels' ends (one GPU per rank in these traces)
-        t = ref.load(p)
-        ends[t["distributedInfo"]["rank"]] = sorted(
-            ref.ns(e["ts"]) + ref.ns(e["dur"]) for e in t["traceEvents"]
-            if e.get("cat") == "kernel" and "nccl" not in e["name"].lower())
-    for key, a in arr.items():
-        ready[key] = {}
-        for r, call in instances[key].items():
-            before = [end for end in ends[r] if end <= call["ts"]]
-            ready[key][r] = a["start"][r] - (call["ts"] - before[-1]) if before else a["start"][r]
-    by_step: dict[int, list[tuple]] = {}
-    for key, a in arr.items():
-        step = instances[key][a["last_rank"]]["step"]
-        end = max(c["own_end"] - off[r] for r, c in instances[key].items())
-        by_step.setdefault(step, []).append((a["last"], key, end))
-    out = {}
-    for step, colls in by_step.items():
-        colls.sort(key=lambda c: (c[0], c[1]))
-        for x in {arr[k]["last_rank"] for _, k, _ in colls if arr[k]["late"] > 0}:
-            n_late = sum(1 for _, k, _ in colls if arr[k]["last_rank"] == x and arr[k]["late"] > 0)
-            end = end2 = None
-            for start, key, real_end in colls:
-                got = {}
-                for r, rd in ready[key].items():
-                    a = arr[key]["start"][r] if end is None else (
-                        rd - (end - end2) if rd > end else rd)
-                    got[r] = a
-                others = max(v for r, v in got.items() if r != x)
-                mine = got.get(x)
-                s2 = max(others, min(mine, others) if mine is not None else others,
-                         end2 if end2 is not None else others)
-                end, end2 = real_end, s2 + (real_end - start)
-            out[(step, x)] = (n_late, end - end2)
-    return out
-
-
 class TestWhatIf:
     """whatif_stragglers against the same replay read from the traces on their own."""
 
@@ -324,9 +258,9 @@ class TestWhatIf:
         db = tmp_path / "w.duckdb"
         ingest_into(db, *files)
         got = {(r["step"], r["rank"]): r for r in rows(db, "SELECT * FROM whatif_stragglers")}
-        want = replay(files)
+        want = ref.whatif(files)
         assert {k: (r["n_late"], r["saved_ns"]) for k, r in got.items()} == want
-        ext = [gpu_extents(p) for p in files]
+        ext = [ref.gpu_extents(p) for p in files]
         for (step, _), r in got.items():
             assert r["measured_ns"] == max(e[step] for e in ext)
             assert r["modelled_ns"] == r["measured_ns"] - r["saved_ns"]

@@ -20,6 +20,7 @@ from tlview.ingest.cuda_snapshot import Interner
 from tlview.ingest.errors import IngestError
 from tlview.ingest.pickle_stream import TOP, PickleStream, load_plain
 from tlview.store import open_database
+from tlview.store.convert import KIND_SCHEMAS
 from tlview.store.digest import source_digest
 
 SNAP = FIXTURES / "snapshot"
@@ -323,7 +324,7 @@ def _wide_events_database(db: Path, version: int) -> None:
     con = duckdb.connect(str(db))
     kinds = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() "
                                        "WHERE table_name LIKE 'events\\_%' ESCAPE '\\'").fetchall()]
-    assert len(kinds) == 12, kinds
+    assert sorted(kinds) == sorted(f"events_{k}" for k in KIND_SCHEMAS), kinds
     con.execute("CREATE TABLE _wide AS SELECT * FROM events ORDER BY source_id, seq")
     con.execute("DROP VIEW events")
     for t in kinds:

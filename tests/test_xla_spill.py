@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import needs_native
 from test_native_xla import rows_of
 from tlview.ingest import native, xla_native
 
-pytestmark = pytest.mark.skipif(native.module() is None,
-                                reason="the compiled ingest core is not built")
+pytestmark = needs_native()
 
 
 @pytest.fixture(scope="module")
