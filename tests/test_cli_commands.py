@@ -529,7 +529,7 @@ def test_an_interrupted_ingest_says_so_on_a_line_of_its_own(monkeypatch, capsys)
     assert cli_module.main(["ingest", "x"]) == 130
     progress, said, end = err.getvalue().split("\n")
     assert progress.startswith("\rbig.json: 10.0/40.0 MB ( 25%)") and end == ""
-    assert said == "tlview: interrupted; nothing of the unfinished ingest was written"
+    assert said == "tlview: interrupted (SIGINT); nothing of the unfinished ingest was written"
 
 
 def test_one_file_failed_of_two_says_the_other_file(tmp_path):
