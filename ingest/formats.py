@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
-from tlview.store.records import Record
 
 from .binary_kinds import binary_kind
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
+from .records import Record
 
 Parse = Callable[[str, "ProgressFn | None"], Iterator[Record]]
 

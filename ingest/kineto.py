@@ -41,12 +41,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import EventColumns, MeasuredBatch, Record, Timeline, TimelineNote
-
 from . import native
 from .chrome_trace import EVENTS_KEY, BadEvent, TraceReader, exact_ns
 from .errors import IngestError
 from .lines import ProgressFn
+from .records import EventColumns, MeasuredBatch, Record, Timeline, TimelineNote
 
 FORMAT_KINETO = "kineto"
 FORMAT_JAX = "jax_trace"

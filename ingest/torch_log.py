@@ -37,9 +37,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import attrs
-from tlview.store.records import Record, TimelineNote, columns_wanted
 
 from .errors import IngestError
+from .records import Record, TimelineNote, columns_wanted
 
 FORMAT = "torch_log"
 

@@ -21,7 +21,7 @@ INSERT INTO timeline_records SELECT * FROM _tlview_rows;
 INSERT INTO timeline_notes SELECT * FROM _tlview_rows;
 
 -- name: append_events
--- {kind}: an event kind of store/records.py (the writer's own vocabulary, never input):
+-- {kind}: an event kind of ingest/records.py (the writer's own vocabulary, never input):
 -- each kind's rows go to its own table (schemas/00_tables.sql), in that table's columns.
 INSERT INTO events_{kind} SELECT * FROM _tlview_batch;
 
