@@ -808,7 +808,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="CUDA allocator snapshot pickle "
                       "(torch.cuda.memory._dump_snapshot), .pickle or .pickle.gz",

@@ -397,7 +397,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="torch.distributed Flight Recorder dump "
                       "(pickle or JSON, one per rank: <prefix><rank>)",

@@ -695,7 +695,7 @@ def _parse_native(parser: Any, path: str, progress: Any) -> Iterator[Record]:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

@@ -42,7 +42,7 @@ from typing import Any
 
 from .cuda_snapshot import Interner
 from .errors import IngestError
-from .formats import read_head_bytes
+from .format_spec import read_head_bytes
 from .lines import ProgressFn
 from .pprof import Profile, ProtoError, looks_like_profile, parse_profile
 from .records import (
@@ -193,7 +193,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="JAX device memory profile "
                       "(jax.profiler.save_device_memory_profile, gzipped pprof)",

@@ -434,7 +434,7 @@ def _parse_jax(path: str, progress: ProgressFn | None = None) -> Iterator[Record
 
 
 def _specs() -> list[Any]:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return [
         FormatSpec(name=FORMAT_KINETO,

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import IngestError
-from .formats import FormatSpec, detect_format, formats
+from .format_spec import FormatSpec
+from .formats import detect_format, formats
 from .lines import ProgressFn
 from .records import Record, Source
 

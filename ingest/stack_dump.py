@@ -197,7 +197,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="Python stack dump of one process "
                       "(faulthandler.dump_traceback, py-spy dump), one per rank",

@@ -502,7 +502,7 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

@@ -845,7 +845,7 @@ def trace_groups(core: Any, chunks: Iterable[list[str]]) -> Iterator[tuple[Any, 
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

@@ -782,7 +782,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import diff
 from .db import insert_arrow
 
 # Dependency order: buffers, then the curve computed from them, then its peak; the
@@ -49,8 +50,6 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
                 db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
         # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
         # timelines' events: recomputed with them.
-        from . import diff
-
         diff.refresh_pairs(db, lo, hi)
 
 

@@ -40,7 +40,8 @@ import pyarrow.parquet as pq
 
 from . import caches, diff, runs
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps
-from .db import SCHEMA_VERSION, Database, _schema_files, _template_path
+from .db import SCHEMA_VERSION, Database, _schema_files
+from .schema import _template_path, open_database
 from .writer import IngestSummary, ingest_transaction
 
 LAYOUT = 1
@@ -340,8 +341,6 @@ def _views_template() -> Path | None:
     try:
         with tempfile.TemporaryDirectory(prefix="tlview-shardviews-") as tmp:
             # an empty shard set to bind the views against: every file, no rows
-            from .db import open_database
-
             with open_database(os.path.join(tmp, "empty.duckdb")) as db:
                 export_source(db, 0, Path(tmp) / "set", 0)
             part = Path(tmp) / "views.duckdb"

@@ -1,0 +1,158 @@
+"""The packages' layering, read from the source with ``ast`` (no import, well under a
+second): which package may import which, no import circle among tlview's modules, SQL
+only in schemas/, and each store/X_queries.py beside its schemas/queries_X.sql.
+
+Every import statement counts, at module level or inside a function: a circle closed by
+an import inside a function is still a circle, only a later one.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# pyproject's package-dir: the folder of each package.
+PACKAGES = {"tlview": "cli", "tlview.ingest": "ingest", "tlview.store": "store",
+            "tlview.tui": "tui", "tlview.schemas": "schemas"}
+
+
+@cache
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package, folder in PACKAGES.items():
+        for path in sorted((ROOT / folder).glob("*.py")):
+            out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    return out
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text("utf-8"))
+
+
+def _is_package(module: str) -> bool:
+    return _modules()[module].stem == "__init__"
+
+
+@cache
+def _bound_in(module: str) -> frozenset[str]:
+    """The names a module's top level binds (what ``from module import name`` can get
+    without a submodule)."""
+    names = set()
+    for node in _tree(_modules()[module]).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return frozenset(names)
+
+
+def _imported(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The tlview modules (or package names) one import statement brings in. A name
+    from a package that its ``__init__`` does not bind is a submodule (a compiled one,
+    ``_native``, has no .py here): that submodule, not the package."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module if _is_package(module) else module.rpartition(".")[0]
+        for _ in range(node.level - 1):
+            base = base.rpartition(".")[0]
+        target = f"{base}.{node.module}" if node.module else base
+    else:
+        target = node.module or ""
+    out = []
+    for alias in node.names:
+        sub = f"{target}.{alias.name}"
+        if sub in _modules() or (target in _modules() and _is_package(target)
+                                 and alias.name not in _bound_in(target)):
+            out.append(sub)
+        else:
+            out.append(target)
+    return out
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement in ``body`` and the blocks nested in it (functions, classes,
+    branches), except under ``if TYPE_CHECKING:``; expressions are not entered, so this
+    is cheaper than ``ast.walk``."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            yield from _statements(node.orelse)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(node, field, []))
+        for part in getattr(node, "handlers", []) + getattr(node, "cases", []):
+            yield from _statements(part.body)
+
+
+@cache
+def _imports(module: str) -> tuple[tuple[str, int], ...]:
+    """Every module ``module`` imports (anywhere in it), with the line."""
+    return tuple((name, node.lineno) for node in _statements(_tree(_modules()[module]).body)
+                 if isinstance(node, (ast.Import, ast.ImportFrom))
+                 for name in _imported(module, node))
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    return {m: {name for name, _ in _imports(m) if name in mods and name != m} for m in mods}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_cycle_finder_finds_a_circle():
+    """The finder itself, on a made-up graph: a -> b -> c -> a is one circle, d is not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles():
+    """No circle among tlview's modules (the format registry and the formats; db, caches
+    and diff were two)."""
+    assert _cycles(_graph()) == []
