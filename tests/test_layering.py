@@ -156,3 +156,49 @@ def test_no_import_cycles():
     """No circle among tlview's modules (the format registry and the formats; db, caches
     and diff were two)."""
     assert _cycles(_graph()) == []
+
+
+def _cli_modules() -> set[str]:
+    return {m for m in _modules() if m == "tlview" or m.count(".") == 1
+            and m.split(".")[1] not in ("ingest", "store", "tui", "schemas")}
+
+
+# Which tlview packages each package may import (its own always).
+ALLOWED = {
+    "tlview.ingest": set(),  # parsers: bytes to records, nothing of the store
+    "tlview.store": {"tlview.ingest.records"},  # the records it writes, no format
+    "tlview.tui": {"tlview.store"},  # the store's query functions; never the CLI
+}
+
+
+def _package_of(module: str) -> str:
+    for package in ("tlview.ingest", "tlview.store", "tlview.tui", "tlview.schemas"):
+        if module == package or module.startswith(package + "."):
+            return package
+    return "tlview"
+
+
+def test_packages_import_only_what_their_layer_allows():
+    """ingest imports no other tlview package; the store only the record types; the TUI
+    only the store (never the CLI package: ``tlview``, ``tlview.fmt``, ...)."""
+    cli = _cli_modules()
+    bad = []
+    for module in _modules():
+        package = _package_of(module)
+        if package not in ALLOWED:
+            continue
+        for name, line in _imports(module):
+            if not name.startswith("tlview"):
+                continue
+            theirs = _package_of(name)
+            if theirs == package and name not in cli:
+                continue
+            if name in ALLOWED[package] or theirs in ALLOWED[package] and name not in cli:
+                continue
+            bad.append(f"{_modules()[module].relative_to(ROOT)}:{line} imports {name}")
+    assert bad == []
+
+
+def test_the_layer_check_sees_the_cli_package():
+    assert {"tlview", "tlview.cli", "tlview.api"} <= _cli_modules()
+    assert _package_of("tlview.fmt") == "tlview" and "tlview.store.fmt" not in _cli_modules()
