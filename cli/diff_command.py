@@ -82,13 +82,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         stored = db.query("alignment_pair", a, b)
     if not args.no_store and not (stored and stored[0][0] == ALIGN_VERSION):
         with open_database(args.db, wait_s=wait, on_wait=on_wait) as db:
-            db.con.execute("BEGIN TRANSACTION")
-            try:
+            with db.transaction():
                 ensure_alignment(db, a, b)
-                db.con.execute("COMMIT")
-            except BaseException:
-                db.con.execute("ROLLBACK")
-                raise
     with open_database(args.db, read_only=True, wait_s=wait, on_wait=on_wait) as db:
         info = ensure_alignment(db, a, b)  # stored, or in this session's temporary tables
         rep = report(db, info, top=args.top)

@@ -143,6 +143,14 @@ WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
 -- name: next_source_id
 SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
 
+-- name: source_path
+-- The path of source $1 (its line in `tlview ingest --from-shards`).
+SELECT path FROM sources WHERE source_id = ?;
+
+-- name: source_sha256s
+-- Every source's path and content hash: the files a parallel ingest skips as known.
+SELECT path, sha256 FROM sources;
+
 -- name: sources_from
 -- The paths of the sources from id $1 on: what an interrupted ingest had committed.
 SELECT path FROM sources WHERE source_id >= ? ORDER BY source_id;

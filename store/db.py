@@ -132,6 +132,18 @@ class Database:
         return [dict(zip(cols, row)) for row in cur.fetchall()]
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The block in one transaction: committed at its end, rolled back on any exit by
+        an exception (an interrupt too)."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    @contextmanager
     def one_thread(self) -> Iterator[None]:
         """DuckDB on one thread for the block: under a memory cap, each thread's hash
         tables and sorts take their share at once, so a query that fits (spilling) on one

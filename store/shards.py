@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from . import caches, diff, runs
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps
-from .db import SCHEMA_VERSION, Database, _schema_files
+from .db import _QUERIES, SCHEMA_VERSION, Database, _schema_files
 from .schema import _template_path, open_database
 from .writer import IngestSummary, ingest_transaction
 
@@ -252,6 +252,19 @@ def shard_keys(folder: str | Path) -> list[int]:
             except ValueError:
                 continue
     return sorted(out)
+
+
+def known_sources(folder: str | Path) -> dict[str, list[str]]:
+    """Resolved path -> sha256s of the sources already in the shard set at ``folder``."""
+    out: dict[str, list[str]] = {}
+    con = duckdb.connect()
+    try:
+        files = str(Path(folder) / SOURCES.folder / "*" / "*.parquet")
+        for path, sha in con.execute(_QUERIES["shard_set_sources"], [files]).fetchall():
+            out.setdefault(path, []).append(sha)
+    finally:
+        con.close()
+    return out
 
 
 def shard_bytes(folder: str | Path) -> int:

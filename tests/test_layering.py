@@ -9,6 +9,7 @@ an import inside a function is still a circle, only a later one.
 from __future__ import annotations
 
 import ast
+import re
 from functools import cache
 from pathlib import Path
 
@@ -202,3 +203,44 @@ def test_packages_import_only_what_their_layer_allows():
 def test_the_layer_check_sees_the_cli_package():
     assert {"tlview", "tlview.cli", "tlview.api"} <= _cli_modules()
     assert _package_of("tlview.fmt") == "tlview" and "tlview.store.fmt" not in _cli_modules()
+
+
+# SQL in a string: a statement's head (upper case, as all of tlview's SQL is written)
+# followed by what it reads or writes.
+SQL = re.compile(r"\b(SELECT\b[\s\S]*\bFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
+                 r"CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW|MACRO)|BEGIN\s+TRANSACTION|COMMIT|"
+                 r"ROLLBACK)\b")
+# Where the user's own SQL runs: `tlview sql` and the scripting API (their examples in
+# docstrings), and the transaction `tlview sql --write` wraps around it.
+SQL_ALLOWED = {"cli/sql_command.py", "cli/api.py"}
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    tree = _tree(path)
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef,
+                                 ast.ClassDef))
+            and node.body and isinstance(node.body[0], ast.Expr)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs]
+
+
+def test_sql_pattern():
+    assert SQL.search("SELECT path FROM sources WHERE source_id = ?")
+    assert SQL.search("BEGIN TRANSACTION")
+    assert not SQL.search("select a run from the list")
+
+
+def test_cli_and_tui_hold_no_sql():
+    """The CLI and the TUI read through the store's query functions and named queries
+    (schemas/queries_*.sql); SQL text in their code is a query the store should own."""
+    bad = []
+    for folder in ("cli", "tui"):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            rel = f"{folder}/{path.name}"
+            if rel in SQL_ALLOWED:
+                continue
+            bad += [f"{rel}:{line} {text[:60]!r}" for line, text in _strings(path)
+                    if SQL.search(text)]
+    assert bad == []
