@@ -135,11 +135,6 @@ ORDER BY t.timeline_id;
 SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM timeline_records),
        (SELECT count(*) FROM events);
 
--- name: timeline_warnings
-SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '["VARCHAR"]'))
-FROM timeline_notes
-WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
-
 -- name: next_source_id
 SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
 

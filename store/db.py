@@ -28,7 +28,7 @@ SCHEMA_VERSION = 4
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
 #     frames and stacks tables; allocator caches (schemas/50_allocator.sql).
 # v4: one table per event kind (events_<kind>, only its columns); `events` is their
-#     union, a view with v3's columns (schemas/00_tables.sql, queries_migrate.sql).
+#     union, a view with v3's columns (schemas/00_tables.sql, queries_schema.sql).
 
 
 class SchemaError(Exception):

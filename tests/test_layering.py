@@ -244,3 +244,40 @@ def test_cli_and_tui_hold_no_sql():
             bad += [f"{rel}:{line} {text[:60]!r}" for line, text in _strings(path)
                     if SQL.search(text)]
     assert bad == []
+
+
+def _query_names(sql_file: Path) -> set[str]:
+    return set(re.findall(r"^-- name: (\S+)", sql_file.read_text("utf-8"), re.M))
+
+
+# Named queries with no store module of their own: users and tests run them by name
+# (``db.query("xla_peak_check_of", tid)``, docs/liveness.md).
+BY_NAME_ONLY = {"xla", "wrapper"}
+
+
+def test_query_modules_pair_with_their_sql():
+    """store/X_queries.py runs the named queries of schemas/queries_X.sql, and only
+    those (literal names: ``db.query("name", ...)``, ``db.queries["name"]``); every
+    schemas/queries_X.sql has its store/X_queries.py or store/X.py (or is run by name
+    only); none is empty."""
+    schemas = ROOT / "schemas"
+    files = {p.stem.removeprefix("queries_"): p for p in schemas.glob("queries_*.sql")}
+    defined = {name: x for x, p in files.items() for name in _query_names(p)}
+    defined.update((name, "") for name in _query_names(schemas / "queries.sql"))
+    problems = []
+    for x, path in sorted(files.items()):
+        if not _query_names(path):
+            problems.append(f"{path.name} defines no query")
+        if not ((ROOT / "store" / f"{x}_queries.py").exists()
+                or (ROOT / "store" / f"{x}.py").exists() or x in BY_NAME_ONLY):
+            problems.append(f"{path.name} has no store/{x}_queries.py nor store/{x}.py")
+    for module in sorted((ROOT / "store").glob("*_queries.py")):
+        x = module.stem.removesuffix("_queries")
+        if x not in files:
+            problems.append(f"{module.name} has no schemas/queries_{x}.sql")
+            continue
+        for _, text in _strings(module):
+            if text in defined and defined[text] != x:
+                problems.append(f"{module.name} runs {text!r} of "
+                                f"queries{'_' if defined[text] else ''}{defined[text]}.sql")
+    assert problems == []
