@@ -2,7 +2,8 @@
 -- Every value is a ? parameter. The window reads go to the events table directly, with
 -- a lower bound on ts_ns (window start minus the longest event) that zone maps use, so
 -- a scrub step on a 1 GB trace reads a few row groups; their figures are those of the
--- views in 40_profile.sql (measured, gpu_activity, kernel_launches, measured_memory).
+-- views in 40_profile_events.sql and 42_profile_steps.sql (measured, gpu_activity,
+-- kernel_launches, measured_memory).
 
 -- name: tui_trace_extent
 -- Per device, stream and category: events, first start, last end, longest duration.
@@ -82,7 +83,7 @@ WHERE a.timeline_id = ?
 ORDER BY a.seq, a.graph_timeline_id;
 
 -- name: tui_step_totals
--- step_totals (40_profile.sql) of one trace, with each step's CPU start, one row per
+-- step_totals (42_profile_steps.sql) of one trace, with each step's CPU start, one row per
 -- ProfilerStep event (a trace that repeats a step name keeps its steps apart).
 WITH p AS (SELECT * FROM profiler_steps WHERE timeline_id = $1),
 l AS (

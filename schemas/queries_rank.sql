@@ -1,4 +1,4 @@
--- Named queries of the many-ranks views (schemas/45_ranks.sql): the terminal UI's ranks
+-- Named queries of the many-ranks views (schemas/45_ranks_traces.sql to 49_ranks_whatif.sql): the terminal UI's ranks
 -- screen (tlview.store.rank_queries) and the ranks report of `tlview ingest`
 -- (cli/rank_report.py). Every value is a ? parameter; the figures are the views'.
 

@@ -26,7 +26,7 @@ from .locks import DatabaseLocked, lock_error
 SCHEMA_VERSION = 4
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
-#     frames and stacks tables; allocator caches (schemas/50_allocator.sql).
+#     frames and stacks tables; allocator caches (schemas/50_allocator_events.sql).
 # v4: one table per event kind (events_<kind>, only its columns); `events` is their
 #     union, a view with v3's columns (schemas/00_tables.sql, queries_schema.sql).
 
