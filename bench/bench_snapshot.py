@@ -284,8 +284,8 @@ def digest(path: str, native: str) -> str:
 
     os.environ["TLVIEW_NATIVE"] = native
     from tlview.ingest.cuda_snapshot import parse_snapshot
+    from tlview.ingest.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
     from tlview.store.convert import EVENT_COLUMNS, event_tuple
-    from tlview.store.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
 
     row_columns = [c for c in EVENT_COLUMNS if c not in ("source_id", "timeline_id", "seq")]
     h = hashlib.sha256()

@@ -82,10 +82,10 @@ def _cpu() -> float:
 
 def parse_only(path: str) -> dict:
     """tlview's parser alone (the file's format), as the writer reads it (columns
-    accepted: store.records.columns_accepted): every record made, none written; the
+    accepted: ingest.records.columns_accepted): every record made, none written; the
     record count and the process CPU seconds it took."""
     from tlview.ingest import records_for
-    from tlview.store.records import EventColumns, columns_accepted
+    from tlview.ingest.records import EventColumns, columns_accepted
 
     c = _cpu()
     n = 0
@@ -128,8 +128,8 @@ def insert_prebuilt(path: str, db: str) -> dict:
     import time
 
     from tlview.ingest import records_for
+    from tlview.ingest.records import columns_accepted
     from tlview.store import open_database, write_records
-    from tlview.store.records import columns_accepted
 
     with columns_accepted():
         records = list(records_for(path))

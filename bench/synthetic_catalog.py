@@ -11,8 +11,7 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from tlview.store import open_database, write_records
-from tlview.store.records import (
+from tlview.ingest.records import (
     BufferAllocated,
     BufferFreed,
     NodeScheduled,
@@ -20,6 +19,7 @@ from tlview.store.records import (
     Source,
     Timeline,
 )
+from tlview.store import open_database, write_records
 
 
 def catalog_records(source_path: str, graphs: tuple[str, ...], steps: int = 3,

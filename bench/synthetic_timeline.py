@@ -12,8 +12,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from tlview.store import open_database, write_records
-from tlview.store.records import (
+from tlview.ingest.records import (
     BufferAllocated,
     BufferFreed,
     CollectiveIssued,
@@ -23,6 +22,7 @@ from tlview.store.records import (
     Source,
     Timeline,
 )
+from tlview.store import open_database, write_records
 
 SIZES = (512, 4096, 65_536, 262_144, 1_048_576, 4_194_304)
 DTYPES = (("bf16", 2), ("f32", 4))

@@ -17,8 +17,8 @@ from tlview.ingest import IngestError, formats
 from tlview.ingest.formats import NotADump, detect_format
 from tlview.ingest.lines import end_progress_line
 from tlview.store import DatabaseLocked, SchemaError, open_database
-from tlview.store.db import migrate
 from tlview.store.diff import DiffError
+from tlview.store.schema import migrate
 from tlview.store.shards import ShardError
 from tlview.store.storage import STORAGE_VERSION
 

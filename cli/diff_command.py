@@ -18,8 +18,8 @@ from typing import Any
 from tlview.store import open_database
 from tlview.store.diff import ALIGN_VERSION, DiffError, ensure_alignment, resolve
 from tlview.store.diff_report import DiffReport, ratio, report
+from tlview.store.fmt import exact_bytes, signed_exact_bytes
 
-from .fmt import exact_bytes
 from .locking import lock_wait_s, say_waiting
 from .output import say
 from .sql_command import UsageError
@@ -82,13 +82,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         stored = db.query("alignment_pair", a, b)
     if not args.no_store and not (stored and stored[0][0] == ALIGN_VERSION):
         with open_database(args.db, wait_s=wait, on_wait=on_wait) as db:
-            db.con.execute("BEGIN TRANSACTION")
-            try:
+            with db.transaction():
                 ensure_alignment(db, a, b)
-                db.con.execute("COMMIT")
-            except BaseException:
-                db.con.execute("ROLLBACK")
-                raise
     with open_database(args.db, read_only=True, wait_s=wait, on_wait=on_wait) as db:
         info = ensure_alignment(db, a, b)  # stored, or in this session's temporary tables
         rep = report(db, info, top=args.top)
@@ -162,10 +157,6 @@ def _pct(delta: int | None, base: int | None) -> str:
     return "" if r is None else f" ({r * 100:+.2f}%)"
 
 
-def _signed_bytes(n: int) -> str:
-    return ("+" if n > 0 else "-" if n < 0 else "") + exact_bytes(abs(n))
-
-
 def _lines(rep: DiffReport) -> list[str]:
     al = rep.alignment
     out = [f"A: timeline {al.a.timeline_id} {al.a.name} [{al.a.format}]",
@@ -183,18 +174,18 @@ def _lines(rep: DiffReport) -> list[str]:
         if rep.peak_delta == 0 and not rep.peak_rows:
             out.append("  peak unchanged")
         elif rep.peak_delta is not None:
-            out.append(f"  change {_signed_bytes(rep.peak_delta)}"
+            out.append(f"  change {signed_exact_bytes(rep.peak_delta)}"
                        f"{_pct(rep.peak_delta, rep.a_peak.bytes)}"
                        + (", explained by:" if rep.peak_rows or rep.site_rows else ""))
         for r in rep.peak_rows:
             names = " -> ".join(x for x in (r["a_buffer"], r["b_buffer"]) if x)
             who = r["b_producer"] or r["a_producer"]
-            out.append(f"  {r['status']:6} {_signed_bytes(r['delta_bytes']):>28}  {names}"
+            out.append(f"  {r['status']:6} {signed_exact_bytes(r['delta_bytes']):>28}  {names}"
                        f"  {r['what'] or ''}" + (f"  by {who}" if who else ""))
         if rep.site_rows:
             out.append("  by allocation site:")
             for r in rep.site_rows:
-                out.append(f"  {_signed_bytes(r['delta_bytes']):>35}  {r['site']}")
+                out.append(f"  {signed_exact_bytes(r['delta_bytes']):>35}  {r['site']}")
     else:
         out.append("peak: neither timeline has a memory curve")
     if rep.time_delta is not None:

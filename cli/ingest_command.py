@@ -236,8 +236,7 @@ def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
     try:
         summaries = commit_shards(db, folder, keys)
         for s in summaries:
-            path = db.con.execute("SELECT path FROM sources WHERE source_id = ?",
-                                  [s.source_id]).fetchall()[0][0]
+            path = db.scalar("source_path", s.source_id)
             new_ids += report_ingest(db, path, s)
         try:
             print_rank_report(db, new_ids, out=say)

@@ -104,7 +104,7 @@ def stop_workers(submit: Callable[..., Any]) -> None:
 def known_files(db: Database) -> dict[str, list[str]]:
     """Resolved path -> sha256s of the sources already in ``db``."""
     out: dict[str, list[str]] = {}
-    for path, sha in db.con.execute("SELECT path, sha256 FROM sources").fetchall():
+    for path, sha in db.query("source_sha256s"):
         out.setdefault(path, []).append(sha)
     return out
 

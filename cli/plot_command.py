@@ -23,9 +23,9 @@ from typing import Any
 
 from tlview.store import Database, open_database
 from tlview.store.diff import DiffError, ensure_alignment, resolve, side
-from tlview.tui.chooser_rows import source_labels
+from tlview.store.fmt import exact_bytes, human_bytes
+from tlview.store.words import source_labels
 
-from .fmt import exact_bytes, human_bytes
 from .locking import lock_wait_s, say_waiting
 
 

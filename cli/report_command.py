@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 from tlview.store import open_database
+from tlview.store.fmt import exact_bytes
 from tlview.store.report import RunNotFound, Words, build_report, find_run
 
-from .fmt import exact_bytes
 from .locking import lock_wait_s, say_waiting
 from .report_render import RENDERERS, duration
 

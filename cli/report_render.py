@@ -10,9 +10,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tlview.store.fmt import exact_bytes, human_bytes
 from tlview.store.report import Figure, Picture, Report, Table
-
-from .fmt import exact_bytes, human_bytes
 
 
 def duration(ns: int | float | None) -> str:

@@ -14,8 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import duckdb
-from tlview.store.shards import MANIFEST, SOURCES, init_set, shard_bytes, shard_keys
+from tlview.store.shards import MANIFEST, init_set, known_sources, shard_bytes, shard_keys
 
 from . import cluster
 from .ingest_command import _plan
@@ -91,7 +90,7 @@ def cmd_shard(args: argparse.Namespace) -> int:
     root = init_set(args.out)
     keys = shard_keys(root)
     first = (keys[-1] + 1) if keys else 1
-    known = _known(root) if keys else {}
+    known = known_sources(root) if keys else {}
     written = skipped = 0
     if plan.files:
         pool = (cluster.dask_pool(args.dask, jobs) if args.dask
@@ -122,17 +121,3 @@ def cmd_shard(args: argparse.Namespace) -> int:
               f"{'the other ' + str(written + skipped) + ' were' if written + skipped else 'nothing was'} "
               "sharded", file=sys.stderr)
     return 2 if failed else 0
-
-
-def _known(root: Path) -> dict[str, list[str]]:
-    """Resolved path -> sha256s of the sources already in the set."""
-    out: dict[str, list[str]] = {}
-    con = duckdb.connect()
-    try:
-        for path, sha in con.execute(
-                "SELECT path, sha256 FROM read_parquet(?, hive_partitioning = false)",
-                [str(root / SOURCES.folder / "*" / "*.parquet")]).fetchall():
-            out.setdefault(path, []).append(sha)
-    finally:
-        con.close()
-    return out

@@ -6,7 +6,7 @@ import datetime as _dt
 from collections.abc import Callable
 from typing import Any
 
-from .fmt import exact_bytes
+from tlview.store.fmt import exact_bytes
 
 
 def _when(time_us: int | None, start_us: int | None) -> str:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tlview.store import Database
+from tlview.store.fmt import exact_bytes
 from tlview.store.words import rank_ranges
 
-from .fmt import exact_bytes
 from .snapshot_summary import print_snapshot_summary
 
 MEASURED_FORMATS = ("kineto", "jax_trace")

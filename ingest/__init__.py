@@ -4,7 +4,8 @@ Nothing here imports DuckDB or Textual; the store writes what these yield.
 """
 
 from .errors import IngestError
-from .formats import FormatSpec, detect_format, formats
+from .format_spec import FormatSpec
+from .formats import detect_format, formats
 from .source import records_for
 
 __all__ = ["FormatSpec", "IngestError", "detect_format", "formats", "records_for"]

@@ -64,7 +64,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import (
+from . import native
+from .errors import IngestError
+from .lines import ProgressFn
+from .pickle_stream import STREAMED, TOP, PickleStream
+from .records import (
     AllocatorAction,
     AllocatorAnnotation,
     AllocatorBlock,
@@ -76,11 +80,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from . import native
-from .errors import IngestError
-from .lines import ProgressFn
-from .pickle_stream import STREAMED, TOP, PickleStream
 
 FORMAT = "cuda_snapshot"
 MIN_BLOCK = 512  # kMinBlockSize
@@ -809,7 +808,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="CUDA allocator snapshot pickle "
                       "(torch.cuda.memory._dump_snapshot), .pickle or .pickle.gz",

@@ -2,7 +2,7 @@
 
 The torch-log and TORCH_TRACE parsers yield one record per event (their wrapper parser
 is Python), and the writer would turn each into a row and then into Arrow, value by
-value. Where the writer reads (``store.records.columns_accepted``), :func:`columnar`
+value. Where the writer reads (``ingest.records.columns_accepted``), :func:`columnar`
 hands each event record to the core's ``EventSink`` instead, which writes it as a row of
 Arrow-layout columns (attrs as the writer's JSON text), and the compiled FX reader
 writes its graphs' rows there directly (no record objects at all); every
@@ -18,7 +18,7 @@ import gc
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tlview.store.records import (
+from .records import (
     EVENT_KINDS,
     BufferAliased,
     BufferAllocated,

@@ -16,7 +16,7 @@ timeout (``TORCH_NCCL_DUMP_ON_TIMEOUT``) to ``TORCH_FR_DUMP_TEMP_FILE`` +  rank,
 
 Each dump is one timeline (format ``flight_recorder``, key ``rank<r>``):
 
-- every entry is a ``collective_recorded`` event (store/records.py says which field goes
+- every entry is a ``collective_recorded`` event (ingest/records.py says which field goes
   where); a key this reader does not know is kept in ``attrs``; ``seq_id`` of dumps before
   the split into collective and p2p sequence ids is read as the collective one;
 - every ``pg_config`` group a ``process_group`` event (its ranks parsed from the text
@@ -47,7 +47,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import (
+from .cuda_snapshot import Interner
+from .errors import IngestError
+from .lines import ProgressFn, open_binary
+from .pickle_stream import TOP, PickleStream
+from .records import (
     CollectiveRecorded,
     ProcessGroupProgress,
     ProcessGroupRecorded,
@@ -55,11 +59,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from .cuda_snapshot import Interner
-from .errors import IngestError
-from .lines import ProgressFn, open_binary
-from .pickle_stream import TOP, PickleStream
 
 FORMAT = "flight_recorder"
 KNOWN_MAJORS = (1, 2)
@@ -398,7 +397,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="torch.distributed Flight Recorder dump "
                       "(pickle or JSON, one per rank: <prefix><rank>)",

@@ -7,32 +7,11 @@ file name alone, because users rename dumps.
 
 from __future__ import annotations
 
-import gzip
-import zlib
-from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import attrs
-from tlview.store.records import Record
 
 from .binary_kinds import binary_kind
 from .errors import IngestError
-from .lines import ProgressFn, open_binary
-
-Parse = Callable[[str, "ProgressFn | None"], Iterator[Record]]
-
-
-@attrs.frozen
-class FormatSpec:
-    """An input format: its name, a content sniffer and the parser."""
-
-    name: str
-    description: str
-    sniff: Callable[[str, str], bool]  # (head text, path) -> is it mine?
-    parse: Parse
-    # For dumps split over sibling files: path -> the one file that stands for its group,
-    # so that a folder ingests each group once. None: every file stands alone.
-    group: Callable[[str], str] | None = None
+from .format_spec import FormatSpec, read_head_bytes
 
 
 def _registry() -> list[FormatSpec]:
@@ -69,19 +48,6 @@ class NotADump(IngestError):
         super().__init__(path, line, message)
         self.kind = kind
         self.looks = looks
-
-
-def read_head_bytes(path: str, size: int = 64 * 1024) -> bytes:
-    """The first ``size`` bytes of ``path``, un-gzipped."""
-    try:
-        with open_binary(path) as f:
-            return f.read(size)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise IngestError(path, 1, f"corrupt gzip data ({e}): expected a gzip file") from None
-
-
-def read_head(path: str, size: int = 64 * 1024) -> str:
-    return read_head_bytes(path, size).decode("utf-8", errors="replace")
 
 
 def _is_gzip(path: str) -> bool:

@@ -34,7 +34,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
-from tlview.store.records import (
+
+from .errors import IngestError
+from .records import (
     BufferAliased,
     BufferAllocated,
     BufferFreed,
@@ -43,8 +45,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from .errors import IngestError
 from .storage import Storage
 from .tensors import storage_bytes
 

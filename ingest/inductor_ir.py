@@ -42,7 +42,10 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from tlview.store.records import (
+
+from .errors import IngestError
+from .last_use import LastUse
+from .records import (
     BufferAliased,
     BufferAllocated,
     BufferFreed,
@@ -53,9 +56,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from .errors import IngestError
-from .last_use import LastUse
 from .tensors import split_dims, storage_bytes
 
 FORMAT = "inductor_ir"
@@ -660,10 +660,9 @@ def _parse_native(parser: Any, path: str, progress: Any) -> Iterator[Record]:
     import os
     import zlib
 
-    from tlview.store.records import EventColumns
-
     from .lines import CHUNK
     from .native import arrow_columns
+    from .records import EventColumns
 
     key = "ir"
     yield Timeline(key=key, name=_default_timeline_name(path), format=FORMAT)
@@ -696,7 +695,7 @@ def _parse_native(parser: Any, path: str, progress: Any) -> Iterator[Record]:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

@@ -47,7 +47,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from tlview.store.records import (
+
+from .errors import IngestError
+from .fx_graph import op_name
+from .pytext import balance, dims, split_args, split_comment, split_semicolons
+from .records import (
     BufferAliased,
     BufferAllocated,
     BufferFreed,
@@ -56,10 +60,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from .errors import IngestError
-from .fx_graph import op_name
-from .pytext import balance, dims, split_args, split_comment, split_semicolons
 from .storage import Storage
 from .tensors import itemsize, storage_bytes
 
@@ -1159,7 +1159,7 @@ class WrapperParser:
                                 f"{', '.join(never)}")
         if warnings:
             note["warnings"] = warnings
-        self.note = TimelineNote(timeline=self.key, attrs=note)
+        self.note = TimelineNote(timeline=self.key or "", attrs=note)
 
 
 def _target_of(rhs: str) -> str | None:

@@ -40,7 +40,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import (
+from .cuda_snapshot import Interner
+from .errors import IngestError
+from .format_spec import read_head_bytes
+from .lines import ProgressFn
+from .pprof import Profile, ProtoError, looks_like_profile, parse_profile
+from .records import (
     BufferAllocated,
     BufferFreed,
     NodeScheduled,
@@ -48,12 +53,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from .cuda_snapshot import Interner
-from .errors import IngestError
-from .formats import read_head_bytes
-from .lines import ProgressFn
-from .pprof import Profile, ProtoError, looks_like_profile, parse_profile
 
 FORMAT = "jax_memory_profile"
 NODE = "memory_profile"
@@ -194,7 +193,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="JAX device memory profile "
                       "(jax.profiler.save_device_memory_profile, gzipped pprof)",

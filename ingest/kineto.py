@@ -41,12 +41,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import EventColumns, MeasuredBatch, Record, Timeline, TimelineNote
-
 from . import native
 from .chrome_trace import EVENTS_KEY, BadEvent, TraceReader, exact_ns
 from .errors import IngestError
 from .lines import ProgressFn
+from .records import EventColumns, MeasuredBatch, Record, Timeline, TimelineNote
 
 FORMAT_KINETO = "kineto"
 FORMAT_JAX = "jax_trace"
@@ -435,7 +434,7 @@ def _parse_jax(path: str, progress: ProgressFn | None = None) -> Iterator[Record
 
 
 def _specs() -> list[Any]:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return [
         FormatSpec(name=FORMAT_KINETO,

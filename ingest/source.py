@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tlview.store.records import Record, Source
-
 from .errors import IngestError
-from .formats import FormatSpec, detect_format, formats
+from .format_spec import FormatSpec
+from .formats import detect_format, formats
 from .lines import ProgressFn
+from .records import Record, Source
 
 
 def file_sha256(path: str) -> str:

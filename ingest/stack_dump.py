@@ -30,12 +30,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import Record, ThreadStack, Timeline, TimelineNote
-
 from .cuda_snapshot import Interner
 from .errors import IngestError
 from .flight_recorder import rank_from_name
 from .lines import ProgressFn, read_text
+from .records import Record, ThreadStack, Timeline, TimelineNote
 
 FORMAT = "stack_dump"
 MAX_EXAMPLES = 20
@@ -198,7 +197,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(name=FORMAT, description="Python stack dump of one process "
                       "(faulthandler.dump_traceback, py-spy dump), one per rank",

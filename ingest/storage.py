@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from tlview.store.records import BufferAllocated, BufferFreed, Record
+
+from .records import BufferAllocated, BufferFreed, Record
 
 
 @attrs.define

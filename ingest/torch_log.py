@@ -37,9 +37,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 import attrs
-from tlview.store.records import Record, TimelineNote, columns_wanted
 
 from .errors import IngestError
+from .records import Record, TimelineNote, columns_wanted
 
 FORMAT = "torch_log"
 
@@ -502,7 +502,7 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

@@ -49,7 +49,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from tlview.store.records import (
+from .errors import IngestError
+from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
+from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser, graph_summary
+from .inductor_wrapper import _AOT_ID, CompiledWrapperParser, WrapperParser, wrapper_parser
+from .records import (
     CompileEvent,
     NodeScheduled,
     Record,
@@ -57,11 +61,6 @@ from tlview.store.records import (
     TimelineNote,
     columns_wanted,
 )
-
-from .errors import IngestError
-from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
-from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser, graph_summary
-from .inductor_wrapper import _AOT_ID, CompiledWrapperParser, WrapperParser, wrapper_parser
 from .torch_log import LogLine, _Names
 
 FORMAT = "torch_trace"
@@ -846,7 +845,7 @@ def trace_groups(core: Any, chunks: Iterable[list[str]]) -> Iterator[tuple[Any, 
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

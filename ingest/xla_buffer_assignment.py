@@ -41,7 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from tlview.store.records import (
+
+from . import native, xla_native
+from .errors import IngestError
+from .lines import ProgressFn, read_lines
+from .records import (
     BufferAllocated,
     BufferFreed,
     NodeScheduled,
@@ -49,10 +53,6 @@ from tlview.store.records import (
     Timeline,
     TimelineNote,
 )
-
-from . import native, xla_native
-from .errors import IngestError
-from .lines import ProgressFn, read_lines
 from .xla_live_range import LiveRanges, is_live_range_header, read_live_ranges
 from .xla_peaks import MomentSums, first_max, union_curve_columns
 from .xla_shapes import instruction_opcode, instruction_shape, parse_shape
@@ -782,7 +782,7 @@ def sniff(head: str, path: str) -> bool:
 
 
 def _spec() -> Any:
-    from .formats import FormatSpec
+    from .format_spec import FormatSpec
 
     return FormatSpec(
         name=FORMAT,

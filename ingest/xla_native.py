@@ -20,10 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tlview.store.records import EventColumns, Record, Timeline, TimelineNote
-
 from . import native
 from .lines import ProgressFn, open_binary
+from .records import EventColumns, Record, Timeline, TimelineNote
 
 FORMAT = "xla_buffer_assignment"
 

@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS timeline_notes (
 --       allocator_action | allocator_segment | allocator_block | allocator_annotation |
 --       collective_recorded | process_group | process_group_status | thread_stack
 -- Each kind is kept in a table of its own, events_<kind>, holding only the columns that
--- kind has (its record's fields in store/records.py); `events` below is their union,
+-- kind has (its record's fields in ingest/records.py); `events` below is their union,
 -- with every column. Why: DuckDB compresses every column of every row it appends, NULL
 -- or not, so one wide table made each event pay for ~25 columns it never uses (an
 -- allocator snapshot's entries appended several times slower: docs/benchmarks.md).
@@ -177,7 +177,7 @@ SELECT NULL::INTEGER AS source_id, NULL::INTEGER AS timeline_id, NULL::BIGINT AS
        NULL::INTEGER AS stack_id,     -- allocator: interned frames (stacks/frames, same source)
        NULL::BIGINT AS block_bytes,   -- allocator: the whole block handed out (bytes = requested)
        -- Flight Recorder (collective_recorded, process_group, process_group_status) and
-       -- stack dumps (thread_stack): store/records.py says what each holds
+       -- stack dumps (thread_stack): ingest/records.py says what each holds
        NULL::VARCHAR AS process_group, NULL::VARCHAR AS pg_desc, NULL::BIGINT AS pg_id,
        NULL::BIGINT AS seq_id, NULL::BIGINT AS p2p_seq_id, NULL::BIGINT AS op_id,
        NULL::BOOLEAN AS is_p2p, NULL::VARCHAR AS state, NULL::BIGINT AS started_ns,

@@ -24,7 +24,7 @@
 --   graph. A JAX memory profile's figure is the device bytes of the buffers live at the
 --   dump (on a GPU each buffer rounded up to 256 B: what memory_stats()['bytes_in_use']
 --   counts).
---   Sources: allocator_peak (50_allocator.sql), measured_peak_memory (40_profile.sql),
+--   Sources: allocator_peak (51_allocator_curve.sql), measured_peak_memory (42_profile_steps.sql),
 --   memory_profile_sites (55_memory_profile.sql), peak_memory (10_core_views.sql). A
 --   snapshot whose block sizes are estimated (timeline_notes.block_bytes_estimated) gives
 --   its requested bytes instead.

@@ -21,7 +21,7 @@ INSERT INTO timeline_records SELECT * FROM _tlview_rows;
 INSERT INTO timeline_notes SELECT * FROM _tlview_rows;
 
 -- name: append_events
--- {kind}: an event kind of store/records.py (the writer's own vocabulary, never input):
+-- {kind}: an event kind of ingest/records.py (the writer's own vocabulary, never input):
 -- each kind's rows go to its own table (schemas/00_tables.sql), in that table's columns.
 INSERT INTO events_{kind} SELECT * FROM _tlview_batch;
 
@@ -135,13 +135,16 @@ ORDER BY t.timeline_id;
 SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM timeline_records),
        (SELECT count(*) FROM events);
 
--- name: timeline_warnings
-SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '["VARCHAR"]'))
-FROM timeline_notes
-WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
-
 -- name: next_source_id
 SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
+
+-- name: source_path
+-- The path of source $1 (its line in `tlview ingest --from-shards`).
+SELECT path FROM sources WHERE source_id = ?;
+
+-- name: source_sha256s
+-- Every source's path and content hash: the files a parallel ingest skips as known.
+SELECT path, sha256 FROM sources;
 
 -- name: sources_from
 -- The paths of the sources from id $1 on: what an interrupted ingest had committed.

@@ -1,4 +1,4 @@
--- Named queries of comparing two runs (store/diff.py; views in schemas/60_diff.sql).
+-- Named queries of comparing two runs (store/diff.py; views in schemas/60_diff_timelines.sql to 63_diff_sites.sql).
 
 -- name: diff_timeline
 SELECT timeline_id, name, format, _diff_kind(format) AS kind, device

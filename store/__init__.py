@@ -3,7 +3,8 @@
 It knows events and timelines, never dump formats.
 """
 
-from .db import Database, DatabaseLocked, SchemaError, open_database
+from .db import Database, DatabaseLocked, SchemaError
+from .schema import open_database
 from .writer import IngestSummary, write_records
 
 __all__ = [

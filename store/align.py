@@ -2,7 +2,7 @@
 
 Node names are not stable between two compiles of one program (``op12`` in one is
 ``op14`` in the other, buffer numbers shift), so two timelines are aligned by content:
-each node is a signature (``schemas/60_diff.sql``, ``_diff_items``), and the two
+each node is a signature (``schemas/60_diff_timelines.sql``, ``_diff_items``), and the two
 sequences are matched in order, as ``diff`` matches lines. Pure functions over lists of
 strings: no DuckDB, no formats.
 

@@ -14,10 +14,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import diff
 from .db import insert_arrow
 
 # Dependency order: buffers, then the curve computed from them, then its peak; the
-# allocator snapshot caches (schemas/50_allocator.sql) depend on the events alone.
+# allocator snapshot caches (schemas/50_allocator_events.sql) depend on the events alone.
 CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
 
 
@@ -47,10 +48,8 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
                     python_fill(db, tid, first, last)
                     continue
                 db.con.execute(db.queries[f"cache_fill_{name}"], [tid, first, last])
-        # Stored alignments of two runs (schemas/60_diff.sql) are derived from both
+        # Stored alignments of two runs (schemas/60_diff_timelines.sql) are derived from both
         # timelines' events: recomputed with them.
-        from . import diff
-
         diff.refresh_pairs(db, lo, hi)
 
 
@@ -59,7 +58,7 @@ CURVE_SUMS = ("allocated_bytes", "reserved_bytes", "active_blocks", "block_bytes
 
 def fill_allocator_curve(db: Any, tid: int, lo: int, hi: int) -> None:
     """The allocator curve's rows for entries ``lo``..``hi`` of timeline ``tid``, from the
-    cached row before ``lo``: ``_allocator_curve_steps`` (schemas/50_allocator.sql), its
+    cached row before ``lo``: ``_allocator_curve_steps`` (schemas/51_allocator_curve.sql), its
     windowed sums computed as running sums over the entries' deltas in Arrow."""
     con = db.con
     before = con.execute(db.queries["allocator_curve_before"], [tid, lo]).fetchall()

@@ -9,8 +9,7 @@ from typing import Any
 import attrs
 import cattrs
 import pyarrow as pa
-
-from .records import EVENT_KINDS, Event
+from tlview.ingest.records import EVENT_KINDS, Event
 
 # Column order of the events table (schemas/00_tables.sql), with Arrow types.
 EVENT_SCHEMA = pa.schema([

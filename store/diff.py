@@ -1,7 +1,7 @@
 """Comparing two timelines: their alignment (stored or temporary) and what changed.
 
 The alignment is computed here (``align.align`` over the signatures of
-``schemas/60_diff.sql``) and written to the ``alignments`` table, so that the table macros
+``schemas/60_diff_timelines.sql``) and written to the ``alignments`` table, so that the table macros
 ``timeline_diff``, ``peak_diff``, ``kernel_time_diff`` run in the plain duckdb CLI too. A
 read-only connection (``tlview diff --no-store``, the TUI) aligns into temporary tables
 of the same names, which DuckDB reads first; they vanish with the connection.

@@ -1,5 +1,5 @@
 """What `tlview diff` reports and the TUI's compare mode shows: plain values read through
-the diff macros (schemas/60_diff.sql) once the pair is aligned (``diff.ensure_alignment``).
+the diff macros (schemas/60_diff_timelines.sql to 63_diff_sites.sql) once the pair is aligned (``diff.ensure_alignment``).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ never the whole trace, except the per-trace summaries read once when the screen 
 (step totals, overlap, attachments). Hot reads go to the events table directly with
 bounds on ``ts_ns`` that DuckDB's zone maps use: an event overlapping ``[t0, t1)``
 starts before t1 and no earlier than ``t0 - max_dur_ns``. SQL is in
-``schemas/queries_tui_profile.sql``; the figures are those of the profile views
-(``schemas/40_profile.sql``), which the tests check them against.
+``schemas/queries_profile.sql``; the figures are those of the profile views
+(``schemas/40_profile_events.sql`` to ``44_profile_times.sql``), which the tests check them against.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A run's collectives, their arrival strips (the ranks' lateness in buckets, so a 
 ranks fit a line), the stragglers and clock offsets are read when the ranks screen opens
 a run; the ranks of the collective at the cursor as it moves; where to jump (the node
 before each late arrival) once, off the first draw's path. SQL is in
-``schemas/queries_tui_ranks.sql``; the figures are the views' (``schemas/45_ranks.sql``).
+``schemas/queries_rank.sql``; the figures are the views' (``schemas/45_ranks_traces.sql`` to ``49_ranks_whatif.sql``).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ import pyarrow.parquet as pq
 
 from . import caches, diff, runs
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps
-from .db import SCHEMA_VERSION, Database, _schema_files, _template_path
+from .db import _QUERIES, SCHEMA_VERSION, Database, _schema_files
+from .schema import _template_path, open_database
 from .writer import IngestSummary, ingest_transaction
 
 LAYOUT = 1
@@ -253,6 +254,19 @@ def shard_keys(folder: str | Path) -> list[int]:
     return sorted(out)
 
 
+def known_sources(folder: str | Path) -> dict[str, list[str]]:
+    """Resolved path -> sha256s of the sources already in the shard set at ``folder``."""
+    out: dict[str, list[str]] = {}
+    con = duckdb.connect()
+    try:
+        files = str(Path(folder) / SOURCES.folder / "*" / "*.parquet")
+        for path, sha in con.execute(_QUERIES["shard_set_sources"], [files]).fetchall():
+            out.setdefault(path, []).append(sha)
+    finally:
+        con.close()
+    return out
+
+
 def shard_bytes(folder: str | Path) -> int:
     """Bytes of the shard set's Parquet files."""
     return sum(p.stat().st_size for p in Path(folder).rglob("*.parquet"))
@@ -340,8 +354,6 @@ def _views_template() -> Path | None:
     try:
         with tempfile.TemporaryDirectory(prefix="tlview-shardviews-") as tmp:
             # an empty shard set to bind the views against: every file, no rows
-            from .db import open_database
-
             with open_database(os.path.join(tmp, "empty.duckdb")) as db:
                 export_source(db, 0, Path(tmp) / "set", 0)
             part = Path(tmp) / "views.duckdb"

@@ -1,5 +1,5 @@
 """What a view of an allocator snapshot asks of the store: frozen snapshots, as
-``timeline_queries`` does for schedules. SQL in ``schemas/queries_allocator.sql``; the
+``timeline_queries`` does for schedules. SQL in ``schemas/queries_snapshot.sql``; the
 curve and the blocks' lives are cached at ingest, so scrubbing is a range read."""
 
 from __future__ import annotations

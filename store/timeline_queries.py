@@ -1,7 +1,7 @@
 """What the terminal UI asks of a timeline: plain functions returning frozen snapshots.
 
 Every function takes a :class:`Database` and returns immutable values, so the UI can
-hand them across threads inside messages. SQL is in ``schemas/queries_tui.sql``.
+hand them across threads inside messages. SQL is in ``schemas/queries_timeline.sql``.
 
 Memory figures read the core views, which the store caches per timeline at ingest
 (``tlview.store.caches``), so a cursor step is a range read, never a recomputation.

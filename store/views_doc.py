@@ -21,7 +21,8 @@ from pathlib import Path
 
 import attrs
 
-from .db import _schema_files, open_database
+from .db import _schema_files
+from .schema import open_database
 
 COMMAND = "python -m tlview.store.views_doc"
 DEFAULT_OUT = Path("docs/views.md")

@@ -1,4 +1,5 @@
-"""Sentences the store's reports share: ranks as ranges, a hang's verdict in words.
+"""Sentences the store's reports share: ranks as ranges, a hang's verdict in words, the
+shortest label that tells a source apart from the others (the TUI's chooser, `tlview plot`).
 
 `tlview ingest` (cli/hang_report.py), the run report and its headline (report.py) and the
 TUI's runs screen say a hang with these, from the rows of ``hang_verdict`` that
@@ -7,7 +8,8 @@ TUI's runs screen say a hang with these, from the rows of ``hang_verdict`` that
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
 from .hang_queries import Incident, Verdict, group_name
 
@@ -147,4 +149,23 @@ def incident_notes(i: Incident, rings: bool = True) -> list[str]:
     if i.no_rank:
         out.append(f"{i.no_rank} dump{'s' * (i.no_rank != 1)} without a rank in name or "
                    "content: left out")
+    return out
+
+
+def source_labels(paths: Iterable[str]) -> dict[str, str]:
+    """For each distinct path, its last k components with the smallest k that no other
+    path ends with: ``fwd/output_code.py`` and ``bwd/output_code.py``, not two
+    ``output_code.py``."""
+    parts = {p: [x for x in p.split("/") if x] or [p] for p in set(paths)}
+    out: dict[str, str] = {}
+    pending = set(parts)
+    k = 1
+    while pending:
+        ends = Counter("/".join(v[-k:]) for v in parts.values())
+        for p in list(pending):
+            end = "/".join(parts[p][-k:])
+            if ends[end] == 1 or k >= len(parts[p]):
+                out[p] = end
+                pending.discard(p)
+        k += 1
     return out

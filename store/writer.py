@@ -27,11 +27,7 @@ import attrs
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from . import caches, runs
-from .convert import EVENT_SCHEMA, KIND_SCHEMAS, OWNED_COLUMNS, dumps, kind_row
-from .db import Database, insert_arrow
-from .records import (
+from tlview.ingest.records import (
     EVENT_KINDS,
     EventColumns,
     FrameInterned,
@@ -43,6 +39,10 @@ from .records import (
     TimelineNote,
     columns_accepted,
 )
+
+from . import caches, runs
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS, OWNED_COLUMNS, dumps, kind_row
+from .db import Database, insert_arrow
 
 BATCH = 20_000
 # DuckDB's memory while one ingest's transaction is open (it writes the rest to the

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 from test_events_digest import fixture_inputs
-from tlview.ingest.source import records_for
-from tlview.store import caches, open_database, write_records
-from tlview.store.records import (
+from tlview.ingest.records import (
     BufferAllocated,
     BufferFreed,
     NodeScheduled,
     Source,
     Timeline,
 )
+from tlview.ingest.source import records_for
+from tlview.store import caches, open_database, write_records
 
 PAIRS = (("_cache_buffers", "_buffers_derived"),
          ("_cache_memory_curve", "_memory_curve_derived"),

@@ -12,7 +12,7 @@ from conftest import FIXTURES, ingest_into
 from reference_snapshot import active_blocks, live_at, load, replay
 from tlview.ingest.cuda_snapshot import parse_snapshot
 from tlview.ingest.formats import detect_format
-from tlview.store.records import AllocatorAction, EventColumns
+from tlview.ingest.records import AllocatorAction, EventColumns
 
 SNAP = FIXTURES / "snapshot"
 DIFF = FIXTURES / "diff"

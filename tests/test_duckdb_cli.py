@@ -94,7 +94,7 @@ def every_kind(tmp_path_factory) -> Path:
     inputs += [infer / "kineto.pt.trace.json.gz",
                *sorted((infer / "torch_compile_debug").rglob("output_code.py"))]
     ingest_into(db, *inputs)
-    with open_database(db) as d:  # stored alignments for the diff macros (60_diff.sql)
+    with open_database(db) as d:  # stored alignments for the diff macros (60_diff_timelines.sql ...)
         for fmt in ("inductor_ir", "kineto", "cuda_snapshot"):
             a, b = d.sql("SELECT min(timeline_id), max(timeline_id) FROM timeline_records "
                          "WHERE format = ?", [fmt]).fetchone()

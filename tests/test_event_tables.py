@@ -6,10 +6,7 @@ from __future__ import annotations
 import attrs
 import pyarrow as pa
 import pytest
-from tlview.store import open_database, write_records
-from tlview.store import writer as w
-from tlview.store.convert import EVENT_COLUMNS, KIND_SCHEMAS
-from tlview.store.records import (
+from tlview.ingest.records import (
     EVENT_KINDS,
     BufferAllocated,
     BufferFreed,
@@ -18,6 +15,9 @@ from tlview.store.records import (
     Source,
     Timeline,
 )
+from tlview.store import open_database, write_records
+from tlview.store import writer as w
+from tlview.store.convert import EVENT_COLUMNS, KIND_SCHEMAS
 
 
 def test_each_kind_table_has_its_records_fields_and_the_view_every_column(db_path):

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ingest_into
 from tlview.ingest.flight_recorder import parse_flight_recorder, rank_from_name
+from tlview.ingest.records import CollectiveRecorded, ThreadStack
 from tlview.ingest.source import records_for
 from tlview.ingest.stack_dump import parse_stack_dump
 from tlview.store import open_database
-from tlview.store.records import CollectiveRecorded, ThreadStack
 
 FR = FIXTURES / "flight_recorder"
 SCENARIOS = ("skip", "sizes", "subgroup", "late")

@@ -18,8 +18,8 @@ import reference_wrapper as ref
 from conftest import FIXTURES, SEED_004, ingest_into
 from tlview.ingest.errors import IngestError
 from tlview.ingest.fx_graph import parse_annotation
+from tlview.ingest.records import NodeScheduled
 from tlview.ingest.source import records_for
-from tlview.store.records import NodeScheduled
 
 TORCH = FIXTURES / "torch"
 
@@ -158,8 +158,8 @@ def test_expanded_signature_and_return(text, inputs, outputs, peak):
     """TORCH_TRACE prints graphs with one parameter and one returned value per line, each
     with a comment naming it: the same graph as the one-line form (f32[4, 8] = 128 B)."""
     from tlview.ingest.fx_graph import FxGraphParser
+    from tlview.ingest.records import BufferAllocated, BufferFreed
     from tlview.ingest.torch_log import LogLine
-    from tlview.store.records import BufferAllocated, BufferFreed
 
     parser = FxGraphParser("x.log", ("fx:g", "g"), "Joint graph 0", None)
     recs = list(parser.start())

@@ -8,7 +8,7 @@ from conftest import FIXTURES, SEED_000, SEED_001, SEED_002, ingest_into
 from reference_ir import reference
 from tlview.ingest.inductor_ir import parse_scheduler_ir
 from tlview.ingest.lines import read_lines
-from tlview.store.records import BufferAllocated, NodeScheduled
+from tlview.ingest.records import BufferAllocated, NodeScheduled
 
 
 @pytest.mark.parametrize("seed", [SEED_000, SEED_001, SEED_002], ids=["000", "001", "002"])

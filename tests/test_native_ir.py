@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tlview.ingest import IngestError, inductor_ir, lines
 from tlview.ingest.discover import discover
+from tlview.ingest.records import EventColumns
 from tlview.store import open_database, write_records
 from tlview.store.digest import source_digest
-from tlview.store.records import EventColumns
 
 pytestmark = needs_native("InductorIrParser")
 

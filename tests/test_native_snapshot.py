@@ -22,11 +22,11 @@ from conftest import FIXTURES, needs_native
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tlview.ingest import IngestError, native
+from tlview.ingest.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
 from tlview.ingest.source import records_for
 from tlview.store import open_database, write_records
 from tlview.store.convert import EVENT_COLUMNS, event_tuple
 from tlview.store.digest import source_digest
-from tlview.store.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
 
 pytestmark = needs_native("SnapshotParser")
 

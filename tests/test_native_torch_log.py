@@ -384,7 +384,7 @@ def columns_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any
     from tlview.ingest.event_sink import SINK_CLASSES
     from tlview.ingest.fx_graph import CompiledFxGraphParser
     from tlview.ingest.native import arrow_columns
-    from tlview.store.records import EventColumns
+    from tlview.ingest.records import EventColumns
 
     sink = native.module().EventSink(SINK_CLASSES)
     p = CompiledFxGraphParser(native.module(), "g.log", ("fx:g", "g"), title, None, sink)
@@ -401,8 +401,8 @@ def columns_graph(title: str, texts: list[str], numbers: list[int]) -> tuple[Any
 def event_rows(out: list[Any]) -> list[tuple[Any, ...]]:
     """The events-table rows (less source and seq; the timeline by key) of records and
     EventColumns, as the writer makes them: attrs JSON text, lists for reads/writes."""
+    from tlview.ingest.records import EVENT_KINDS, EventColumns
     from tlview.store.convert import EVENT_COLUMNS, event_tuple
-    from tlview.store.records import EVENT_KINDS, EventColumns
 
     names = EVENT_COLUMNS[3:]
     rows: list[tuple[Any, ...]] = []
@@ -422,8 +422,8 @@ def event_rows(out: list[Any]) -> list[tuple[Any, ...]]:
 
 def same_columns(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
     """The same rows (attrs text included), note and summary, or the same error."""
+    from tlview.ingest.records import EVENT_KINDS
     from tlview.store.convert import dumps
-    from tlview.store.records import EVENT_KINDS
 
     assert got[0] == want[0]
     if want[0] == "error":
@@ -437,14 +437,14 @@ def same_columns(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
 
 
 class TestFxColumns:
-    """With an EventSink (where the writer reads: store.records.columns_accepted), the
+    """With an EventSink (where the writer reads: ingest.records.columns_accepted), the
     compiled reader writes each graph's events into the sink as rows: exactly the rows
     the writer makes of the Python parser's records, attrs JSON text included; a graph
     handed back to the Python parser leaves the sink untouched."""
 
     @pytest.mark.parametrize("i", range(len(GRAPHS)))
     def test_graph(self, i):
-        from tlview.store.records import EVENT_KINDS, EventColumns
+        from tlview.ingest.records import EVENT_KINDS, EventColumns
 
         title, texts, numbers = GRAPHS[i]
         got = columns_graph(title, texts, numbers)
@@ -464,7 +464,7 @@ def test_columnar_where_the_writer_reads(src, monkeypatch):
     """Where the writer reads (columns_accepted) a torch log or TORCH_TRACE log parses to
     EventColumns holding exactly the events records_for yields elsewhere, in order; the
     other records (timelines, notes) are the same too."""
-    from tlview.store.records import EVENT_KINDS, EventColumns, columns_accepted
+    from tlview.ingest.records import EVENT_KINDS, EventColumns, columns_accepted
 
     monkeypatch.setenv("TLVIEW_NATIVE", "1")
     plain = list(records_for(src))
@@ -486,7 +486,7 @@ class TestEventSink:
     leaving the sink as it was."""
 
     def records(self) -> list[Any]:
-        from tlview.store.records import (
+        from tlview.ingest.records import (
             BufferAliased,
             BufferAllocated,
             BufferFreed,
@@ -512,7 +512,7 @@ class TestEventSink:
     def refused(self) -> list[Any]:
         from decimal import Decimal
 
-        from tlview.store.records import BufferFreed, CompileEvent, Timeline
+        from tlview.ingest.records import BufferFreed, CompileEvent, Timeline
 
         return [
             CompileEvent("t", "metrics", attrs={"d": Decimal("1.5")}),
@@ -526,7 +526,7 @@ class TestEventSink:
     def test_rows(self):
         from tlview.ingest.event_sink import SINK_CLASSES
         from tlview.ingest.native import arrow_columns
-        from tlview.store.records import EventColumns
+        from tlview.ingest.records import EventColumns
 
         recs = self.records()
         sink = native.module().EventSink(SINK_CLASSES)

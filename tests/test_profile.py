@@ -294,6 +294,6 @@ def test_kineto_sniffed_when_a_long_header_hides_trace_events(tmp_path):
 
 
 def chrome_trace_head(path: Path) -> str:
-    from tlview.ingest.formats import read_head
+    from tlview.ingest.format_spec import read_head
 
     return read_head(str(path))

@@ -21,8 +21,8 @@ import reference_wrapper as ref
 from conftest import FIXTURES, ingest_into
 from tlview.ingest.errors import IngestError
 from tlview.ingest.formats import detect_format
+from tlview.ingest.records import CompileEvent, Timeline, TimelineNote
 from tlview.ingest.torch_trace import parse_torch_trace
-from tlview.store.records import CompileEvent, Timeline, TimelineNote
 
 TT = FIXTURES / "torch_trace"
 LOGS = {"cpu_step": [TT / "cpu_step" / "trace.log.gz"],

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 from conftest import SEED_000, SEED_001, SEED_002, ingest_into
 from textual.worker import WorkerFailed
+from tlview.ingest.records import NodeScheduled, Source, Timeline
 from tlview.store import open_database, write_records
-from tlview.store.records import NodeScheduled, Source, Timeline
 from tlview.tui.app import TlviewApp
 from tlview.tui.chooser import ChooserScreen
 from tlview.tui.execution_list import ExecutionList

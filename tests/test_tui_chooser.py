@@ -11,9 +11,10 @@ import duckdb
 import pytest
 from tlview.store import open_database, write_records
 from tlview.store.timeline_queries import TimelineInfo
+from tlview.store.words import source_labels
 from tlview.tui.app import TlviewApp
 from tlview.tui.chooser import ChooserScreen
-from tlview.tui.chooser_rows import chooser_rows, filter_rows, source_labels
+from tlview.tui.chooser_rows import chooser_rows, filter_rows
 from tlview.tui.timeline_screen import TimelineScreen
 from tui_helpers import asynctest, press, settle, type_text, wait_for
 from tui_text import screen_text

@@ -15,11 +15,11 @@ import pytest
 from conftest import FIXTURES
 from tlview.cli import main
 from tlview.store import open_database
+from tlview.store.fmt import short_bytes, short_ns
 from tlview.store.timeline_queries import TimelineInfo
 from tlview.tui.app import TlviewApp
 from tlview.tui.chooser import ChooserScreen
 from tlview.tui.chooser_rows import chooser_rows, filter_rows
-from tlview.tui.fmt import short_bytes, short_ns
 from tlview.tui.ranks_screen import RanksScreen
 from tlview.tui.runs_screen import RunsScreen
 from tlview.tui.snapshot_screen import SnapshotScreen

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from conftest import FIXTURES, ingest_into
 from reference_snapshot import live_at, load, replay
-from tlview.fmt import exact_bytes
+from tlview.store.fmt import exact_bytes
 from tlview.store.snapshot_queries import SiteRow
 from tlview.tui.allocator_curve import column_of, event_at
 from tlview.tui.app import TlviewApp

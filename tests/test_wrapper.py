@@ -22,10 +22,10 @@ import pytest
 import reference_wrapper as ref
 from conftest import FIXTURES, SEED_004, ingest_into
 from tlview.ingest.errors import IngestError
+from tlview.ingest.records import BufferAliased, NodeScheduled, TimelineNote
 from tlview.ingest.source import records_for
 from tlview.ingest.torch_log import parse_torch_log, undress
 from tlview.store import open_database, write_records
-from tlview.store.records import BufferAliased, NodeScheduled, TimelineNote
 
 TORCH = FIXTURES / "torch"
 PROGRAMS = ["mlp_train", "transformer_block", "conv_net", "inplace_mutation"]

@@ -18,9 +18,9 @@ from reference_xla import reference, xla_moment
 from tlview.ingest import IngestError
 from tlview.ingest.discover import discover
 from tlview.ingest.lines import read_lines
+from tlview.ingest.records import BufferAllocated, NodeScheduled, TimelineNote
 from tlview.ingest.xla_buffer_assignment import parse_buffer_assignment, sibling_files
 from tlview.store import open_database
-from tlview.store.records import BufferAllocated, NodeScheduled, TimelineNote
 
 XLA = FIXTURES / "xla"
 MODULES = sorted(XLA.glob("*-buffer-assignment.txt*"))

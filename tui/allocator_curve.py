@@ -14,9 +14,9 @@ from textual import events
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import short_bytes
 from tlview.store.snapshot_queries import SnapshotCurve
 
-from .fmt import short_bytes
 from .glyphs import Glyphs
 
 AXIS_WIDTH = 10  # "1000 MiB" and the axis glyph

@@ -18,11 +18,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input
+from tlview.store.fmt import short_bytes
 from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
 
 from . import messages as m
 from .chooser_rows import ChooserRow, chooser_rows, filter_rows
-from .fmt import short_bytes
 from .row_list import Column, RowList
 from .runs_messages import OpenRuns
 from .title_bar import TitleBar

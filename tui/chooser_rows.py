@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from attrs import frozen
 from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
+from tlview.store.words import source_labels
 
 LOG_FORMAT = "torch_trace"  # a TORCH_TRACE log's own timeline: a source, not a schedule
 
@@ -26,25 +27,6 @@ class ChooserRow:
         """A repeat of a graph listed through another timeline, or a TORCH_TRACE log's
         own (empty) timeline: listed only with every timeline asked for."""
         return self.info.copy_of is not None or self.info.format == LOG_FORMAT
-
-
-def source_labels(paths: Iterable[str]) -> dict[str, str]:
-    """For each distinct path, its last k components with the smallest k that no other
-    path ends with: ``fwd/output_code.py`` and ``bwd/output_code.py``, not two
-    ``output_code.py``."""
-    parts = {p: [x for x in p.split("/") if x] or [p] for p in set(paths)}
-    out: dict[str, str] = {}
-    pending = set(parts)
-    k = 1
-    while pending:
-        ends = Counter("/".join(v[-k:]) for v in parts.values())
-        for p in list(pending):
-            end = "/".join(parts[p][-k:])
-            if ends[end] == 1 or k >= len(parts[p]):
-                out[p] = end
-                pending.discard(p)
-        k += 1
-    return out
 
 
 def shown_name(t: TimelineInfo) -> str:

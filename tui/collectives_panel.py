@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from tlview.store.fmt import short_bytes
 from tlview.store.timeline_queries import CollectiveInFlight
 
-from .fmt import short_bytes
 from .glyphs import Glyphs
 
 

@@ -19,8 +19,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import short_bytes
 
-from .fmt import short_bytes
 from .glyphs import Glyphs
 
 AXIS_WIDTH = 10

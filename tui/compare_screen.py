@@ -19,11 +19,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from tlview.store.diff_report import AlignedStep, Comparison, comparison
+from tlview.store.fmt import short_bytes, signed_ns, signed_short_bytes
 from tlview.store.timeline_queries import TimelineInfo
 
 from . import messages as app_messages
 from .compare_curve import CompareCurve, carried
-from .fmt import short_bytes
 from .glyphs import Glyphs
 from .reader import Reader
 from .row_list import Column, RowList
@@ -51,30 +51,15 @@ KERNEL_COLUMNS = (Column("how"), Column("delta", right=True), Column("share", ri
                   Column("kernel", least=8, flex=True))
 
 
-def signed_bytes(n: int | None) -> str:
-    if n is None:
-        return ""
-    return ("+" if n > 0 else "-" if n < 0 else "") + short_bytes(abs(n))
-
-
-def signed_ns(n: int | None) -> str:
-    if n is None:
-        return ""
-    sign = "+" if n > 0 else "-" if n < 0 else ""
-    n = abs(n)
-    return sign + (f"{n / 1e6:.2f} ms" if n >= 1_000_000 else f"{n / 1e3:.1f} us"
-                   if n >= 1000 else f"{n} ns")
-
-
 def step_cells(s: AlignedStep) -> tuple[str, ...]:
     delta = s.b_live - s.a_live if s.a_live is not None and s.b_live is not None else None
     return (str(s.pos), s.method, "" if s.a_step is None else f"{s.a_step} {s.a_node or ''}",
-            "" if s.b_step is None else f"{s.b_step} {s.b_node or ''}", signed_bytes(delta))
+            "" if s.b_step is None else f"{s.b_step} {s.b_node or ''}", signed_short_bytes(delta))
 
 
 def peak_cells(r: dict) -> tuple[str, ...]:
     names = " -> ".join(x for x in (r["a_buffer"], r["b_buffer"]) if x)
-    return (r["status"], signed_bytes(r["delta_bytes"]), names, r["what"] or "")
+    return (r["status"], signed_short_bytes(r["delta_bytes"]), names, r["what"] or "")
 
 
 def kernel_cells(r: dict) -> tuple[str, ...]:
@@ -171,7 +156,7 @@ class CompareScreen(Screen[None]):
         if has_memory or not snap.kernel_rows:
             delta = (snap.b_peak.bytes - snap.a_peak.bytes
                      if snap.a_peak.bytes is not None and snap.b_peak.bytes is not None else None)
-            changes.border_title = f"peak {signed_bytes(delta)}, by buffer"
+            changes.border_title = f"peak {signed_short_bytes(delta)}, by buffer"
             changes.set_rows([peak_cells(r) for r in snap.peak_rows
                               if r["status"] != "same" or r["delta_bytes"]])
         else:
@@ -198,7 +183,7 @@ class CompareScreen(Screen[None]):
 
         self.query_one("#compare-status", Static).update(
             f"{pos + 1}/{len(snap.steps)} {s.method}: {side('A', s.a_step, s.a_node, a)} | "
-            f"{side('B', s.b_step, s.b_node, b)} | {signed_bytes(b - a)}")
+            f"{side('B', s.b_step, s.b_node, b)} | {signed_short_bytes(b - a)}")
 
     @on(RowList.Highlighted, "#compare-steps")
     def _moved(self, event: RowList.Highlighted) -> None:

@@ -14,9 +14,10 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import short_bytes, short_ns
 from tlview.store.timeline_queries import StepRow, StepWindow
 
-from .fmt import node_kind, short_bytes, short_ns
+from .cell_text import node_kind
 from .glyphs import Glyphs
 
 MAX_CACHED_ROWS = 20_000

@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.widgets import Static
 from tlview.store.timeline_queries import GraphSource
 
-from .fmt import fit
+from .cell_text import fit
 
 SHORT = {"scheduler IR": "IR", "scheduler IR pre-fusion": "pre-fusion IR", "FX graph": "FX"}
 

@@ -24,11 +24,11 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from tlview.store import hang_queries as hq
+from tlview.store.fmt import short_ns
 from tlview.store.hang_queries import Cell, Grid, Incident, RankDetail
 
 from . import hang_messages as m
 from . import messages as app_messages
-from .fmt import short_ns
 from .glyphs import Glyphs
 from .reader import Reader
 from .row_list import Column, RowList

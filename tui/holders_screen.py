@@ -17,15 +17,15 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from tlview.fmt import exact_bytes
 from tlview.store import memory_holders as mh
 from tlview.store import timeline_queries as q
+from tlview.store.fmt import exact_bytes, short_bytes
 from tlview.store.memory_holders import Holder, HolderGroup, LiveHolders
 from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
 
 from . import messages as app_messages
+from .cell_text import short_path
 from .export import default_name, write_csv
-from .fmt import short_bytes, short_path
 from .glyphs import Glyphs
 from .prompts import Prompt
 from .reader import Reader

@@ -16,9 +16,10 @@ from textual import events
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import offset_ms
 from tlview.store.profile_queries import LaneWindow, TraceOverview
 
-from .fmt import fit, offset_ms
+from .cell_text import fit
 from .glyphs import Glyphs
 
 LABEL_WIDTH = 16  # "cuda:0 s17 comm " and the gutter of the memory curve below

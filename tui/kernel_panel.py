@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from tlview.store.fmt import offset_ms, short_bytes, short_ns
 from tlview.store.profile_queries import (
     CommOverlap,
     KernelAttachment,
@@ -15,7 +16,6 @@ from tlview.store.profile_queries import (
     StepTotal,
 )
 
-from .fmt import offset_ms, short_bytes, short_ns
 from .glyphs import Glyphs
 
 

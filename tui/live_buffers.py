@@ -13,9 +13,9 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import short_bytes
 from tlview.store.timeline_queries import LiveAt, LiveBuffer
 
-from .fmt import short_bytes
 from .glyphs import Glyphs
 
 # (title, minimum width, right-aligned); columns that do not fit are left out from the right.

@@ -10,9 +10,10 @@ from __future__ import annotations
 from rich.segment import Segment
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import short_bytes
 from tlview.store.profile_queries import MemoryWindow
 
-from .fmt import fit, short_bytes
+from .cell_text import fit
 from .glyphs import Glyphs
 from .kernel_lanes import LABEL_WIDTH
 

@@ -13,9 +13,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
+from tlview.store.fmt import short_bytes
 from tlview.store.timeline_queries import CurveSummary
 
-from .fmt import short_bytes
 from .glyphs import Glyphs
 
 AXIS_WIDTH = 10  # "25.0 GiB" and the axis glyph

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
-from tlview.fmt import exact_bytes, human_bytes
+from tlview.store.fmt import exact_bytes, human_bytes
 from tlview.store.timeline_queries import CurveSummary, LiveAt
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from tlview.store.fmt import short_bytes
 from tlview.store.timeline_queries import BufferFact, NodeDetail
-
-from .fmt import short_bytes
 
 CODE_LINES = 60
 

@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 from tlview.store import profile_queries as pq
+from tlview.store.fmt import offset_ms, short_bytes, short_ns
 from tlview.store.profile_queries import (
     KernelAttachment,
     KernelLaunch,
@@ -39,7 +40,6 @@ from tlview.store.timeline_queries import TimelineInfo
 
 from . import messages as app_messages
 from . import profiler_messages as m
-from .fmt import offset_ms, short_bytes, short_ns
 from .glyphs import Glyphs
 from .kernel_lanes import KernelLanes
 from .kernel_panel import KernelPanel, describe

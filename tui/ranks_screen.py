@@ -23,11 +23,11 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from tlview.store import rank_queries as rq
+from tlview.store.fmt import short_bytes, short_ns
 from tlview.store.rank_queries import Arrival, CollectiveRow, LateTarget, RunInfo, RunView
 
 from . import messages as app_messages
 from . import ranks_messages as m
-from .fmt import short_bytes, short_ns
 from .glyphs import Glyphs
 from .rank_strips import CollectiveList, skew_bar
 from .reader import Reader

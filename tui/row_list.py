@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from .fmt import fit
+from .cell_text import fit
 
 
 @frozen

@@ -21,11 +21,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from tlview.store.fmt import short_bytes, short_ns
 from tlview.store.report import Evidence, RunRow, Verdict, Words, headline, list_runs
 
 from . import messages as app_messages
 from . import runs_messages as m
-from .fmt import short_bytes, short_ns
 from .glyphs import Glyphs
 from .reader import Reader
 from .row_list import Column, RowList

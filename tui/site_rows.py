@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from attrs import frozen
+from tlview.store.fmt import short_bytes
 from tlview.store.snapshot_queries import SiteRow
 
-from .fmt import short_bytes
 from .row_list import Column
 
 COLUMNS = (Column("blocks", right=True), Column("bytes", right=True),

@@ -1,11 +1,11 @@
 """The text of a snapshot screen's header and of the trace entry at its cursor: exact
-bytes with binary units beside (``tlview.fmt.exact_bytes``, as ``tlview ingest`` prints
+bytes with binary units beside (``tlview.store.fmt.exact_bytes``, as ``tlview ingest`` prints
 them), times from the window's start. Plain functions of frozen values."""
 
 from __future__ import annotations
 
 from rich.text import Text
-from tlview.fmt import exact_bytes, human_bytes
+from tlview.store.fmt import exact_bytes, human_bytes
 from tlview.store.snapshot_queries import OomDetail, SnapshotOverview, SnapshotPoint
 
 

@@ -28,7 +28,7 @@ from tlview.store.timeline_queries import TimelineInfo
 from . import messages as app_messages
 from . import snapshot_messages as m
 from .allocator_curve import AllocatorCurve
-from .fmt import fit
+from .cell_text import fit
 from .glyphs import Glyphs
 from .prompts import Prompt
 from .reader import Reader

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from .fmt import fit
+from .cell_text import fit
 
 
 class TitleBar(Static):

@@ -1,5 +1,5 @@
 -- Moving a database from schema v2/v3 (one wide `events` table) to v4 (events_<kind>
--- tables and the view `events`): store/db.py renames the old table, creates the new
+-- tables and the view `events`): store/schema.py renames the old table, creates the new
 -- schema, then runs these in the same transaction.
 
 -- name: migrate_events_rename

@@ -161,3 +161,8 @@ SELECT f.timeline_id, f.label, f.form, f.source_kind, f.copy_of
 FROM (SELECT unnest(forms) AS f FROM graphs
       WHERE list_contains(list_transform(forms, lambda x: x.timeline_id), $1))
 ORDER BY f.timeline_id;
+
+-- name: timeline_warnings
+SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '["VARCHAR"]'))
+FROM timeline_notes
+WHERE timeline_id = ? AND json_extract(attrs, '$.warnings') IS NOT NULL;
