@@ -207,3 +207,24 @@ def test_the_matching_once_per_report_changes_no_figure(db, reports):
         report_module.MATCH_ONCE = True
     assert again == reports["real_delay"]
     assert rows(db, "SELECT count(*) AS n FROM duckdb_tables() WHERE temporary")[0]["n"] == 0
+
+
+def test_long_allocation_sites_keep_their_file_line_and_function(db, reports):
+    """The sites held at compiled_train's peak are output-code files of Inductor's cache,
+    longer than a text cell: text and md cut them from the left (`…/name.py:698:call`),
+    keeping what tells them apart; html and json keep them whole. The sites are the
+    allocator's (blocks_live_at), read here apart."""
+    r = reports["compiled_train"]
+    peak = r.headline[0].evidence
+    sites = [x["site"] for x in rows(
+        db, "SELECT site, sum(requested_size) AS b FROM blocks_live_at(?, ?) GROUP BY site "
+            "ORDER BY b DESC, site LIMIT 10", [peak.timeline_id, peak.at])]
+    long = [s for s in sites if len(s) > 72]
+    assert len(long) >= 2 and all(s.rsplit(":", 2)[1].isdigit() for s in long)
+    for fmt in ("text", "md"):
+        cut = {w[1:] for w in RENDERERS[fmt](r).split() if w.startswith("…/")}
+        for s in long:  # its end from a folder on: file name, line and function
+            assert any(s.endswith(c) and s[s.rindex("/"):] in c for c in cut), (fmt, s)
+    for fmt in ("html", "json"):
+        out = RENDERERS[fmt](r)
+        assert all(s in out for s in long), fmt
