@@ -12,6 +12,7 @@ import contextlib
 import html
 import io
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -228,3 +229,34 @@ def test_long_allocation_sites_keep_their_file_line_and_function(db, reports):
     for fmt in ("html", "json"):
         out = RENDERERS[fmt](r)
         assert all(s in out for s in long), fmt
+
+
+def test_info_lists_each_graph_once_under_its_title(db):
+    """`tlview info` (and an ingest's closing summary, the same lines: test_cli_commands)
+    lists each timeline once, under its unique title, a compiled graph's copies in the
+    torch log and the TORCH_TRACE log only named on its line, and counts as runs does."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["info", "--db", str(db.path)]) == 0
+    lines = out.getvalue().splitlines()
+    total = sum(r["n_timelines"] for r in rows(db, "SELECT n_timelines FROM runs"))
+    assert re.match(rf".*: \d+ sources, {total} timelines \(\d+ more not counted", lines[0])
+    heads = [re.match(r"^ *timeline (\d+) (.*) \[", ln) for ln in lines]
+    listed = [int(m.group(1)) for m in heads if m]
+    assert len(listed) == len(set(listed)) == total
+    copies = [r["timeline_id"] for r in rows(db, "SELECT timeline_id FROM timelines "
+                                                 "WHERE copy_of IS NOT NULL")]
+    assert copies and not set(copies) & set(listed)
+    also = " ".join(ln for ln in lines if ln.lstrip().startswith("also in "))
+    assert all(f"(timeline {c})" in also for c in copies)
+    titles = dict((r["timeline_id"], r["title"]) for r in rows(db, "SELECT timeline_id, title "
+                                                                   "FROM timelines"))
+    top = [m for m in heads if m and not m.group(0).startswith(" ")]
+    assert all(m.group(2) == titles[int(m.group(1))] for m in top)
+    # compiled_train's graphs: one line each for the debug tree's output_code.py files
+    code = [m.group(2) for m in top if m.group(2).startswith("compiled_train · ")
+            and m.group(2).endswith(" · output code")]
+    assert len(code) == len(list(TRAIN.rglob("output_code.py"))) == 2
+    logs = [p for f in (TRAIN, OOM) for p in (f / "torch_trace").iterdir()]
+    assert sum(ln.startswith("source ") and "(TORCH_TRACE log)" in ln for ln in lines) \
+        == len(logs) == 2  # a source of its run, not a timeline
