@@ -11,7 +11,7 @@ from pathlib import PurePath
 from typing import Any
 
 from tlview.store import Database
-from tlview.store.words import rank_ranges
+from tlview.store.words import artifact_counts, rank_ranges
 
 from .fmt import exact_bytes
 from .snapshot_summary import print_snapshot_summary
@@ -64,7 +64,7 @@ def print_by_run(db: Database, runs: list[dict[str, Any]], rows: list[dict[str, 
 
 def run_line(r: dict[str, Any]) -> str:
     """``run 1 gpu_step: /path; 11 sources (4 output_code.py, ...); ...``."""
-    arts = ", ".join(f"{a['files']} {a['kind']}" for a in r["artifacts"] or [])
+    arts = artifact_counts(r["artifacts"])
     parts = [f"run {r['run_id']} {r['name']}: {r['root']}",
              f"{r['n_sources']} source{'s' if r['n_sources'] != 1 else ''} ({arts})",
              f"{r['n_timelines']} timeline{'s' if r['n_timelines'] != 1 else ''}, "

@@ -274,7 +274,7 @@ def read_section(ctx: Context) -> Section | None:
     """What was read: the run's artifacts, ranks, versions and the window each covers."""
     run, run_sql = ctx.run, ctx.run_sql
     figs = [Figure("run_sources", "artifacts", run["n_sources"], "count", run_sql,
-                   ", ".join(f"{a['files']} {a['kind']}" for a in run["artifacts"] or [])),
+                   words.artifact_counts(run["artifacts"])),
             Figure("run_timelines", "timelines", run["n_timelines"], "count", run_sql,
                    "copies of a compiled graph in other artifacts counted once"),
             Figure("run_graphs", "compiled graphs", run["n_graphs"], "count", run_sql)]
@@ -915,7 +915,7 @@ class RunRow:
 
 def list_runs(db: Database) -> tuple[RunRow, ...]:
     return tuple(RunRow(r["run_id"], r["name"], r["root"], r["n_sources"], r["n_timelines"],
-                        ", ".join(f"{a['files']} {a['kind']}" for a in r["artifacts"] or []))
+                        words.artifact_counts(r["artifacts"]))
                  for r in db.query_dicts("run_list"))
 
 

@@ -74,7 +74,7 @@ class TestRunsScreen:
             assert f"at trace entry {oom[1]}" in oom_line
             straggler = next(t for t in lines if "Straggler rank" in t)
             assert f"cost the other ranks {short_ns(caused[0])}" in straggler
-            assert "delayed  2 timelines from 2 files" in screen_text(app)
+            assert "delayed  2 timelines from 2 files: 2 profiler traces" in screen_text(app)
             assert screen.query_one("#runs-list").cursor == 1  # on the first verdict
 
     @asynctest
