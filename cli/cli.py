@@ -29,7 +29,7 @@ from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
 from .parallel_ingest import default_jobs
 from .sql_command import UsageError, cmd_sql
-from .summary import print_runs, print_summaries
+from .summary import print_info
 
 DEFAULT_DB = "tlview.duckdb"
 COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "report",
@@ -201,11 +201,12 @@ def _run(argv: list[str]) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     with open_database(args.db, read_only=True, wait_s=lock_wait_s(),
                        on_wait=say_waiting) as db:
-        n_sources, n_timelines, n_events = db.query("counts")[0]
-        print(f"{args.db}: {n_sources} sources, {n_timelines} timelines, {n_events} events "
-              f"(schema v{db.meta('schema_version')})")
-        print_runs(db)
-        print_summaries(db)
+        n_sources, n_timelines, left_out, n_events = db.query("info_counts")[0]
+        more = (f" ({left_out} more not counted: a compiled graph's copies in other "
+                "artifacts, TORCH_TRACE logs' own)") if left_out else ""
+        print(f"{args.db}: {n_sources} sources, {n_timelines} timelines{more}, {n_events} "
+              f"events (schema v{db.meta('schema_version')})")
+        print_info(db)
     return 0
 
 

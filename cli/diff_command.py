@@ -138,7 +138,7 @@ def _missing(rep: DiffReport, name: str) -> str:
     if not any(have):
         return f"neither timeline has a {name} ({why})"
     side = al.b if have[0] else al.a
-    return (f"{'B' if have[0] else 'A'} (timeline {side.timeline_id} {side.name}) has no "
+    return (f"{'B' if have[0] else 'A'} (timeline {side.timeline_id} {side.title}) has no "
             f"{name} ({why}): nothing to compare")
 
 
@@ -159,8 +159,8 @@ def _pct(delta: int | None, base: int | None) -> str:
 
 def _lines(rep: DiffReport) -> list[str]:
     al = rep.alignment
-    out = [f"A: timeline {al.a.timeline_id} {al.a.name} [{al.a.format}]",
-           f"B: timeline {al.b.timeline_id} {al.b.name} [{al.b.format}]",
+    out = [f"A: timeline {al.a.timeline_id} {al.a.title} [{al.a.format}]",
+           f"B: timeline {al.b.timeline_id} {al.b.title} [{al.b.format}]",
            f"aligned {al.a_items} and {al.b_items} steps: {al.same} same, {al.changed} "
            f"changed, {al.deleted} removed (A only), {al.inserted} inserted (B only)"]
     larger = max(al.a_items, al.b_items)

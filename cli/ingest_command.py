@@ -42,7 +42,7 @@ from .parallel_ingest import (
     say_err,
 )
 from .rank_report import print_rank_report
-from .summary import print_summaries, print_summary_rows
+from .summary import print_ingested
 
 
 @attrs.frozen
@@ -121,6 +121,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                             failed.append(err)
                 _tick(phases, "files", t)
                 _say_again(again)
+                t = time.perf_counter()
+                print_ingested(db, new_ids, out=say)  # each graph once, under its title
+                _tick(phases, "summary", t)
                 t = time.perf_counter()
                 try:  # runs of ranks the new traces are in
                     print_rank_report(db, new_ids, out=say)
@@ -238,6 +241,7 @@ def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
         for s in summaries:
             path = db.scalar("source_path", s.source_id)
             new_ids += report_ingest(db, path, s)
+        print_ingested(db, new_ids, out=say)
         try:
             print_rank_report(db, new_ids, out=say)
         except duckdb.Error as e:
@@ -339,18 +343,13 @@ def check_again(db: Database, path: str, sha: str, *, force: bool,
 
 def report_ingests(db: Database, done: list[tuple[str, IngestSummary, str | None]]
                    ) -> list[int]:
-    """Print, file by file, the note and the summary of each ``(path, summary, note)``
-    (consecutive ingests: one summary query for all); their new timeline ids."""
+    """Print, file by file, the note of each ``(path, summary, note)`` and whether it
+    recorded nothing; their new timeline ids (listed at the end: print_ingested)."""
     tids = [t for _, s, _ in done for t in s.timeline_ids.values()]
-    rows = db.query_dicts("timeline_summaries", min(tids), max(tids)) if tids else []
-    by_id = {r["timeline_id"]: r for r in rows}
     for path, summary, note in done:
         if note:
             say(note)
-        mine = sorted(summary.timeline_ids.values())
-        if mine:
-            print_summary_rows(db, [by_id[t] for t in mine if t in by_id], out=say)
-        else:
+        if not summary.timeline_ids:
             _say_no_timeline(path, summary)
     return tids
 
@@ -361,11 +360,10 @@ def _say_no_timeline(path: str, summary: IngestSummary) -> None:
 
 
 def report_ingest(db: Database, path: str, summary: IngestSummary) -> list[int]:
-    """Print what an ingest of ``path`` wrote; its new timeline ids."""
+    """Say if an ingest of ``path`` recorded nothing; its new timeline ids (listed at the
+    end: print_ingested)."""
     tids = list(summary.timeline_ids.values())
-    if tids:
-        print_summaries(db, min(tids), max(tids), out=say)
-    else:
+    if not tids:
         _say_no_timeline(path, summary)
     return tids
 

@@ -24,7 +24,6 @@ from typing import Any
 from tlview.store import Database, open_database
 from tlview.store.diff import DiffError, ensure_alignment, resolve, side
 from tlview.store.fmt import exact_bytes, human_bytes
-from tlview.store.words import source_labels
 
 from .locking import lock_wait_s, say_waiting
 
@@ -83,7 +82,7 @@ def figure(db: Database, ids: list[int], align: bool = True, title: str | None =
     that can hold the alignment (stored, or a read-only one's temporary tables)."""
     plt = _pyplot()
     sides = [side(db, t) for t in ids]
-    labels = _labels(db, sides)
+    labels = _labels(sides)
     if len(ids) == 2 and align and sides[0].kind == sides[1].kind:
         ensure_alignment(db, ids[0], ids[1])
         fig = _diff_figure(plt, sides, labels, db.query("diff_curves", ids[0], ids[1]))
@@ -101,20 +100,10 @@ def svg_text(fig: Any) -> str:
     return buf.getvalue()
 
 
-def _labels(db: Database, sides: list[Any]) -> list[str]:
-    """``id name``, and where two sides share a name, the end of the source path that
-    tells them apart (``cpu_wide/0_forward.ir_post_fusion.txt``)."""
-    paths = dict(db.query("plot_sources", [s.timeline_id for s in sides]))
-    names = [s.name for s in sides]
-    ends = source_labels(paths.values())
-    out = []
-    for s in sides:
-        name = s.name
-        if names.count(s.name) > 1 and paths.get(s.timeline_id):
-            end = ends[paths[s.timeline_id]]
-            name = end if end.endswith(s.name) else f"{end} {s.name}"
-        out.append(f"{s.timeline_id} {name}")
-    return out
+def _labels(sides: list[Any]) -> list[str]:
+    """``id title``: the title is unique and says the run and the source
+    (``8 compiled_train · 0_forward · output code``)."""
+    return [f"{s.timeline_id} {s.title}" for s in sides]
 
 
 def _carry(values: list[int | None]) -> list[float]:

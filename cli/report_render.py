@@ -84,11 +84,25 @@ def render_text(r: Report) -> str:
     return "\n".join(out) + "\n"
 
 
-TEXT_CELL = 72  # a text table's cell is cut there (md and html keep it whole)
+TEXT_CELL = 72  # a text table's cell is cut there, and a path in md (html and json: whole)
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= TEXT_CELL else text[:TEXT_CELL - 1] + "…"
+def _cut(text: str, width: int = TEXT_CELL) -> str:
+    """``text`` in ``width`` characters: a path (an allocation site `file:line:function`)
+    keeps its end, where the file, line and function are (``…/model.py:42:forward``);
+    other text its start."""
+    if len(text) <= width:
+        return text
+    if _is_path(text):
+        tail = text[len(text) - (width - 1):]
+        slash = tail.find("/")
+        return "…" + (tail[slash:] if slash >= 0 else tail)
+    return text[:width - 1] + "…"
+
+
+def _is_path(text: str) -> bool:
+    """A path or an allocation site: a '/' and no blank (a sentence has blanks)."""
+    return "/" in text and not any(c.isspace() for c in text)
 
 
 def _aligned(t: Table, root: str) -> list[str]:
@@ -127,8 +141,8 @@ def render_md(r: Report) -> str:
                     "| " + " | ".join(t.columns) + " |",
                     "| " + " | ".join("---:" if u in ("bytes", "ns", "count", "pct", "ratio", "id")
                                       else "---" for u in t.units) + " |"]
-            out += ["| " + " | ".join(_md(cell(v, u, run["root"])) for v, u in zip(row, t.units))
-                    + " |" for row in t.rows]
+            out += ["| " + " | ".join(_md(_md_cell(cell(v, u, run["root"])))
+                                      for v, u in zip(row, t.units)) + " |" for row in t.rows]
             out.append("")
         for p in s.pictures:
             n = _ref(sqls, p.sql)
@@ -140,6 +154,12 @@ def render_md(r: Report) -> str:
         for i, q in enumerate(sqls, 1):
             out += [f'<a id="{s.key}-sql-{i}"></a>SQL {i}:', "", "```sql", q, "```", ""]
     return "\n".join(out)
+
+
+def _md_cell(text: str) -> str:
+    """A path cut from the left as in text (a table column of 70 characters of a cache
+    folder says nothing); other text whole."""
+    return _cut(text) if _is_path(text) else text
 
 
 def _ref(sqls: list[str], sql: str) -> int:

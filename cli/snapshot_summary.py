@@ -46,13 +46,12 @@ def _pools(db: Any, tid: int) -> list[dict[str, Any]]:
     return db.query_dicts("snapshot_pools", tid)
 
 
-def print_snapshot_summary(db: Any, r: dict[str, Any],
+def print_snapshot_summary(db: Any, r: dict[str, Any], head: str,
                            out: Callable[[str], None] = print) -> None:
-    """Events, the allocated and reserved peaks with time and top site, every OOM."""
+    """After ``head`` (the timeline's words), its events, the allocated and reserved peaks
+    with time and top site, every OOM."""
     tid = r["timeline_id"]
     s = _peak(db, tid)
-    head = (f"timeline {tid} {r['name']} [{r['format']}"
-            f"{', ' + r['device'] if r['device'] else ''}]")
     if s is None:
         out(f"{head}: no allocator state")
         return

@@ -80,7 +80,9 @@ CREATE OR REPLACE MACRO _strip_ext(x) AS
 
 -- _timeline_labels: per timeline, the words its title is made of (timelines.title).
 --   run_id, run_name; subject: the compiled graph (its AOT id, e.g. 0_forward; a
---   scheduler IR's from its TORCH_COMPILE_DEBUG folder), the rank of a profiler trace,
+--   scheduler IR's and an output_code.py's from its TORCH_COMPILE_DEBUG folder,
+--   model__1_forward_2.1, where the folder is one: two graphs whose code is the same
+--   bytes state the same AOT id inside), the rank of a profiler trace,
 --   else the timeline's name; form: output code | scheduler IR | FX graph | profiler
 --   trace | allocator snapshot | compile log | XLA buffer assignment | JAX memory profile |
 --   Flight Recorder dump | stack dump | (its format);
@@ -97,11 +99,12 @@ WITH t AS (
     FROM timeline_records t JOIN _source_kinds k USING (source_id)
 ), l AS (
     SELECT t.*, sr.run_id,
-           CASE WHEN t.format IN ('inductor_wrapper', 'aot_fx_graph') AND t.aot_id IS NOT NULL
+           CASE WHEN t.format IN ('inductor_ir', 'inductor_wrapper')
+                     AND regexp_matches(t.path, '__[0-9]+_[a-z]+_[0-9.]+/[^/]+$')
+                THEN regexp_extract(t.path, '__([0-9]+_[a-z]+)_[0-9.]+/[^/]+$', 1)
+                WHEN t.format IN ('inductor_wrapper', 'aot_fx_graph') AND t.aot_id IS NOT NULL
                 THEN t.aot_id
-                WHEN t.format = 'inductor_ir'
-                THEN COALESCE(nullif(regexp_extract(t.path, '__([0-9]+_[a-z]+)_[0-9.]+/[^/]+$', 1), ''),
-                              t.name)
+                WHEN t.format = 'inductor_ir' THEN _strip_ext(t.name)
                 WHEN t.format IN ('kineto', 'jax_trace') AND t.rank IS NOT NULL
                 THEN 'rank ' || t.rank
                 ELSE _strip_ext(t.name) END AS subject,

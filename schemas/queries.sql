@@ -37,9 +37,15 @@ SELECT source_id, path, ingested_at FROM sources WHERE sha256 = ? ORDER BY sourc
 
 -- name: timeline_summaries
 -- What `tlview info` and an ingest print, for every timeline with id in [$1, $2], in ONE
--- query (one per timeline took minutes on thousands): buffer counts, the peak, the
--- ingest's warnings and, for profiler traces, event and kernel counts with the overlap.
-WITH b AS (
+-- query (one per timeline took minutes on thousands): its title, run and copies, buffer
+-- counts, the peak, the ingest's warnings and, for profiler traces, event and kernel
+-- counts with the overlap; for a compiled graph's timeline, the graph and the timeline
+-- that lists it (graphs: each graph listed once).
+WITH gf AS (
+    SELECT g.timeline_id AS graph_timeline_id, g.graph,
+           struct_extract(g.f, 'timeline_id') AS timeline_id
+    FROM (SELECT timeline_id, graph, unnest(forms) AS f FROM graphs) g
+), b AS (
     SELECT timeline_id,
            count(*) FILTER (WHERE NOT is_input) AS n_buffers,
            count(*) FILTER (WHERE is_input) AS n_inputs,
@@ -74,7 +80,8 @@ WITH b AS (
     WHERE timeline_id BETWEEN $1 AND $2 AND json_extract(attrs, '$.warnings') IS NOT NULL
     GROUP BY timeline_id
 )
-SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps,
+SELECT t.timeline_id, t.name, t.format, t.device, t.n_steps, t.title, t.run_id,
+       t.copy_of, t.source_id, t.source_path, t.source_kind, gf.graph_timeline_id, gf.graph,
        COALESCE(b.n_buffers, 0) AS n_buffers, COALESCE(b.n_inputs, 0) AS n_inputs,
        COALESCE(b.n_unknown_bytes, 0) AS n_unknown_bytes,
        p.peak_bytes, p.peak_step, p.node AS peak_node,
@@ -89,6 +96,7 @@ LEFT JOIN m USING (timeline_id)
 LEFT JOIN r USING (timeline_id)
 LEFT JOIN o USING (timeline_id)
 LEFT JOIN w USING (timeline_id)
+LEFT JOIN gf USING (timeline_id)
 WHERE t.timeline_id BETWEEN $1 AND $2
 ORDER BY t.timeline_id;
 
@@ -134,6 +142,15 @@ ORDER BY t.timeline_id;
 -- name: counts
 SELECT (SELECT count(*) FROM sources), (SELECT count(*) FROM timeline_records),
        (SELECT count(*) FROM events);
+
+-- name: info_counts
+-- What `tlview info` counts: sources; timelines, each once (a compiled graph's copies in
+-- other artifacts and TORCH_TRACE logs' own timelines not counted, as runs.n_timelines);
+-- those left out; events.
+SELECT (SELECT count(*) FROM sources), t.listed, t.left_out, (SELECT count(*) FROM events)
+FROM (SELECT count(*) FILTER (WHERE copy_of IS NULL AND format <> 'torch_trace') AS listed,
+             count(*) FILTER (WHERE copy_of IS NOT NULL OR format = 'torch_trace') AS left_out
+      FROM timelines) t;
 
 -- name: next_source_id
 SELECT COALESCE(max(source_id), 0) + 1 FROM sources;
@@ -290,6 +307,9 @@ SELECT current_setting('memory_limit');
 
 -- name: current_threads
 SELECT current_setting('threads');
+
+-- name: current_disabled_optimizers
+SELECT current_setting('disabled_optimizers');
 
 -- Content digests of one source: what an ingest wrote, independent of ids and of when
 -- (tests and benchmarks compare them before and after a change to an ingester). NULL

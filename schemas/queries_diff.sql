@@ -1,11 +1,14 @@
 -- Named queries of comparing two runs (store/diff.py; views in schemas/60_diff_timelines.sql to 63_diff_sites.sql).
 
 -- name: diff_timeline
-SELECT timeline_id, name, format, _diff_kind(format) AS kind, device
+SELECT timeline_id, name, format, _diff_kind(format) AS kind, device, title
 FROM timelines WHERE timeline_id = ?;
 
 -- name: diff_timelines_named
-SELECT timeline_id FROM timeline_records WHERE name = ? ORDER BY timeline_id;
+-- The timelines a user names (`tlview diff A B`): by its title (unique), else by its name;
+-- title_match, copy_of say which.
+SELECT timeline_id, title = $1 AS title_match, copy_of
+FROM timelines WHERE title = $1 OR name = $1 ORDER BY timeline_id;
 
 -- name: diff_signatures
 -- What the alignment reads of one timeline, in order.
@@ -104,10 +107,6 @@ ORDER BY step;
 SELECT event_index, requested_bytes, segment_bytes, allocated_bytes, reserved_bytes,
        device_free
 FROM ooms WHERE timeline_id = ? ORDER BY event_index;
-
--- name: plot_sources
--- The source path of each timeline of the list (labels that tell two '0_forward' apart).
-SELECT timeline_id, source_path FROM timelines WHERE list_contains(?, timeline_id);
 
 -- name: alignment_temp_exists
 SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'alignments';

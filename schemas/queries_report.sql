@@ -303,6 +303,12 @@ SELECT EXISTS (SELECT 1 FROM measured m JOIN timeline_runs t USING (timeline_id)
                WHERE t.run_id = ? AND m.category = 'runtime'
                  AND m.name LIKE '%GraphLaunch%') AS has;
 
+-- name: report_has_collectives
+-- Whether the run's profiler traces hold a collective kernel (the rank views apply:
+-- stragglers, clock_offsets, rank_runs match collectives and have no row without one).
+SELECT EXISTS (SELECT 1 FROM gpu_activity g JOIN timeline_runs t USING (timeline_id)
+               WHERE t.run_id = ? AND g.category = 'comm') AS has;
+
 -- name: report_match_once
 -- The collective matching of the run's rank traces, once for the whole report: the rank
 -- traces (rank_traces) and the rows of _collective_ranks for the run's rank runs as

@@ -33,6 +33,7 @@ class Side:
     format: str
     kind: str
     device: str | None
+    title: str = ""  # unique in the database, says its run and source (timelines.title)
 
 
 @frozen
@@ -50,25 +51,29 @@ class AlignmentInfo:
 
 
 def resolve(db: Database, ref: str) -> int:
-    """A timeline id from ``ref``: its id, or its name when exactly one timeline has it."""
+    """A timeline id from ``ref``: its id, its title, or its name when exactly one timeline
+    has it (a compiled graph's copies in other artifacts left out)."""
     if ref.isdigit():
         if db.query("diff_timeline", int(ref)):
             return int(ref)
-    ids = [r[0] for r in db.query("diff_timelines_named", ref)]
+    named = db.query("diff_timelines_named", ref)
+    ids = ([r[0] for r in named if r[1]]  # a title names one
+           or [r[0] for r in named if r[2] is None]  # a name: a graph's copies left out
+           or [r[0] for r in named])
     if len(ids) == 1:
         return ids[0]
     if len(ids) > 1:
         raise DiffError(f"{len(ids)} timelines are named {ref!r} "
-                        f"(ids {', '.join(map(str, ids))}): give an id")
-    raise DiffError(f"no timeline {ref!r} (give an id or a name; `tlview info` lists them)")
+                        f"(ids {', '.join(map(str, ids))}): give an id or a title")
+    raise DiffError(f"no timeline {ref!r} (give an id, a title or a name; `tlview info` lists them)")
 
 
 def side(db: Database, timeline_id: int) -> Side:
     rows = db.query("diff_timeline", timeline_id)
     if not rows:
         raise DiffError(f"no timeline {timeline_id}")
-    tid, name, fmt, kind, device = rows[0]
-    return Side(tid, name, fmt, kind, device)
+    tid, name, fmt, kind, device, title = rows[0]
+    return Side(tid, name, fmt, kind, device, title or name)
 
 
 def _temp_tables_exist(db: Database) -> bool:

@@ -274,7 +274,7 @@ def read_section(ctx: Context) -> Section | None:
     """What was read: the run's artifacts, ranks, versions and the window each covers."""
     run, run_sql = ctx.run, ctx.run_sql
     figs = [Figure("run_sources", "artifacts", run["n_sources"], "count", run_sql,
-                   ", ".join(f"{a['files']} {a['kind']}" for a in run["artifacts"] or [])),
+                   words.artifact_counts(run["artifacts"])),
             Figure("run_timelines", "timelines", run["n_timelines"], "count", run_sql,
                    "copies of a compiled graph in other artifacts counted once"),
             Figure("run_graphs", "compiled graphs", run["n_graphs"], "count", run_sql)]
@@ -648,7 +648,8 @@ def time_section(ctx: Context) -> Section | None:
     if ctx.run["ranks"]:
         ctx.match_once()  # stragglers, clock offsets and what-if: one matching
     strag = ctx.table("stragglers", "stragglers: the wait each rank's late arrivals caused, "
-                      "the worst first, and its clock's offset", "report_stragglers", ctx.run_id)
+                      "the worst first, and its clock's offset", "report_stragglers", ctx.run_id
+                      ) if _has_collectives(ctx) else None
     if strag is not None:
         tables.append(strag)
         row = dict(zip(strag.columns, strag.rows[0]))
@@ -687,6 +688,12 @@ def time_section(ctx: Context) -> Section | None:
             f"{exposed}.", Evidence("profiler", traces[0]["timeline_id"]),
             ("step_ns", "exposed_comm_ns")))
     return Section("time", "Time", tuple(figs), tuple(tables), tuple(pictures), tuple(notes))
+
+
+def _has_collectives(ctx: Context) -> bool:
+    """Whether the run's traces hold a collective kernel: without one the rank views have
+    no row for it, and asking them costs a second of planning."""
+    return bool(ctx.ask("report_has_collectives", ctx.run_id)[0][0]["has"])
 
 
 def _whatif(ctx: Context, figs: list[Figure], tables: list[Table],
@@ -771,9 +778,12 @@ def compile_section(ctx: Context) -> Section | None:
                 (d["co_name"], d["co_filename"]), 0) + 1
         notes += [f"{name} ({file}) was compiled {n} times"
                   for (name, file), n in frames.items() if n > 1]
+    # estimate_vs_measured has rows only where the run has Inductor's estimates (seconds
+    # of planning for its empty answer otherwise); capture health says why it is empty
     est = (ctx.table("estimates", "Inductor's estimated runtime beside the measured one, per "
                      "graph (estimate_vs_measured)", "report_estimates", ctx.run_id)
-           if ctx.has("kineto", "jax_trace") and ctx.has("inductor_wrapper") else None)
+           if ctx.has("kineto", "jax_trace") and ctx.has("inductor_wrapper")
+           and ctx.ask("report_estimate_sources", ctx.run_id)[0][0]["estimates"] else None)
     if est is not None:
         tables.append(est)
     if not tables:
@@ -810,7 +820,7 @@ def health_section(ctx: Context) -> Section | None:
         notes.append(f"timeline {o['timeline_id']}: {o['overlapping']:,} GPU events start "
                      "before the previous one on their stream ends (dropped or misordered "
                      "events, or clock trouble)")
-    for r in ctx.ask("report_rank_runs", ctx.run_id)[0] if traces else []:
+    for r in ctx.ask("report_rank_runs", ctx.run_id)[0] if traces and _has_collectives(ctx) else []:
         if r["missing"]:
             notes.append(f"ranks without a trace: {_ranks_text(r['missing'])} of "
                          f"{r['world_size']}: their collectives are matched without them")
@@ -864,6 +874,13 @@ def find_run(db: Database, name: str | None) -> tuple[int, int]:
     return int(ids[0]), len(runs)
 
 
+# DuckDB optimizer passes the report turns off: on the stacks of views it asks
+# (planned_vs_actual_calls, memory_estimate_vs_measured) projection_pullup alone took
+# 2.7 of the 8 CPU seconds of the report of tests/fixtures/runs/compiled_train, for no
+# faster execution (docs/benchmarks.md, "tlview report").
+SLOW_OPTIMIZERS = ("projection_pullup",)
+
+
 def build_report(db: Database, run_id: int, words: Words,
                  sections: Sequence[SectionBuilder] | None = None) -> Report:
     """The report of run ``run_id``: every section that has data, the headline their
@@ -875,8 +892,9 @@ def build_report(db: Database, run_id: int, words: Words,
     formats = {f: n for f, n in db.query("report_formats", run_id)}
     ctx = Context(db, run, render_sql(db.queries["report_run"], [run_id]), words, formats)
     try:
-        built = [s for b in (SECTIONS if sections is None else sections)
-                 if (s := b(ctx)) is not None]
+        with db.without_optimizers(*SLOW_OPTIMIZERS):
+            built = [s for b in (SECTIONS if sections is None else sections)
+                     if (s := b(ctx)) is not None]
     finally:
         for q in ctx.scratch:
             db.sql(db.queries[q])
@@ -897,7 +915,7 @@ class RunRow:
 
 def list_runs(db: Database) -> tuple[RunRow, ...]:
     return tuple(RunRow(r["run_id"], r["name"], r["root"], r["n_sources"], r["n_timelines"],
-                        ", ".join(f"{a['files']} {a['kind']}" for a in r["artifacts"] or []))
+                        words.artifact_counts(r["artifacts"]))
                  for r in db.query_dicts("run_list"))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .hang_queries import Incident, Verdict, group_name
 
@@ -25,6 +26,16 @@ def rank_ranges(ranks: Sequence[int]) -> str:
         else:
             out.append(str(r))
     return ", ".join(out)
+
+
+def artifact_counts(artifacts: Sequence[dict[str, Any]] | None) -> str:
+    """A run's artifacts by kind (runs.artifacts): ``4 profiler traces, 2 output_code.py,
+    1 TORCH_TRACE``: a kind in words takes its plural, a file's or format's name does not
+    (``scheduler IR``, ``output_code.py``)."""
+    return ", ".join(f"{a['files']} {a['kind']}"
+                     + ("s" if a["files"] != 1 and a["kind"][-1:].islower()
+                        and not a["kind"].endswith(".py") else "")
+                     for a in artifacts or [])
 
 
 def who(ranks: Sequence[int]) -> str:

@@ -399,6 +399,8 @@ def test_cli_ingest_prints_peaks_site_and_ooms(tmp_path):
                         "--db", str(tmp_path / "c.duckdb")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
+    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("timeline "))  # after
+                  :]  # its run's lines
     assert lines[0].endswith(f"{len(snap['device_traces'][0])} events (29 alloc, "
                              "15 free_completed, 15 free_requested, 1 oom, 1 segment_alloc)")
     assert lines[1].startswith(f"  peak allocated {ref['peak']:,} B (600.00 MiB) at event "

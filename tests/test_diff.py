@@ -497,7 +497,10 @@ def test_an_unmeasured_side_is_said_and_the_time_gate_refuses(measured_db, capsy
     code, out, err = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
                            "--json", "--fail-if-time-grows", "5%")
     assert code == 2
-    assert (f"--fail-if-time-grows: A (timeline {seed} 002_0926b2a0123efc8b.txt) has no "
+    with open_database(measured_db, read_only=True) as d:  # A by its unique title
+        (title,) = d.sql("SELECT title FROM timelines WHERE timeline_id = ?", [int(seed)]).fetchone()
+    assert "002_0926b2a0123efc8b" in title
+    assert (f"--fail-if-time-grows: A (timeline {seed} {title}) has no "
             "time (no measured times: no trace attached, no GPU events): nothing to compare"
             in err)
     code, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",

@@ -12,6 +12,7 @@ import contextlib
 import html
 import io
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -207,3 +208,82 @@ def test_the_matching_once_per_report_changes_no_figure(db, reports):
         report_module.MATCH_ONCE = True
     assert again == reports["real_delay"]
     assert rows(db, "SELECT count(*) AS n FROM duckdb_tables() WHERE temporary")[0]["n"] == 0
+
+
+def test_long_allocation_sites_keep_their_file_line_and_function(db, reports):
+    """The sites held at compiled_train's peak are output-code files of Inductor's cache,
+    longer than a text cell: text and md cut them from the left (`…/name.py:698:call`),
+    keeping what tells them apart; html and json keep them whole. The sites are the
+    allocator's (blocks_live_at), read here apart."""
+    r = reports["compiled_train"]
+    peak = r.headline[0].evidence
+    sites = [x["site"] for x in rows(
+        db, "SELECT site, sum(requested_size) AS b FROM blocks_live_at(?, ?) GROUP BY site "
+            "ORDER BY b DESC, site LIMIT 10", [peak.timeline_id, peak.at])]
+    long = [s for s in sites if len(s) > 72]
+    assert len(long) >= 2 and all(s.rsplit(":", 2)[1].isdigit() for s in long)
+    for fmt in ("text", "md"):
+        cut = {w[1:] for w in RENDERERS[fmt](r).split() if w.startswith("…/")}
+        for s in long:  # its end from a folder on: file name, line and function
+            assert any(s.endswith(c) and s[s.rindex("/"):] in c for c in cut), (fmt, s)
+    for fmt in ("html", "json"):
+        out = RENDERERS[fmt](r)
+        assert all(s in out for s in long), fmt
+
+
+def test_info_lists_each_graph_once_under_its_title(db):
+    """`tlview info` (and an ingest's closing summary, the same lines: test_cli_commands)
+    lists each timeline once, under its unique title, a compiled graph's copies in the
+    torch log and the TORCH_TRACE log only named on its line, and counts as runs does."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["info", "--db", str(db.path)]) == 0
+    lines = out.getvalue().splitlines()
+    total = sum(r["n_timelines"] for r in rows(db, "SELECT n_timelines FROM runs"))
+    assert re.match(rf".*: \d+ sources, {total} timelines \(\d+ more not counted", lines[0])
+    heads = [re.match(r"^ *timeline (\d+) (.*) \[", ln) for ln in lines]
+    listed = [int(m.group(1)) for m in heads if m]
+    assert len(listed) == len(set(listed)) == total
+    copies = [r["timeline_id"] for r in rows(db, "SELECT timeline_id FROM timelines "
+                                                 "WHERE copy_of IS NOT NULL")]
+    assert copies and not set(copies) & set(listed)
+    also = " ".join(ln for ln in lines if ln.lstrip().startswith("also in "))
+    assert all(f"(timeline {c})" in also for c in copies)
+    titles = dict((r["timeline_id"], r["title"]) for r in rows(db, "SELECT timeline_id, title "
+                                                                   "FROM timelines"))
+    top = [m for m in heads if m and not m.group(0).startswith(" ")]
+    assert all(m.group(2) == titles[int(m.group(1))] for m in top)
+    # compiled_train's graphs: one line each for the debug tree's output_code.py files
+    code = [m.group(2) for m in top if m.group(2).startswith("compiled_train · ")
+            and m.group(2).endswith(" · output code")]
+    assert len(code) == len(list(TRAIN.rglob("output_code.py"))) == 2
+    logs = [p for f in (TRAIN, OOM) for p in (f / "torch_trace").iterdir()]
+    assert sum(ln.startswith("source ") and "(TORCH_TRACE log)" in ln for ln in lines) \
+        == len(logs) == 2  # a source of its run, not a timeline
+
+
+def test_the_report_asks_no_view_that_cannot_have_rows(db, monkeypatch):
+    """compiled_train has no Inductor estimates (its TORCH_TRACE log was written without
+    LOG_TLPARSE) and no collective: estimate_vs_measured and the rank views would only cost
+    planning (3.2 and 0.7 of the report's 9.2 CPU s before), so they are not asked; health
+    still says why estimate_vs_measured is empty."""
+    from tlview.store import report as rp
+
+    asked: list[str] = []
+    original = rp.Context.ask
+
+    def ask(self, name, *params):
+        asked.append(name)
+        return original(self, name, *params)
+
+    monkeypatch.setattr(rp.Context, "ask", ask)
+    (run,) = rows(db, "SELECT run_id FROM runs WHERE name = 'compiled_train'")
+    assert rows(db, "SELECT count(*) AS n FROM inductor_estimates e JOIN timeline_runs t "
+                    "USING (timeline_id) WHERE t.run_id = ?", [run["run_id"]])[0]["n"] == 0
+    r = build_report(db, run["run_id"], WORDS, sections=[rp.time_section, rp.compile_section,
+                                                         rp.health_section])
+    assert "report_estimate_sources" in asked and "report_traces" in asked
+    assert not {"report_estimates", "report_stragglers", "report_rank_runs"} & set(asked)
+    health = next(s for s in r.sections if s.key == "health")
+    assert any(n.startswith("estimate_vs_measured is empty: no Inductor runtime estimates")
+               for n in health.notes)

@@ -177,8 +177,12 @@ def test_long_names_keep_the_legend_in_the_picture(mpl, more_db):
     box = leg.get_window_extent()
     assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1
     labels = [t.get_text() for t in leg.get_texts()]
-    assert labels[:2] == ["A 4 model__0_forward_1.0/ir_post_fusion.txt",
-                          "B 5 model__1_forward_4.1/ir_post_fusion.txt"]
+    from tlview.store import open_database
+
+    with open_database(more_db, read_only=True) as d:  # the timelines' unique titles
+        titles = dict(d.sql("SELECT timeline_id, title FROM timelines").fetchall())
+    assert labels[:2] == [f"A 4 {titles[4]}", f"B 5 {titles[5]}"]
+    assert "0_forward" in titles[4] and "1_forward" in titles[5]
     mpl.pyplot.close(fig)
 
 

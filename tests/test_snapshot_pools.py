@@ -128,6 +128,7 @@ def test_a_snapshot_without_traces_says_it_is_the_end_state(db, capsys):
     assert curve == [(-1,)]
     assert main(["info", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    line = next(ln for ln in out.splitlines() if "no_traces.pickle.gz" in ln)
+    line = next(ln for ln in out.splitlines()  # under its title, without the extensions
+                if ln.startswith("timeline ") and " · no_traces cuda:0 · allocator snapshot [" in ln)
     assert "no trace entries: the end state only" in line and "no curve" in line
     assert "pool [0,1] (graph): 13 segments at the end" in out

@@ -3,6 +3,7 @@ into the same database succeeds while the UI is open, and the new timeline appea
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,8 @@ async def test_ingest_while_open_then_chooser_lists_it(tmp_path):
         proc = subprocess.run([TLVIEW, "ingest", str(SEED_003), "--db", str(path)],
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
-        assert "timeline 3 003_5960cad812240b69" in proc.stdout
+        assert re.search(r"^timeline 3 \S+ · 003_5960cad812240b69 · XLA buffer assignment \[",
+                         proc.stdout, re.M), proc.stdout  # under its title
         chooser = app.chooser
         assert chooser is not None
         await wait_for(pilot, lambda: len(chooser.all_rows) == 3)

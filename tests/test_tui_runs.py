@@ -20,14 +20,17 @@ from tlview.store.timeline_queries import TimelineInfo
 from tlview.tui.app import TlviewApp
 from tlview.tui.chooser import ChooserScreen
 from tlview.tui.chooser_rows import chooser_rows, filter_rows
+from tlview.tui.profiler_screen import ProfilerScreen
 from tlview.tui.ranks_screen import RanksScreen
 from tlview.tui.runs_screen import RunsScreen
 from tlview.tui.snapshot_screen import SnapshotScreen
+from tlview.tui.timeline_screen import TimelineScreen
 from tui_helpers import asynctest, press, settle, wait_for
 from tui_text import screen_text
 
 OOM = FIXTURES / "snapshot" / "oom.pickle.gz"
 DELAYED = FIXTURES / "ranks" / "delayed"
+MLP_TRAIN = FIXTURES / "torch" / "mlp_train"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +74,7 @@ class TestRunsScreen:
             assert f"at trace entry {oom[1]}" in oom_line
             straggler = next(t for t in lines if "Straggler rank" in t)
             assert f"cost the other ranks {short_ns(caused[0])}" in straggler
-            assert "delayed  2 timelines from 2 files" in screen_text(app)
+            assert "delayed  2 timelines from 2 files: 2 profiler traces" in screen_text(app)
             assert screen.query_one("#runs-list").cursor == 1  # on the first verdict
 
     @asynctest
@@ -113,6 +116,54 @@ class TestRunsScreen:
                                                                "rank1 rank1.pt.trace.json.gz"]
             await press(pilot, "s")
             await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+
+
+    @asynctest
+    async def test_enter_on_the_peak_and_the_step_time(self, two_runs):
+        """The OOM run's peak opens the snapshot at the peak's trace entry (run_peaks), the
+        delayed pair's step time its profiler trace."""
+        (at,) = view(two_runs, "SELECT p.at_step FROM run_peaks p JOIN runs r USING (run_id) "
+                               "WHERE r.name = 'oom'")[0]
+        app = TlviewApp(str(two_runs), runs_first=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await runs_read(pilot)
+            for key, shown in (("peak", SnapshotScreen), ("time", ProfilerScreen)):
+                i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
+                         and ln.verdict.key == key)
+                screen.query_one("#runs-list").cursor = i
+                await settle(pilot)
+                await press(pilot, "enter")
+                await wait_for(pilot, lambda s=shown: isinstance(app.screen, s))
+                if key == "peak":
+                    assert app.screen.start_event == at
+                await press(pilot, "escape")
+                await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+                screen = app.screen
+
+    @asynctest
+    async def test_enter_on_a_compiled_graphs_peak_opens_it_at_that_step(self, tmp_path):
+        """A run of compiled graphs alone: its peak is the compiler's plan (peaks), Enter
+        opens the graph at the step of its peak."""
+        db = tmp_path / "graphs.duckdb"
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["ingest", str(MLP_TRAIN), "--db", str(db)]) == 0
+        ((tid, step),) = view(db, "SELECT timeline_id, at_step FROM run_peaks")
+        (want,) = view(db, f"SELECT peak_step FROM peak_memory WHERE timeline_id = {tid}")[0]
+        assert step == want
+        app = TlviewApp(str(db), runs_first=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen)
+                           and any(ln.verdict is not None for ln in app.screen.lines), timeout=60)
+            await settle(pilot)
+            screen = app.screen
+            i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
+                     and ln.verdict.key == "peak")
+            screen.query_one("#runs-list").cursor = i
+            await settle(pilot)
+            assert f"Enter: the compiled graph at step {step}" in screen_text(app)
+            await press(pilot, "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+            assert (app.screen.timeline.timeline_id, app.screen.step) == (tid, step)
 
 
 def test_the_chooser_lists_a_graph_once_and_groups_by_run():

@@ -224,7 +224,7 @@ class TlviewApp(App[int]):
             self.push_screen(TimelineScreen(self.reader, info, self.glyphs,
                                             has_durations=self.has_durations, step=step or 0))
             if step is not None:
-                self.notify(f"{info.name}: step {step}")
+                self.notify(f"{info.title or info.name}: step {step}")
 
     @on(m.OpenRanks)
     def on_open_ranks(self, event: m.OpenRanks) -> None:
