@@ -12,12 +12,12 @@ Inputs (the other benchmarks' builders, from the real fixtures):
 * Kineto (chrome_trace), the scheduler IR (inductor_ir), XLA (xla_buffer_assignment),
   the allocator snapshot (cuda_snapshot): ``TLVIEW_BENCH_TWINS_MB`` (default 20; the
   snapshot half of it);
-* torch logs, glog and short (torch_log, torch_fx, torch_wrapper, wrapper_module) and
-  TORCH_TRACE (trace_groups and its event sink): the same size.
+* torch logs, glog and short (torch_log: their dress) and TORCH_TRACE (torch_log's
+  trace_groups): the same size. The event sink (``EventSink``, native/event_sink.cpp)
+  serves both and goes with them.
 
-The twins of a torch log nest: ``wrapper_module`` reads a whole output-code module and
-``torch_wrapper`` assists the Python wrapper parser where ``wrapper_module`` declines, so
-``torch_wrapper`` is measured with ``wrapper_module`` hidden on both sides.
+The torch logs' FX graph and output-code twins (torch_fx, wrapper_module, torch_wrapper)
+were removed after this bench's run of 2026-11-28 (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -36,11 +36,7 @@ RUNS = int(os.environ.get("TLVIEW_BENCH_TWINS_RUNS", "3"))
 
 # The entry points each twin adds to the core ("*": the format has no other twin; the
 # core is left out whole).
-TORCH_LOG = "TorchLogUndress,log_take_run"
-FX = "fx_graph"
-WRAPPER_MODULE = "wrapper_module"
-WRAPPER = ("wrapper_module,wrapper_comment,wrapper_statement,wrapper_source_end,"
-           "wrapper_top_next,pytext_split_args,pytext_dims,pytext_balance")
+TORCH_LOG = "TorchLogUndress"
 TRACE = "trace_groups"
 
 
@@ -111,18 +107,7 @@ CASES = [
     ("cuda_snapshot", "snapshot", "*", ""),
     ("torch_log", "torch log glog", TORCH_LOG, ""),
     ("torch_log", "torch log short", TORCH_LOG, ""),
-    ("torch_fx", "torch log glog", FX, ""),
-    ("torch_fx", "torch log short", FX, ""),
-    ("torch_fx", "TORCH_TRACE", FX, ""),
-    ("wrapper_module", "torch log glog", WRAPPER_MODULE, ""),
-    ("wrapper_module", "torch log short", WRAPPER_MODULE, ""),
-    ("wrapper_module", "TORCH_TRACE", WRAPPER_MODULE, ""),
-    ("torch_wrapper", "torch log glog", WRAPPER, WRAPPER_MODULE),
-    ("torch_wrapper", "torch log short", WRAPPER, WRAPPER_MODULE),
     ("TORCH_TRACE (trace_groups)", "TORCH_TRACE", TRACE, ""),
-    ("all twins of a torch log", "torch log glog", "*", ""),
-    ("all twins of a torch log", "torch log short", "*", ""),
-    ("all twins of TORCH_TRACE", "TORCH_TRACE", "*", ""),
 ]
 
 
