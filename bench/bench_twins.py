@@ -73,7 +73,7 @@ def ingest_without(path: str, db: str, hidden: str) -> dict[str, float]:
     if rc != 0:
         raise RuntimeError(f"ingest of {path} exited {rc}")
     con = duckdb.connect(db, read_only=True)
-    events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+    (events,) = con.execute("SELECT count(*) FROM events").fetchall()[0]
     con.close()
     os.remove(db)
     return {"wall_s": wall, "cpu_s": cpu, "events": events}
