@@ -31,7 +31,10 @@ PyObject* outputs(PyParser* self) {
             PyObject* k = py_str(o.key);
             PyObject* r = py_str(o.raw);
             item = (k && r) ? Py_BuildValue("(sNN)", "meta", k, r) : nullptr;
-            if (!item) { Py_XDECREF(k); Py_XDECREF(r); }
+            if (!item) {
+                Py_XDECREF(k);
+                Py_XDECREF(r);
+            }
         } else if (o.kind == 1) {
             item = Py_BuildValue("(s)", "start");
         } else {
@@ -83,11 +86,18 @@ PyObject* finish(PyParser* self, PyObject*) {
     if (!r) return nullptr;
     Parser& P = *self->p;
     PyObject* devices = PyList_New((Py_ssize_t)P.devices.size());
-    if (!devices) { Py_DECREF(r); return nullptr; }
+    if (!devices) {
+        Py_DECREF(r);
+        return nullptr;
+    }
     for (size_t i = 0; i < P.devices.size(); ++i)
         PyList_SET_ITEM(devices, (Py_ssize_t)i, py_str(P.devices[i]));
     PyObject* end = Py_BuildValue("(sNNN)", "end", P.kept.to_py(), P.skipped.to_py(), devices);
-    if (!end || PyList_Append(r, end) < 0) { Py_XDECREF(end); Py_DECREF(r); return nullptr; }
+    if (!end || PyList_Append(r, end) < 0) {
+        Py_XDECREF(end);
+        Py_DECREF(r);
+        return nullptr;
+    }
     Py_DECREF(end);
     return r;
 }

@@ -29,7 +29,10 @@ struct Counts {
     std::vector<std::pair<std::string, int64_t>> items;
     void add(std::string_view k, int64_t n = 1) {
         for (auto& it : items)
-            if (it.first == k) { it.second += n; return; }
+            if (it.first == k) {
+                it.second += n;
+                return;
+            }
         items.emplace_back(std::string(k), n);
     }
     PyObject* to_py() const {
@@ -37,8 +40,12 @@ struct Counts {
         if (!l) return nullptr;
         for (size_t i = 0; i < items.size(); ++i) {
             PyObject* k = py_str(items[i].first);
-            if (!k) { Py_DECREF(l); return nullptr; }
-            PyList_SET_ITEM(l, (Py_ssize_t)i, Py_BuildValue("(NL)", k, (long long)items[i].second));
+            if (!k) {
+                Py_DECREF(l);
+                return nullptr;
+            }
+            PyList_SET_ITEM(l, (Py_ssize_t)i,
+                            Py_BuildValue("(NL)", k, (long long)items[i].second));
         }
         return l;
     }
@@ -66,7 +73,10 @@ struct Big {  // a decimal integer as canonical text (sign + digits, no leading 
     }
     static Big of_int_text(std::string_view t) {
         Big b;
-        if (!t.empty() && t[0] == '-') { b.neg = true; t.remove_prefix(1); }
+        if (!t.empty() && t[0] == '-') {
+            b.neg = true;
+            t.remove_prefix(1);
+        }
         size_t z = 0;
         while (z + 1 < t.size() && t[z] == '0') ++z;
         b.digits = std::string(t.substr(z));
@@ -83,7 +93,10 @@ struct Big {  // a decimal integer as canonical text (sign + digits, no leading 
             out.push_back((char)('0' + v % 10));
             carry = v / 10;
         }
-        while (carry) { out.push_back((char)('0' + carry % 10)); carry /= 10; }
+        while (carry) {
+            out.push_back((char)('0' + carry % 10));
+            carry /= 10;
+        }
         while (out.size() > 1 && out.back() == '0') out.pop_back();
         std::reverse(out.begin(), out.end());
         r.digits = out;
@@ -103,14 +116,20 @@ struct Big {  // a decimal integer as canonical text (sign + digits, no leading 
 // digits: what ingest/chrome_trace.us_to_ns does for numbers a double cannot hold exactly.
 inline Big decimal_us_to_ns(std::string_view t) {
     Big r;
-    if (!t.empty() && t[0] == '-') { r.neg = true; t.remove_prefix(1); }
+    if (!t.empty() && t[0] == '-') {
+        r.neg = true;
+        t.remove_prefix(1);
+    }
     std::string mant;
     long exp = 0;
     size_t i = 0;
     for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) mant.push_back(t[i]);
     if (i < t.size() && t[i] == '.') {
         ++i;
-        for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) { mant.push_back(t[i]); --exp; }
+        for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i) {
+            mant.push_back(t[i]);
+            --exp;
+        }
     }
     if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
         ++i;
@@ -129,15 +148,21 @@ inline Big decimal_us_to_ns(std::string_view t) {
         std::string rest = mant.substr(keep);
         mant.resize(keep);
         bool up;
-        if (rest[0] > '5') up = true;
-        else if (rest[0] < '5') up = false;
-        else if (rest.find_first_not_of('0', 1) != std::string::npos) up = true;
-        else up = !mant.empty() && ((mant.back() - '0') & 1);
+        if (rest[0] > '5')
+            up = true;
+        else if (rest[0] < '5')
+            up = false;
+        else if (rest.find_first_not_of('0', 1) != std::string::npos)
+            up = true;
+        else
+            up = !mant.empty() && ((mant.back() - '0') & 1);
         if (up) {
             size_t k = mant.size();
             while (k > 0 && mant[k - 1] == '9') mant[--k] = '0';
-            if (k == 0) mant.insert(mant.begin(), '1');
-            else ++mant[k - 1];
+            if (k == 0)
+                mant.insert(mant.begin(), '1');
+            else
+                ++mant[k - 1];
         }
         if (mant.empty()) mant = "0";
     };
@@ -145,7 +170,10 @@ inline Big decimal_us_to_ns(std::string_view t) {
         long drop = (long)mant.size() - 28;
         round_off(28);
         exp += drop;
-        if (mant.size() > 28) { mant.pop_back(); ++exp; }
+        if (mant.size() > 28) {
+            mant.pop_back();
+            ++exp;
+        }
     }
     if (exp >= 0) {
         if (mant != "0") mant.append((size_t)std::min(exp, 400L), '0');
@@ -154,7 +182,8 @@ inline Big decimal_us_to_ns(std::string_view t) {
         if ((long)mant.size() <= frac) {
             // |value| < 1: 0, or 1 when above one half (half-even rounds 0.5 to 0)
             std::string padded = std::string((size_t)(frac - (long)mant.size()), '0') + mant;
-            bool above_half = padded[0] > '5' ||
+            bool above_half =
+                padded[0] > '5' ||
                 (padded[0] == '5' && padded.find_first_not_of('0', 1) != std::string::npos);
             mant = above_half ? "1" : "0";
         } else {
@@ -191,7 +220,11 @@ struct Parser {
     std::unique_ptr<EventBatch> batch = std::make_unique<EventBatch>();
     std::vector<std::unique_ptr<EventBatch>> done;
     // outputs not yet handed to Python, in order: ('meta', key, raw) / ('start',) / batch
-    struct Out { int kind; std::string key, raw; size_t batch; };
+    struct Out {
+        int kind;
+        std::string key, raw;
+        size_t batch;
+    };
     std::vector<Out> outs;
     Counts kept, skipped;
     std::vector<std::string> devices;  // distinct device strings, first-seen order
@@ -220,9 +253,25 @@ struct Parser {
     // (the event, its args) instead of a scan per lookup; a repeated key keeps its last
     // value, as a dict does.
     enum Key : int {
-        kPh, kCat, kArgs, kPid, kName, kTid, kTs, kDur,  // the event's
-        kDevice, kStream, kCorrelation, kCorrelationId, kBytes, kDtype, kInNelems,
-        kOutNelems, kDeviceType, kDeviceId, kBytesCap,  // its args' ("name" is kName)
+        kPh,
+        kCat,
+        kArgs,
+        kPid,
+        kName,
+        kTid,
+        kTs,
+        kDur,  // the event's
+        kDevice,
+        kStream,
+        kCorrelation,
+        kCorrelationId,
+        kBytes,
+        kDtype,
+        kInNelems,
+        kOutNelems,
+        kDeviceType,
+        kDeviceId,
+        kBytesCap,  // its args' ("name" is kName)
         kKeys
     };
     const JNode* top[kKeys];

@@ -12,22 +12,41 @@ void Parser::run() {
         doc.data = b;
         doc.eof = w.eof;
         auto skip_ws = [&]() {
-            while (p < b.size() && (b[p] == ' ' || b[p] == '\t' || b[p] == '\n' || b[p] == '\r'))
+            while (p < b.size() &&
+                   (b[p] == ' ' || b[p] == '\t' || b[p] == '\n' || b[p] == '\r'))
                 ++p;
             return p < b.size();
         };
         switch (st) {
             case St::Start: {
-                if (!skip_ws()) { if (w.eof) expect_fail(p, "a JSON object with traceEvents (a Chrome trace)"); return; }
-                if (b[p] == '{') { w.pos = p + 1; st = St::ObjFirst; }
-                else if (b[p] == '[') { w.pos = p; bare = true; st = St::EvOpen; }
-                else expect_fail(p, "a JSON object with traceEvents (a Chrome trace)");
+                if (!skip_ws()) {
+                    if (w.eof)
+                        expect_fail(p, "a JSON object with traceEvents (a Chrome trace)");
+                    return;
+                }
+                if (b[p] == '{') {
+                    w.pos = p + 1;
+                    st = St::ObjFirst;
+                } else if (b[p] == '[') {
+                    w.pos = p;
+                    bare = true;
+                    st = St::EvOpen;
+                } else
+                    expect_fail(p, "a JSON object with traceEvents (a Chrome trace)");
                 break;
             }
             case St::ObjFirst: {
-                if (!skip_ws()) { if (w.eof) expect_fail(p, "a key string"); return; }
-                if (b[p] == '}') { w.pos = p + 1; st = St::Done; }
-                else { w.pos = p; st = St::ObjKey; }
+                if (!skip_ws()) {
+                    if (w.eof) expect_fail(p, "a key string");
+                    return;
+                }
+                if (b[p] == '}') {
+                    w.pos = p + 1;
+                    st = St::Done;
+                } else {
+                    w.pos = p;
+                    st = St::ObjKey;
+                }
                 break;
             }
             case St::ObjKey: {
@@ -35,11 +54,17 @@ void Parser::run() {
                 size_t kend;
                 if (!value_at(p, "a key string", &kend)) return;
                 if (doc.nodes[0].t != JT::Str)
-                    fail_at(p, "expected a key string, found " + std::string(b, p, std::min<size_t>(kend - p, 60)));
+                    fail_at(p, "expected a key string, found " +
+                                   std::string(b, p, std::min<size_t>(kend - p, 60)));
                 std::string key(doc.str(doc.nodes[0], scratch));
                 size_t q = kend;
-                while (q < b.size() && (b[q] == ' ' || b[q] == '\t' || b[q] == '\n' || b[q] == '\r')) ++q;
-                if (q >= b.size()) { if (w.eof) expect_fail(q, "':' after a key"); return; }
+                while (q < b.size() &&
+                       (b[q] == ' ' || b[q] == '\t' || b[q] == '\n' || b[q] == '\r'))
+                    ++q;
+                if (q >= b.size()) {
+                    if (w.eof) expect_fail(q, "':' after a key");
+                    return;
+                }
                 if (b[q] != ':') expect_fail(q, "':' after a key");
                 ++q;
                 if (key == "traceEvents") {
@@ -47,7 +72,9 @@ void Parser::run() {
                     st = St::EvOpen;
                     break;
                 }
-                while (q < b.size() && (b[q] == ' ' || b[q] == '\t' || b[q] == '\n' || b[q] == '\r')) ++q;
+                while (q < b.size() &&
+                       (b[q] == ' ' || b[q] == '\t' || b[q] == '\n' || b[q] == '\r'))
+                    ++q;
                 size_t vend;
                 if (!value_at(q, "the value of '" + key + "'", &vend)) return;
                 outs.push_back({0, key, std::string(b, q, vend - q), 0});
@@ -56,23 +83,42 @@ void Parser::run() {
                 break;
             }
             case St::ObjSep: {
-                if (!skip_ws()) { if (w.eof) expect_fail(p, "',' or '}' between top-level entries"); return; }
-                if (b[p] == ',') { w.pos = p + 1; st = St::ObjKey; }
-                else if (b[p] == '}') { w.pos = p + 1; st = St::Done; }
-                else expect_fail(p, "',' or '}' between top-level entries");
+                if (!skip_ws()) {
+                    if (w.eof) expect_fail(p, "',' or '}' between top-level entries");
+                    return;
+                }
+                if (b[p] == ',') {
+                    w.pos = p + 1;
+                    st = St::ObjKey;
+                } else if (b[p] == '}') {
+                    w.pos = p + 1;
+                    st = St::Done;
+                } else
+                    expect_fail(p, "',' or '}' between top-level entries");
                 break;
             }
             case St::EvOpen: {
-                if (!skip_ws()) { if (w.eof) expect_fail(p, "'[' opening traceEvents"); return; }
+                if (!skip_ws()) {
+                    if (w.eof) expect_fail(p, "'[' opening traceEvents");
+                    return;
+                }
                 if (b[p] != '[') expect_fail(p, "'[' opening traceEvents");
                 w.pos = p + 1;
                 st = St::EvFirst;
                 break;
             }
             case St::EvFirst: {
-                if (!skip_ws()) { if (w.eof) expect_fail(p, "an event object"); return; }
-                if (b[p] == ']') { w.pos = p + 1; st = bare ? St::Done : St::ObjSep; }
-                else { w.pos = p; st = St::EvItem; }
+                if (!skip_ws()) {
+                    if (w.eof) expect_fail(p, "an event object");
+                    return;
+                }
+                if (b[p] == ']') {
+                    w.pos = p + 1;
+                    st = bare ? St::Done : St::ObjSep;
+                } else {
+                    w.pos = p;
+                    st = St::EvItem;
+                }
                 break;
             }
             case St::EvItem: {
@@ -82,35 +128,51 @@ void Parser::run() {
                     size_t vend;
                     if (!value_at(p, "an event object", &vend)) return;
                     if (doc.nodes[0].t != JT::Obj)
-                        fail_at(p, std::string("expected an event object in traceEvents, found ") +
-                                       py_type_name(&doc.nodes[0]));
+                        fail_at(p,
+                                std::string("expected an event object in traceEvents, found ") +
+                                    py_type_name(&doc.nodes[0]));
                     if (!started) {
                         started = true;
                         outs.push_back({1, {}, {}, 0});
                     }
                     try {
                         event();
-                    } catch (const BadEvent& e) {
-                        fail_at(p, e.msg);
-                    }
+                    } catch (const BadEvent& e) { fail_at(p, e.msg); }
                     p = vend;
                     w.pos = p;
                     if (!skip_ws()) {
                         st = St::EvSep;
-                        if (w.eof) expect_fail(p, "',' or ']' between events (truncated trace?)");
+                        if (w.eof)
+                            expect_fail(p, "',' or ']' between events (truncated trace?)");
                         return;
                     }
-                    if (b[p] == ',') { ++p; w.pos = p; continue; }
-                    if (b[p] == ']') { w.pos = p + 1; st = bare ? St::Done : St::ObjSep; break; }
+                    if (b[p] == ',') {
+                        ++p;
+                        w.pos = p;
+                        continue;
+                    }
+                    if (b[p] == ']') {
+                        w.pos = p + 1;
+                        st = bare ? St::Done : St::ObjSep;
+                        break;
+                    }
                     expect_fail(p, "',' or ']' between events (truncated trace?)");
                 }
                 break;
             }
             case St::EvSep: {
-                if (!skip_ws()) { if (w.eof) expect_fail(p, "',' or ']' between events (truncated trace?)"); return; }
-                if (b[p] == ',') { w.pos = p + 1; st = St::EvItem; }
-                else if (b[p] == ']') { w.pos = p + 1; st = bare ? St::Done : St::ObjSep; }
-                else expect_fail(p, "',' or ']' between events (truncated trace?)");
+                if (!skip_ws()) {
+                    if (w.eof) expect_fail(p, "',' or ']' between events (truncated trace?)");
+                    return;
+                }
+                if (b[p] == ',') {
+                    w.pos = p + 1;
+                    st = St::EvItem;
+                } else if (b[p] == ']') {
+                    w.pos = p + 1;
+                    st = bare ? St::Done : St::ObjSep;
+                } else
+                    expect_fail(p, "',' or ']' between events (truncated trace?)");
                 break;
             }
             case St::Done: {

@@ -34,8 +34,8 @@ PyObject* to_py(PyParser* self, const Val& v, int depth = 0);
 // _PyLong_FromByteArray did it in one call; these ints are rare: past 64 bits)
 PyObject* big_py(const std::string& le) {
     PyObject* from_bytes = PyObject_GetAttrString((PyObject*)&PyLong_Type, "from_bytes");
-    PyObject* bytes = from_bytes ? PyBytes_FromStringAndSize(le.data(), (Py_ssize_t)le.size())
-                                 : nullptr;
+    PyObject* bytes =
+        from_bytes ? PyBytes_FromStringAndSize(le.data(), (Py_ssize_t)le.size()) : nullptr;
     PyObject* args = bytes ? Py_BuildValue("(Ns)", bytes, "little") : nullptr;
     PyObject* kwargs = args ? Py_BuildValue("{s:O}", "signed", Py_True) : nullptr;
     PyObject* r = kwargs ? PyObject_Call(from_bytes, args, kwargs) : nullptr;
@@ -58,31 +58,43 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
         case T::Float: return PyFloat_FromDouble(v.f);
         case T::Str: return py_str(*v.s);
         case T::Bytes: return PyBytes_FromStringAndSize(v.s->data(), (Py_ssize_t)v.s->size());
-        case T::BArr: return PyByteArray_FromStringAndSize(v.s->data(), (Py_ssize_t)v.s->size());
+        case T::BArr:
+            return PyByteArray_FromStringAndSize(v.s->data(), (Py_ssize_t)v.s->size());
         case T::Frame: return PyObject_CallFunction(self->frame_cls, "L", (long long)v.i);
         case T::Stack:
             if (v.i) return PyObject_CallFunction(self->stack_cls, "L", (long long)v.i);
             return PyObject_CallFunctionObjArgs(self->stack_cls, Py_None, nullptr);
         case T::Streamed: Py_RETURN_NONE;
-        case T::List: case T::Tuple: {
+        case T::List:
+        case T::Tuple: {
             auto& items = v.o->items;
             PyObject* r = v.t == T::List ? PyList_New((Py_ssize_t)items.size())
                                          : PyTuple_New((Py_ssize_t)items.size());
             if (!r) return nullptr;
             for (size_t k = 0; k < items.size(); ++k) {
                 PyObject* x = to_py(self, items[k], depth);
-                if (!x) { Py_DECREF(r); return nullptr; }
-                if (v.t == T::List) PyList_SET_ITEM(r, (Py_ssize_t)k, x);
-                else PyTuple_SET_ITEM(r, (Py_ssize_t)k, x);
+                if (!x) {
+                    Py_DECREF(r);
+                    return nullptr;
+                }
+                if (v.t == T::List)
+                    PyList_SET_ITEM(r, (Py_ssize_t)k, x);
+                else
+                    PyTuple_SET_ITEM(r, (Py_ssize_t)k, x);
             }
             return r;
         }
-        case T::Set: case T::FSet: {
+        case T::Set:
+        case T::FSet: {
             PyObject* r = v.t == T::Set ? PySet_New(nullptr) : PyFrozenSet_New(nullptr);
             if (!r) return nullptr;
             for (auto& x : v.o->items) {
                 PyObject* px = to_py(self, x, depth);
-                if (!px || PySet_Add(r, px) < 0) { Py_XDECREF(px); Py_DECREF(r); return nullptr; }
+                if (!px || PySet_Add(r, px) < 0) {
+                    Py_XDECREF(px);
+                    Py_DECREF(r);
+                    return nullptr;
+                }
                 Py_DECREF(px);
             }
             return r;
@@ -94,7 +106,9 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
                 PyObject* pk = to_py(self, v.o->items[k], depth);
                 PyObject* pv = pk ? to_py(self, v.o->vals[k], depth) : nullptr;
                 if (!pv || PyDict_SetItem(r, pk, pv) < 0) {
-                    Py_XDECREF(pk); Py_XDECREF(pv); Py_DECREF(r);
+                    Py_XDECREF(pk);
+                    Py_XDECREF(pv);
+                    Py_DECREF(r);
                     return nullptr;
                 }
                 Py_DECREF(pk);
@@ -118,7 +132,9 @@ PyObject* counter_py(const Counter& c) {
         PyObject* k = py_str(kv.first);
         PyObject* n = PyLong_FromLongLong(kv.second);
         if (!k || !n || PyDict_SetItem(d, k, n) < 0) {
-            Py_XDECREF(k); Py_XDECREF(n); Py_DECREF(d);
+            Py_XDECREF(k);
+            Py_XDECREF(n);
+            Py_DECREF(d);
             return nullptr;
         }
         Py_DECREF(k);
@@ -160,16 +176,19 @@ PyObject* states_py(PyParser* self) {
         PyObject* before = PyList_New(2);
         PyList_SET_ITEM(before, 0, i128_py(d.before_n));
         PyList_SET_ITEM(before, 1, i128_py(d.before_bytes));
-        PyObject* last = d.has_last ? PyLong_FromLongLong(d.last_time) : (Py_INCREF(Py_None), Py_None);
+        PyObject* last =
+            d.has_last ? PyLong_FromLongLong(d.last_time) : (Py_INCREF(Py_None), Py_None);
         PyObject* st = Py_BuildValue(
-            "{s:L,s:N,s:N,s:N,s:N,s:N,s:L,s:O,s:N,s:N}", "step", (long long)d.step,
-            "actions", counter_py(d.actions), "problems", counter_py(d.problems),
-            "examples", examples, "live", live, "before_freed", before,
-            "estimated", (long long)d.estimated, "exact_rule", d.exact_rule ? Py_True : Py_False,
-            "seg_made", seg_made, "last_time", last);
+            "{s:L,s:N,s:N,s:N,s:N,s:N,s:L,s:O,s:N,s:N}", "step", (long long)d.step, "actions",
+            counter_py(d.actions), "problems", counter_py(d.problems), "examples", examples,
+            "live", live, "before_freed", before, "estimated", (long long)d.estimated,
+            "exact_rule", d.exact_rule ? Py_True : Py_False, "seg_made", seg_made, "last_time",
+            last);
         PyObject* key = to_py(self, d.index);
         if (!st || !key || PyDict_SetItem(all, key, st) < 0) {
-            Py_XDECREF(st); Py_XDECREF(key); Py_DECREF(all);
+            Py_XDECREF(st);
+            Py_XDECREF(key);
+            Py_DECREF(all);
             return nullptr;
         }
         Py_DECREF(st);
@@ -191,7 +210,10 @@ PyObject* outputs(PyParser* self) {
                 PyObject* idx = dev ? PyLong_FromUnicodeObject(dev, 10) : nullptr;
                 Py_XDECREF(dev);
                 item = (b && idx) ? Py_BuildValue("(sNN)", "batch", idx, b) : nullptr;
-                if (!item) { Py_XDECREF(b); Py_XDECREF(idx); }
+                if (!item) {
+                    Py_XDECREF(b);
+                    Py_XDECREF(idx);
+                }
                 o.batch.reset();
                 break;
             }
@@ -212,7 +234,8 @@ PyObject* outputs(PyParser* self) {
                 item = ids ? Py_BuildValue("(sLN)", "stack", (long long)o.id, ids) : nullptr;
                 break;
             }
-            case 4: case 5: {
+            case 4:
+            case 5: {
                 PyObject* v = to_py(self, o.value);
                 item = v ? Py_BuildValue("(sN)", o.kind == 4 ? "segment" : "annotation", v)
                          : nullptr;
@@ -265,8 +288,17 @@ PyObject* finish(PyParser* self, PyObject*) {
     PyObject* top = P.have_top ? to_py(self, P.top) : (Py_INCREF(Py_None), Py_None);
     PyObject* states = top ? states_py(self) : nullptr;
     PyObject* end = (top && states) ? Py_BuildValue("(sNN)", "end", top, states) : nullptr;
-    if (!end) { Py_XDECREF(top); Py_XDECREF(states); Py_DECREF(r); return nullptr; }
-    if (PyList_Append(r, end) < 0) { Py_DECREF(end); Py_DECREF(r); return nullptr; }
+    if (!end) {
+        Py_XDECREF(top);
+        Py_XDECREF(states);
+        Py_DECREF(r);
+        return nullptr;
+    }
+    if (PyList_Append(r, end) < 0) {
+        Py_DECREF(end);
+        Py_DECREF(r);
+        return nullptr;
+    }
     Py_DECREF(end);
     return r;
 }
@@ -314,7 +346,7 @@ PyTypeObject ParserType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 int add_cuda_snapshot(PyObject* module) {
     return add_type(module, ParserType, "SnapshotParser",
                     "SnapshotParser(path, Frame, InternedStack): allocator snapshot "
-                        "pickle bytes to trace rows and plain values",
+                    "pickle bytes to trace rows and plain values",
                     sizeof(PyParser), (initproc)init, (destructor)dealloc, methods);
 }
 

@@ -37,15 +37,21 @@ struct Memo {
     }
     void push(uint64_t v) { tail.push_back(v); }
     void set(size_t i, uint64_t v) {
-        if (i >= tail_start()) { tail[i - tail_start()] = v; return; }
+        if (i >= tail_start()) {
+            tail[i - tail_start()] = v;
+            return;
+        }
         Frozen& f = frozen[i / kChunk];  // rare: a BINPUT over an old index
         if (f.raw.empty()) {  // unpacked first (get() reads raw once it is not empty)
             std::vector<uint64_t> raw(kChunk);
             for (size_t k = 0; k < kChunk; ++k) raw[k] = f.get(k);
             f.raw = std::move(raw);
-            f.i8.clear(); f.i8.shrink_to_fit();
-            f.i16.clear(); f.i16.shrink_to_fit();
-            f.palette.clear(); f.palette.shrink_to_fit();
+            f.i8.clear();
+            f.i8.shrink_to_fit();
+            f.i16.clear();
+            f.i16.shrink_to_fit();
+            f.palette.clear();
+            f.palette.shrink_to_fit();
         }
         f.raw[i % kChunk] = v;
     }
@@ -58,7 +64,10 @@ struct Memo {
             for (size_t k = 0; k < kChunk; ++k) {
                 auto it = at.find(tail[k]);
                 if (it == at.end()) {
-                    if (f.palette.size() == 65536) { raw = true; break; }
+                    if (f.palette.size() == 65536) {
+                        raw = true;
+                        break;
+                    }
                     at.emplace(tail[k], (uint16_t)f.palette.size());
                     f.palette.push_back(tail[k]);
                 }
@@ -68,10 +77,16 @@ struct Memo {
                 f.raw.assign(tail.begin(), tail.begin() + kChunk);
             } else {
                 wide = f.palette.size() > 256;
-                if (wide) f.i16.resize(kChunk); else f.i8.resize(kChunk);
+                if (wide)
+                    f.i16.resize(kChunk);
+                else
+                    f.i8.resize(kChunk);
                 for (size_t k = 0; k < kChunk; ++k) {
                     uint16_t x = at[tail[k]];
-                    if (wide) f.i16[k] = x; else f.i8[k] = (uint8_t)x;
+                    if (wide)
+                        f.i16[k] = x;
+                    else
+                        f.i8[k] = (uint8_t)x;
                 }
                 f.palette.shrink_to_fit();
             }
@@ -149,19 +164,33 @@ struct Parser {
         *a_segment_map, *a_segment_free, *a_segment_unmap;
 
     explicit Parser(std::string p) : path(std::move(p)) {
-        k_action = strs.get("action"); k_addr = strs.get("addr"); k_size = strs.get("size");
-        k_stream = strs.get("stream"); k_time_us = strs.get("time_us");
-        k_frames = strs.get("frames"); k_filename = strs.get("filename");
-        k_line = strs.get("line"); k_name = strs.get("name"); k_address = strs.get("address");
-        k_total_size = strs.get("total_size"); k_device = strs.get("device");
-        k_blocks = strs.get("blocks"); k_requested_size = strs.get("requested_size");
-        k_state = strs.get("state"); k_history = strs.get("history");
-        k_real_size = strs.get("real_size"); k_segments = strs.get("segments");
-        k_traces = strs.get("device_traces"); k_annotations = strs.get("external_annotations");
+        k_action = strs.get("action");
+        k_addr = strs.get("addr");
+        k_size = strs.get("size");
+        k_stream = strs.get("stream");
+        k_time_us = strs.get("time_us");
+        k_frames = strs.get("frames");
+        k_filename = strs.get("filename");
+        k_line = strs.get("line");
+        k_name = strs.get("name");
+        k_address = strs.get("address");
+        k_total_size = strs.get("total_size");
+        k_device = strs.get("device");
+        k_blocks = strs.get("blocks");
+        k_requested_size = strs.get("requested_size");
+        k_state = strs.get("state");
+        k_history = strs.get("history");
+        k_real_size = strs.get("real_size");
+        k_segments = strs.get("segments");
+        k_traces = strs.get("device_traces");
+        k_annotations = strs.get("external_annotations");
         k_settings = strs.get("allocator_settings");
-        a_alloc = strs.get("alloc"); a_free_requested = strs.get("free_requested");
-        a_free_completed = strs.get("free_completed"); a_segment_alloc = strs.get("segment_alloc");
-        a_segment_map = strs.get("segment_map"); a_segment_free = strs.get("segment_free");
+        a_alloc = strs.get("alloc");
+        a_free_requested = strs.get("free_requested");
+        a_free_completed = strs.get("free_completed");
+        a_segment_alloc = strs.get("segment_alloc");
+        a_segment_map = strs.get("segment_map");
+        a_segment_free = strs.get("segment_free");
         a_segment_unmap = strs.get("segment_unmap");
     }
 
@@ -178,7 +207,9 @@ struct Parser {
     Val memo_get(uint64_t i, int64_t at);
 
     // -- paths ----------------------------------------------------------------------------
-    static bool is_text(const Val& v, const std::string* s) { return v.t == T::Str && v.s == s; }
+    static bool is_text(const Val& v, const std::string* s) {
+        return v.t == T::Str && v.s == s;
+    }
     bool stream_path(const Path& p) const;
     void new_path(const Val& obj);
     std::vector<std::vector<Val>> vector_pool;  // emptied item vectors, capacity kept
@@ -189,9 +220,21 @@ struct Parser {
     // -- input ------------------------------------------------------------------------------
     bool have(size_t n) const { return buf.size() - pos >= n; }
     uint8_t u8(size_t p) const { return (uint8_t)buf[p]; }
-    uint32_t u32(size_t p) const { uint32_t v; std::memcpy(&v, buf.data() + p, 4); return v; }
-    int32_t i32(size_t p) const { int32_t v; std::memcpy(&v, buf.data() + p, 4); return v; }
-    uint64_t u64(size_t p) const { uint64_t v; std::memcpy(&v, buf.data() + p, 8); return v; }
+    uint32_t u32(size_t p) const {
+        uint32_t v;
+        std::memcpy(&v, buf.data() + p, 4);
+        return v;
+    }
+    int32_t i32(size_t p) const {
+        int32_t v;
+        std::memcpy(&v, buf.data() + p, 4);
+        return v;
+    }
+    uint64_t u64(size_t p) const {
+        uint64_t v;
+        std::memcpy(&v, buf.data() + p, 8);
+        return v;
+    }
 
     // Suspend (more data comes) or, at the end of the file, report the truncation.
     struct Suspend {};
@@ -242,8 +285,14 @@ struct Parser {
 
     // Only scalars and ids go in fast_keys / fast_vals: their object pointer stays empty,
     // so a value is written as its tag and payload.
-    static void put(Val& v, T t, int64_t i) { v.t = t; v.i = i; }
-    static void put_str(Val& v, const std::string* s) { v.t = T::Str; v.s = s; }
+    static void put(Val& v, T t, int64_t i) {
+        v.t = t;
+        v.i = i;
+    }
+    static void put_str(Val& v, const std::string* s) {
+        v.t = T::Str;
+        v.s = s;
+    }
     static void put_slot(Val& v, uint64_t slot);
 
     bool fast_entry();
@@ -261,7 +310,11 @@ struct Parser {
     // inside itself. Depth first without recursion; `checked` (cleared for each hand-over)
     // holds the containers already checked and their height.
     std::unordered_map<const Obj*, int> checked;
-    struct Walk { const Obj* o; size_t next; int height; };
+    struct Walk {
+        const Obj* o;
+        size_t next;
+        int height;
+    };
     std::vector<Walk> walk;
     std::unordered_set<const Obj*> on_path;
     void check_plain(const Val& v, int64_t at);
@@ -280,7 +333,8 @@ struct Parser {
     std::vector<int64_t> stack_ids_buf;
     std::string stack_key;
 
-    // -- items (cuda_snapshot._Parser._consume) ------------------------------------------------
+    // -- items (cuda_snapshot._Parser._consume)
+    // ------------------------------------------------
     static Head head_of(const Path& p, const Parser& P);
 
     void handle(const Path& p, const Val& value, int64_t at);
@@ -315,14 +369,17 @@ struct Parser {
     std::string attrs_buf;
     // The last attrs' keys and values, when all are text keys and scalar values (see
     // entry): scalars are equal when their payload bits are (text is interned).
-    struct Sig { const std::string* key; T t; int64_t bits; };
+    struct Sig {
+        const std::string* key;
+        T t;
+        int64_t bits;
+    };
     std::vector<Sig> attrs_sig;
     bool attrs_sig_ok = false;
     std::vector<std::string> akeys_buf;
     std::vector<const Val*> avals_buf;
     static bool scalar(const Val& v);
     static bool same_scalar(const Val& v, const Sig& sig);
-
 
     // cuda_snapshot._Parser.segment: validated here (the same messages), its blocks fed to
     // the device's replay; the plain value goes to Python with stand-ins for its frames.

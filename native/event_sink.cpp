@@ -28,24 +28,42 @@ struct PyFail {};    // a Python exception is set
 // json.dumps(value, default=str, separators=(",", ":")) of an attrs value made here
 // (dicts of str keys, lists, str, int, float, bool, None); anything else: Fallback.
 void dump_py(std::string& out, PyObject* v) {
-    if (v == Py_None) { out.append("null"); return; }
-    if (v == Py_True) { out.append("true"); return; }
-    if (v == Py_False) { out.append("false"); return; }
+    if (v == Py_None) {
+        out.append("null");
+        return;
+    }
+    if (v == Py_True) {
+        out.append("true");
+        return;
+    }
+    if (v == Py_False) {
+        out.append("false");
+        return;
+    }
     if (PyUnicode_CheckExact(v)) {
         Py_ssize_t n = 0;
         const char* s = PyUnicode_AsUTF8AndSize(v, &n);
-        if (!s) { PyErr_Clear(); throw Fallback{}; }  // a lone surrogate: Python decides
+        if (!s) {
+            PyErr_Clear();
+            throw Fallback{};
+        }  // a lone surrogate: Python decides
         put_json_string(out, sv(s, (size_t)n), true);
         return;
     }
     if (PyLong_CheckExact(v)) {
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); throw Fallback{}; }
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            throw Fallback{};
+        }
         out.append(std::to_string(x));
         return;
     }
-    if (PyFloat_CheckExact(v)) { put_py_float(out, PyFloat_AS_DOUBLE(v)); return; }
+    if (PyFloat_CheckExact(v)) {
+        put_py_float(out, PyFloat_AS_DOUBLE(v));
+        return;
+    }
     if (PyDict_CheckExact(v)) {
         out.push_back('{');
         Py_ssize_t pos = 0;
@@ -92,7 +110,10 @@ V v_str(PyObject* o) {
     if (!PyUnicode_CheckExact(o)) throw Fallback{};
     Py_ssize_t n = 0;
     const char* p = PyUnicode_AsUTF8AndSize(o, &n);
-    if (!p) { PyErr_Clear(); throw Fallback{}; }  // a lone surrogate: Python decides
+    if (!p) {
+        PyErr_Clear();
+        throw Fallback{};
+    }  // a lone surrogate: Python decides
     v.null = false;
     v.s = sv(p, (size_t)n);
     return v;
@@ -104,7 +125,10 @@ V v_int(PyObject* o) {
     if (!PyLong_CheckExact(o)) throw Fallback{};
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) { PyErr_Clear(); throw Fallback{}; }
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        throw Fallback{};
+    }
     v.null = false;
     v.i = x;
     return v;
@@ -129,8 +153,18 @@ bool v_attrs(PyObject* o, std::string& out) {
     return true;
 }
 
-void put(StrCol& c, const V& v) { if (v.null) c.set_null(); else c.set(v.s); }
-void put(I64Col& c, const V& v) { if (v.null) c.set_null(); else c.set(v.i); }
+void put(StrCol& c, const V& v) {
+    if (v.null)
+        c.set_null();
+    else
+        c.set(v.s);
+}
+void put(I64Col& c, const V& v) {
+    if (v.null)
+        c.set_null();
+    else
+        c.set(v.i);
+}
 void put(StrListCol& c, const std::vector<sv>& v) {
     c.begin_list();
     for (sv x : v) c.item(x);
@@ -145,60 +179,88 @@ void write_row(EventBatch& b, int32_t tl, RowKind k, PyObject* const* a, size_t 
     std::string js;
     bool has_js = false;
     switch (k) {
-    case RowKind::node: {  // step node node_class ir_type kernel device reads writes line attrs
-        V step = v_int(at(1)), node = v_str(at(2)), ncls = v_str(at(3)), irt = v_str(at(4)),
-          kern = v_str(at(5)), dev = v_str(at(6)), line = v_int(at(9));
-        std::vector<sv> reads, writes;
-        if (n > 7) reads = v_strs(a[7]);
-        if (n > 8) writes = v_strs(a[8]);
-        if (n > 10) has_js = v_attrs(a[10], js);
-        b.kind.set("node_scheduled");
-        put(b.step, step); put(b.node, node); put(b.node_class, ncls); put(b.ir_type, irt);
-        put(b.kernel, kern); put(b.device, dev); put(b.reads, reads); put(b.writes, writes);
-        put(b.line, line);
-        break;
-    }
-    case RowKind::alloc: {  // step buffer bytes node layout dtype shape stride device
-        V step = v_int(at(1)), buf = v_str(at(2)), bytes = v_int(at(3)),  // size_expr
-          node = v_str(at(4)), layout = v_str(at(5)), dtype = v_str(at(6)),  // is_input
-          shape = v_str(at(7)), stride = v_str(at(8)), dev = v_str(at(9)),  // allocation
-          expr = v_str(at(10)), alloc = v_int(at(12)), off = v_int(at(13)),  // offset
-          line = v_int(at(14));                                              // line attrs
-        PyObject* inp = at(11);
-        if (n > 11 && inp != Py_True && inp != Py_False) throw Fallback{};
-        if (n > 15) has_js = v_attrs(a[15], js);
-        b.kind.set("buffer_allocated");
-        put(b.step, step); put(b.buffer, buf); put(b.bytes, bytes); put(b.node, node);
-        put(b.layout, layout); put(b.dtype, dtype); put(b.shape, shape); put(b.stride, stride);
-        put(b.device, dev); put(b.size_expr, expr); b.is_input.set(inp == Py_True);
-        put(b.allocation, alloc); put(b.offset, off); put(b.line, line);
-        break;
-    }
-    case RowKind::freed: {  // step buffer reason attrs
-        V step = v_int(at(1)), buf = v_str(at(2)), reason = v_str(at(3));
-        if (n > 4) has_js = v_attrs(a[4], js);
-        b.kind.set("buffer_freed");
-        put(b.step, step); put(b.buffer, buf); put(b.reason, reason);
-        break;
-    }
-    case RowKind::aliased: {  // step buffer target relation node attrs
-        V step = v_int(at(1)), buf = v_str(at(2)), tgt = v_str(at(3)), rel = v_str(at(4)),
-          node = v_str(at(5));
-        if (n > 6) has_js = v_attrs(a[6], js);
-        b.kind.set("buffer_aliased");
-        put(b.step, step); put(b.buffer, buf); put(b.target, tgt); put(b.relation, rel);
-        put(b.node, node);
-        break;
-    }
-    case RowKind::compile: {  // category name step node kernel ts_ns dur_ns line attrs
-        V cat = v_str(at(1)), name = v_str(at(2)), step = v_int(at(3)), node = v_str(at(4)),
-          kern = v_str(at(5)), ts = v_int(at(6)), dur = v_int(at(7)), line = v_int(at(8));
-        if (n > 9) has_js = v_attrs(a[9], js);
-        b.kind.set("compile_event");
-        put(b.category, cat); put(b.name, name); put(b.step, step); put(b.node, node);
-        put(b.kernel, kern); put(b.ts_ns, ts); put(b.dur_ns, dur); put(b.line, line);
-        break;
-    }
+        case RowKind::node: {  // step node node_class ir_type kernel device reads writes line
+                               // attrs
+            V step = v_int(at(1)), node = v_str(at(2)), ncls = v_str(at(3)), irt = v_str(at(4)),
+              kern = v_str(at(5)), dev = v_str(at(6)), line = v_int(at(9));
+            std::vector<sv> reads, writes;
+            if (n > 7) reads = v_strs(a[7]);
+            if (n > 8) writes = v_strs(a[8]);
+            if (n > 10) has_js = v_attrs(a[10], js);
+            b.kind.set("node_scheduled");
+            put(b.step, step);
+            put(b.node, node);
+            put(b.node_class, ncls);
+            put(b.ir_type, irt);
+            put(b.kernel, kern);
+            put(b.device, dev);
+            put(b.reads, reads);
+            put(b.writes, writes);
+            put(b.line, line);
+            break;
+        }
+        case RowKind::alloc: {  // step buffer bytes node layout dtype shape stride device
+            V step = v_int(at(1)), buf = v_str(at(2)), bytes = v_int(at(3)),  // size_expr
+                node = v_str(at(4)), layout = v_str(at(5)), dtype = v_str(at(6)),  // is_input
+                shape = v_str(at(7)), stride = v_str(at(8)), dev = v_str(at(9)),  // allocation
+                expr = v_str(at(10)), alloc = v_int(at(12)), off = v_int(at(13)),  // offset
+                line = v_int(at(14));  // line attrs
+            PyObject* inp = at(11);
+            if (n > 11 && inp != Py_True && inp != Py_False) throw Fallback{};
+            if (n > 15) has_js = v_attrs(a[15], js);
+            b.kind.set("buffer_allocated");
+            put(b.step, step);
+            put(b.buffer, buf);
+            put(b.bytes, bytes);
+            put(b.node, node);
+            put(b.layout, layout);
+            put(b.dtype, dtype);
+            put(b.shape, shape);
+            put(b.stride, stride);
+            put(b.device, dev);
+            put(b.size_expr, expr);
+            b.is_input.set(inp == Py_True);
+            put(b.allocation, alloc);
+            put(b.offset, off);
+            put(b.line, line);
+            break;
+        }
+        case RowKind::freed: {  // step buffer reason attrs
+            V step = v_int(at(1)), buf = v_str(at(2)), reason = v_str(at(3));
+            if (n > 4) has_js = v_attrs(a[4], js);
+            b.kind.set("buffer_freed");
+            put(b.step, step);
+            put(b.buffer, buf);
+            put(b.reason, reason);
+            break;
+        }
+        case RowKind::aliased: {  // step buffer target relation node attrs
+            V step = v_int(at(1)), buf = v_str(at(2)), tgt = v_str(at(3)), rel = v_str(at(4)),
+              node = v_str(at(5));
+            if (n > 6) has_js = v_attrs(a[6], js);
+            b.kind.set("buffer_aliased");
+            put(b.step, step);
+            put(b.buffer, buf);
+            put(b.target, tgt);
+            put(b.relation, rel);
+            put(b.node, node);
+            break;
+        }
+        case RowKind::compile: {  // category name step node kernel ts_ns dur_ns line attrs
+            V cat = v_str(at(1)), name = v_str(at(2)), step = v_int(at(3)), node = v_str(at(4)),
+              kern = v_str(at(5)), ts = v_int(at(6)), dur = v_int(at(7)), line = v_int(at(8));
+            if (n > 9) has_js = v_attrs(a[9], js);
+            b.kind.set("compile_event");
+            put(b.category, cat);
+            put(b.name, name);
+            put(b.step, step);
+            put(b.node, node);
+            put(b.kernel, kern);
+            put(b.ts_ns, ts);
+            put(b.dur_ns, dur);
+            put(b.line, line);
+            break;
+        }
     }
     if (has_js) b.attrs.set(js);
     b.tl.set(tl);
@@ -207,25 +269,26 @@ void write_row(EventBatch& b, int32_t tl, RowKind k, PyObject* const* a, size_t 
 
 // The record classes' fields after `timeline`, in order (store/records.py).
 const std::vector<const char*>& field_names(RowKind k) {
-    static const std::vector<const char*> node{
-        "timeline", "step", "node", "node_class", "ir_type", "kernel", "device", "reads",
-        "writes", "line", "attrs"};
-    static const std::vector<const char*> alloc{
-        "timeline", "step", "buffer", "bytes", "node", "layout", "dtype", "shape", "stride",
-        "device", "size_expr", "is_input", "allocation", "offset", "line", "attrs"};
+    static const std::vector<const char*> node{"timeline", "step",   "node",   "node_class",
+                                               "ir_type",  "kernel", "device", "reads",
+                                               "writes",   "line",   "attrs"};
+    static const std::vector<const char*> alloc{"timeline",   "step",   "buffer",    "bytes",
+                                                "node",       "layout", "dtype",     "shape",
+                                                "stride",     "device", "size_expr", "is_input",
+                                                "allocation", "offset", "line",      "attrs"};
     static const std::vector<const char*> freed{"timeline", "step", "buffer", "reason",
                                                 "attrs"};
     static const std::vector<const char*> aliased{"timeline", "step", "buffer", "target",
                                                   "relation", "node", "attrs"};
-    static const std::vector<const char*> compile{
-        "timeline", "category", "name", "step", "node", "kernel", "ts_ns", "dur_ns", "line",
-        "attrs"};
+    static const std::vector<const char*> compile{"timeline", "category", "name",  "step",
+                                                  "node",     "kernel",   "ts_ns", "dur_ns",
+                                                  "line",     "attrs"};
     switch (k) {
-    case RowKind::node: return node;
-    case RowKind::alloc: return alloc;
-    case RowKind::freed: return freed;
-    case RowKind::aliased: return aliased;
-    default: return compile;
+        case RowKind::node: return node;
+        case RowKind::alloc: return alloc;
+        case RowKind::freed: return freed;
+        case RowKind::aliased: return aliased;
+        default: return compile;
     }
 }
 
@@ -235,9 +298,9 @@ struct PySink {
     PyObject_HEAD
     EventBatch* batch;
     std::unordered_map<std::string, int32_t>* index;  // timeline key -> _tl
-    PyObject* timelines;                               // list of keys, in _tl order
-    PyObject* classes[5];                              // NodeScheduled .. CompileEvent
-    std::vector<PyObject*>* names[5];                  // interned field names per class
+    PyObject* timelines;  // list of keys, in _tl order
+    PyObject* classes[5];  // NodeScheduled .. CompileEvent
+    std::vector<PyObject*>* names[5];  // interned field names per class
 };
 
 int32_t sink_timeline(PySink* self, PyObject* key) {
@@ -260,7 +323,8 @@ int sink_init(PySink* self, PyObject* args, PyObject*) {
     PyObject* classes;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return -1;
     if (PyTuple_GET_SIZE(classes) != 5) {
-        PyErr_SetString(PyExc_TypeError, "EventSink: expected (NodeScheduled, BufferAllocated, "
+        PyErr_SetString(PyExc_TypeError,
+                        "EventSink: expected (NodeScheduled, BufferAllocated, "
                         "BufferFreed, BufferAliased, CompileEvent)");
         return -1;
     }
@@ -302,7 +366,10 @@ void sink_dealloc(PySink* self) {
 // add(record) -> bool: the record as a row (True), or False where it is no event record
 // the sink takes or a value does not fit (nothing written: the caller yields the record).
 PyObject* sink_add(PySink* self, PyObject* rec) {
-    if (!self->batch) { PyErr_SetString(PyExc_RuntimeError, "EventSink not initialised"); return nullptr; }
+    if (!self->batch) {
+        PyErr_SetString(PyExc_RuntimeError, "EventSink not initialised");
+        return nullptr;
+    }
     PyObject* cls = (PyObject*)Py_TYPE(rec);
     int c = 0;
     while (c < 5 && self->classes[c] != cls) ++c;
@@ -321,9 +388,7 @@ PyObject* sink_add(PySink* self, PyObject* rec) {
     try {
         int32_t tl = sink_timeline(self, a[0]);
         write_row(*self->batch, tl, kKinds[c], a, n);
-    } catch (const Fallback&) {
-        result = Py_False;
-    } catch (const PyFail&) {
+    } catch (const Fallback&) { result = Py_False; } catch (const PyFail&) {
         result = nullptr;
     } catch (const std::bad_alloc&) {
         PyErr_NoMemory();
@@ -348,9 +413,16 @@ PyObject* sink_take(PySink* self, PyObject*) {
     PyObject* cols = self->batch->export_py();
     if (!cols) return nullptr;
     PyObject* tls = PyList_AsTuple(self->timelines);
-    if (!tls) { Py_DECREF(cols); return nullptr; }
+    if (!tls) {
+        Py_DECREF(cols);
+        return nullptr;
+    }
     PyObject* fresh = PyList_New(0);
-    if (!fresh) { Py_DECREF(cols); Py_DECREF(tls); return nullptr; }
+    if (!fresh) {
+        Py_DECREF(cols);
+        Py_DECREF(tls);
+        return nullptr;
+    }
     Py_SETREF(self->timelines, fresh);
     self->batch->clear();
     self->index->clear();

@@ -62,19 +62,17 @@ PyObject* guarded(PyParser* self, F&& body) {
     } catch (const ParseError& e) {
         err = e;
         bad = true;
-    } catch (const PyErrSet&) {
-        pyerr = true;
-    } catch (const std::bad_alloc&) {
+    } catch (const PyErrSet&) { pyerr = true; } catch (const std::bad_alloc&) {
         other = "out of memory";
-    } catch (const std::exception& e) {
-        other = e.what();
-    }
+    } catch (const std::exception& e) { other = e.what(); }
     PyEval_RestoreThread(P.ts);
     P.ts = nullptr;
     if (bad || pyerr || !other.empty()) {
         self->failed = true;
-        if (bad) raise_parse_error(self->path, err);
-        else if (!other.empty()) PyErr_SetString(PyExc_RuntimeError, other.c_str());
+        if (bad)
+            raise_parse_error(self->path, err);
+        else if (!other.empty())
+            PyErr_SetString(PyExc_RuntimeError, other.c_str());
         return nullptr;
     }
     return outputs(self);
@@ -94,12 +92,19 @@ PyObject* finish(PyParser* self, PyObject*) {
     if (!r) return nullptr;
     Parser& P = *self->p;
     PyObject* sym = PyList_New((Py_ssize_t)P.symbolic.size());
-    if (!sym) { Py_DECREF(r); return nullptr; }
+    if (!sym) {
+        Py_DECREF(r);
+        return nullptr;
+    }
     for (size_t i = 0; i < P.symbolic.size(); ++i)
         PyList_SET_ITEM(sym, (Py_ssize_t)i, py_str(P.symbolic[i]));
     PyObject* dev = P.device ? py_str(*P.device) : (Py_INCREF(Py_None), Py_None);
     PyObject* end = Py_BuildValue("(sLNN)", "end", (long long)P.step, dev, sym);
-    if (!end || PyList_Append(r, end) < 0) { Py_XDECREF(end); Py_DECREF(r); return nullptr; }
+    if (!end || PyList_Append(r, end) < 0) {
+        Py_XDECREF(end);
+        Py_DECREF(r);
+        return nullptr;
+    }
     Py_DECREF(end);
     return r;
 }

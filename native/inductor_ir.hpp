@@ -52,25 +52,36 @@ struct Parser {
     std::unique_ptr<EventBatch> spare;  // an exported batch, cleared: its memory reused
     std::string tmp;
 
-    [[noreturn]] void fail(int64_t line, std::string msg) { throw ParseError{line, std::move(msg)}; }
+    [[noreturn]] void fail(int64_t line, std::string msg) {
+        throw ParseError{line, std::move(msg)};
+    }
 
     // -- Python, for the rare cases ---------------------------------------------------------
     struct Gil {
         Parser& p;
-        explicit Gil(Parser& p_) : p(p_) { if (p.ts) PyEval_RestoreThread(p.ts); }
-        ~Gil() { if (p.ts) p.ts = PyEval_SaveThread(); }
+        explicit Gil(Parser& p_) : p(p_) {
+            if (p.ts) PyEval_RestoreThread(p.ts);
+        }
+        ~Gil() {
+            if (p.ts) p.ts = PyEval_SaveThread();
+        }
     };
 
     std::string py_lower(sv s);
 
     // tensors.storage_bytes itself, for integers beyond 64 bits.
-    Storage py_storage(const std::vector<std::string>& size, const std::vector<std::string>& stride, const OptStr& dtype);
+    Storage py_storage(const std::vector<std::string>& size,
+                       const std::vector<std::string>& stride, const OptStr& dtype);
 
     // -- tensors.storage_bytes ------------------------------------------------------------
     // overflow: set when the byte count is beyond int64 (the caller's error).
-    Storage storage_bytes(const std::vector<std::string>& size, const std::vector<std::string>& stride, const OptStr& dtype, bool* overflow);
+    Storage storage_bytes(const std::vector<std::string>& size,
+                          const std::vector<std::string>& stride, const OptStr& dtype,
+                          bool* overflow);
 
-    Storage from_python(const std::vector<std::string>& size, const std::vector<std::string>& stride, const OptStr& dtype, bool* overflow);
+    Storage from_python(const std::vector<std::string>& size,
+                        const std::vector<std::string>& stride, const OptStr& dtype,
+                        bool* overflow);
 
     // -- parse_layout ---------------------------------------------------------------------
     static bool device_arg(sv v, std::string* out);
@@ -169,7 +180,8 @@ struct Parser {
 
     Fields& pend_target();
     void pending_done();
-    void pending_open(Node* node, int64_t bufi, sv field, sv value, int64_t number, int64_t bal);
+    void pending_open(Node* node, int64_t bufi, sv field, sv value, int64_t number,
+                      int64_t bal);
 
     void feed(int64_t number, sv text);
     Fields top_layouts;  // name -> layout text (order unused)
@@ -219,8 +231,10 @@ struct Parser {
         }
         void str(sv k, sv v) { put_json_string(slot(k), v, true); }
         void finish() {
-            if (obj) obj->write(out);
-            else out.append(first ? "{}" : "}");
+            if (obj)
+                obj->write(out);
+            else
+                out.append(first ? "{}" : "}");
         }
     };
     static bool own_attr_key(sv k);

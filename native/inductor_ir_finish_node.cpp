@@ -18,7 +18,10 @@ void Parser::finish_node() {
     } else {
         for (size_t i = 0; i < node.n_subs; ++i) {
             const std::string* sg = node.subs[i]->fields.get("group.device");
-            if (sg) { dev = *sg; break; }
+            if (sg) {
+                dev = *sg;
+                break;
+            }
         }
     }
     static const std::string empty;
@@ -66,13 +69,12 @@ void Parser::finish_node() {
         json_str_list(a, node.snodes);
     }
     {
-        static const sv known[] = {"writes", "unmet_dependencies", "met_dependencies",
-                                   "group.device", "group.iteration", "sizes",
+        static const sv known[] = {"writes",       "unmet_dependencies", "met_dependencies",
+                                   "group.device", "group.iteration",    "sizes",
                                    "node.kernel"};
         bool any = false;
         for (auto& kv : f) {
-            if (std::find(std::begin(known), std::end(known), sv(kv.first)) !=
-                std::end(known))
+            if (std::find(std::begin(known), std::end(known), sv(kv.first)) != std::end(known))
                 continue;
             a.append(any ? "," : ",\"fields\":{");
             any = true;
@@ -100,7 +102,10 @@ void Parser::finish_node() {
             const std::string& nm = node.buffers[i].name;
             bool seen = false;
             for (size_t j = 0; j < i; ++j)
-                if (node.buffers[j].name == nm) { seen = true; break; }
+                if (node.buffers[j].name == nm) {
+                    seen = true;
+                    break;
+                }
             if (seen) continue;
             const std::string* lay = nullptr;
             for (size_t j = node.buffers.size(); j-- > i;)
@@ -135,7 +140,11 @@ void Parser::finish_node() {
     end_row();
 
     // links: (buffer index, target, relation)
-    struct Link { size_t buf; std::string target; bool mutation; };
+    struct Link {
+        size_t buf;
+        std::string target;
+        bool mutation;
+    };
     std::vector<Link> links;
     for (size_t i = 0; i < node.buffers.size(); ++i) {
         for (int r = 0; r < 2; ++r) {
@@ -163,7 +172,8 @@ void Parser::finish_node() {
         if (in(later, l.target)) {
             auto it = concat_views.find(l.target);
             if (it == concat_views.end()) {
-                concat_views.emplace(l.target, std::make_pair(st, std::vector<std::string>{bname}));
+                concat_views.emplace(l.target,
+                                     std::make_pair(st, std::vector<std::string>{bname}));
             } else {
                 it->second.first = std::min(it->second.first, st);
                 it->second.second.push_back(bname);
@@ -188,7 +198,10 @@ void Parser::finish_node() {
         OptStr coll;
         for (auto& r : reads) {
             OpenBuf* ob = live.open.get(r);
-            if (ob && collective_nodes.count(ob->producer)) { coll = ob->producer; break; }
+            if (ob && collective_nodes.count(ob->producer)) {
+                coll = ob->producer;
+                break;
+            }
         }
         EventBatch& e = *batch;
         e.kind.set("collective_waited");
@@ -240,7 +253,8 @@ void Parser::shape_text(std::string& out, const std::vector<std::string>& dims) 
     out.push_back(']');
 }
 
-[[noreturn]] void Parser::out_of_range(int64_t line, const std::string& name, const Storage& s) {
+[[noreturn]] void Parser::out_of_range(int64_t line, const std::string& name,
+                                       const Storage& s) {
     fail(line, "buffer " + name + ": " + s.big + " bytes is out of range (more than 64 bits)");
 }
 
@@ -263,10 +277,19 @@ void Parser::declare_inputs(const Node& node, const std::vector<std::string>& na
         e.buffer.set(name);
         set_opt(e.bytes, stg ? stg->bytes : std::nullopt);
         e.node.set_null();
-        if (L.has_kind) e.layout.set(L.kind); else e.layout.set_null();
+        if (L.has_kind)
+            e.layout.set(L.kind);
+        else
+            e.layout.set_null();
         set_opt(e.dtype, L.dtype);
-        if (L.has_size) e.shape.set(L.shape_text); else e.shape.set_null();
-        if (L.has_stride) e.stride.set(L.stride_text); else e.stride.set_null();
+        if (L.has_size)
+            e.shape.set(L.shape_text);
+        else
+            e.shape.set_null();
+        if (L.has_stride)
+            e.stride.set(L.stride_text);
+        else
+            e.stride.set_null();
         set_opt(e.device, L.device);
         set_opt(e.size_expr, stg ? stg->expr : std::nullopt);
         e.is_input.set(true);
@@ -276,7 +299,7 @@ void Parser::declare_inputs(const Node& node, const std::vector<std::string>& na
 }
 
 bool Parser::own_attr_key(sv k) {
-    static const sv keys[] = {"ir_class", "layout_args", "written_from_step",
+    static const sv keys[] = {"ir_class",         "layout_args",     "written_from_step",
                               "written_by_views", "owns_no_storage", "bytes_unknown",
                               "layout_rule"};
     for (sv x : keys)
@@ -369,8 +392,14 @@ void Parser::allocate(const Node& node, int64_t st, const Buffer& buf) {
     e.node.set(node.name);
     e.layout.set(kind);
     set_opt(e.dtype, L.dtype);
-    if (L.has_size) e.shape.set(L.shape_text); else e.shape.set_null();
-    if (L.has_stride) e.stride.set(L.stride_text); else e.stride.set_null();
+    if (L.has_size)
+        e.shape.set(L.shape_text);
+    else
+        e.shape.set_null();
+    if (L.has_stride)
+        e.stride.set(L.stride_text);
+    else
+        e.stride.set_null();
     set_opt(e.device, L.device);
     set_opt(e.size_expr, size_expr);
     e.is_input.set(false);
@@ -386,15 +415,20 @@ void Parser::collective(const Node& node, int64_t st, const OptStr& kernel) {
     size_t s = 0;
     while (true) {
         size_t d = k.find('.', s);
-        if (d == sv::npos) { op.push_back(k.substr(s)); break; }
+        if (d == sv::npos) {
+            op.push_back(k.substr(s));
+            break;
+        }
         op.push_back(k.substr(s, d - s));
         s = d + 1;
     }
     sv name = (op.size() >= 2 && (op.back() == "default" || op.back() == "out"))
-                  ? op[op.size() - 2] : op.back();
+                  ? op[op.size() - 2]
+                  : op.back();
     std::vector<std::string> touched;
     auto add = [&](sv n) {
-        for (auto& t : touched) if (t == n) return;
+        for (auto& t : touched)
+            if (t == n) return;
         touched.emplace_back(n);
     };
     for (auto& r : reads) add(r);
@@ -406,9 +440,14 @@ void Parser::collective(const Node& node, int64_t st, const OptStr& kernel) {
     int64_t mx = 0;
     for (auto& t : touched) {
         std::optional<int64_t> b;
-        if (OpenBuf* ob = live.open.get(t)) b = ob->nbytes;
-        else if (auto* in = inputs.find(t)) b = *in;
-        if (!b) { all_known = false; continue; }
+        if (OpenBuf* ob = live.open.get(t))
+            b = ob->nbytes;
+        else if (auto* in = inputs.find(t))
+            b = *in;
+        if (!b) {
+            all_known = false;
+            continue;
+        }
         mx = any ? std::max(mx, *b) : *b;
         any = true;
     }
@@ -417,13 +456,19 @@ void Parser::collective(const Node& node, int64_t st, const OptStr& kernel) {
     e.step.set(st);
     e.node.set(node.name);
     e.op.set(name);
-    if (any && all_known) e.bytes.set(mx); else e.bytes.set_null();
+    if (any && all_known)
+        e.bytes.set(mx);
+    else
+        e.bytes.set_null();
     e.buffers.begin_list();
     for (auto& t : touched) e.buffers.item(t);
     e.buffers.end_list();
     std::string& at = e.attrs.begin();
     at.append("{\"kernel\":");
-    if (kernel) put_json_string(at, *kernel, true); else at.append("null");
+    if (kernel)
+        put_json_string(at, *kernel, true);
+    else
+        at.append("null");
     at.push_back('}');
     e.attrs.commit();
     end_row();

@@ -105,11 +105,17 @@ struct LastUse {
                 const std::vector<std::pair<bool, sv>>& users, int64_t line,
                 std::optional<int64_t> nbytes, const std::string& producer) {
         OpenBuf nb;
-        nb.own = step; nb.last = step; nb.line = line; nb.nbytes = nbytes;
+        nb.own = step;
+        nb.last = step;
+        nb.line = line;
+        nb.nbytes = nbytes;
         nb.producer = producer;
         OpenBuf& b = open.set(name, std::move(nb));
         for (auto& [output, u] : users) {
-            if (output) { b.to_end = true; continue; }
+            if (output) {
+                b.to_end = true;
+                continue;
+            }
             if (int64_t* seen = recent.find(u)) {
                 b.last = std::max(b.last, *seen);
             } else {
@@ -207,7 +213,9 @@ struct LastUse {
                 OpenBuf* b = open.get(buf);
                 if (b) {
                     missing = true;
-                    *mbuf = buf; *muser = user; *mline = b->line;
+                    *mbuf = buf;
+                    *muser = user;
+                    *mline = b->line;
                     return;
                 }
             }

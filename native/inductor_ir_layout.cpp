@@ -6,10 +6,15 @@ namespace tlv::ir {
 
 std::string Parser::py_lower(sv s) {
     bool ascii = true;
-    for (char c : s) if ((uint8_t)c >= 0x80) { ascii = false; break; }
+    for (char c : s)
+        if ((uint8_t)c >= 0x80) {
+            ascii = false;
+            break;
+        }
     std::string out(s);
     if (ascii) {
-        for (auto& c : out) if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        for (auto& c : out)
+            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
         return out;
     }
     Gil g(*this);
@@ -19,20 +24,25 @@ std::string Parser::py_lower(sv s) {
     if (!l) throw PyErrSet{};
     Py_ssize_t n;
     const char* d = PyUnicode_AsUTF8AndSize(l, &n);
-    if (!d) { Py_DECREF(l); throw PyErrSet{}; }
+    if (!d) {
+        Py_DECREF(l);
+        throw PyErrSet{};
+    }
     out.assign(d, (size_t)n);
     Py_DECREF(l);
     return out;
 }
 
-Storage Parser::py_storage(const std::vector<std::string>& size, const std::vector<std::string>& stride, const OptStr& dtype) {
+Storage Parser::py_storage(const std::vector<std::string>& size,
+                           const std::vector<std::string>& stride, const OptStr& dtype) {
     Gil g(*this);
     Storage st;
     PyObject* mod = PyImport_ImportModule("tlview.ingest.tensors");
     if (!mod) throw PyErrSet{};
     auto list = [](const std::vector<std::string>& v) {
         PyObject* l = PyList_New((Py_ssize_t)v.size());
-        for (size_t i = 0; l && i < v.size(); ++i) PyList_SET_ITEM(l, (Py_ssize_t)i, py_str(v[i]));
+        for (size_t i = 0; l && i < v.size(); ++i)
+            PyList_SET_ITEM(l, (Py_ssize_t)i, py_str(v[i]));
         return l;
     };
     PyObject* a = list(size);
@@ -47,13 +57,19 @@ Storage Parser::py_storage(const std::vector<std::string>& size, const std::vect
         if (v != Py_None) {
             Py_ssize_t n;
             const char* s = PyUnicode_AsUTF8AndSize(v, &n);
-            if (!s) { Py_DECREF(v); throw PyErrSet{}; }
+            if (!s) {
+                Py_DECREF(v);
+                throw PyErrSet{};
+            }
             *out = std::string(s, (size_t)n);
         }
         Py_DECREF(v);
     };
     PyObject* bv = PyObject_GetAttrString(r, "bytes");
-    if (!bv) { Py_DECREF(r); throw PyErrSet{}; }
+    if (!bv) {
+        Py_DECREF(r);
+        throw PyErrSet{};
+    }
     if (bv != Py_None) {
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(bv, &overflow);
@@ -77,7 +93,9 @@ Storage Parser::py_storage(const std::vector<std::string>& size, const std::vect
     return st;
 }
 
-Storage Parser::storage_bytes(const std::vector<std::string>& size, const std::vector<std::string>& stride, const OptStr& dtype, bool* overflow) {
+Storage Parser::storage_bytes(const std::vector<std::string>& size,
+                              const std::vector<std::string>& stride, const OptStr& dtype,
+                              bool* overflow) {
     *overflow = false;
     std::optional<int> isz;
     if (dtype) isz = itemsize_of(after_last_dot(*dtype));
@@ -85,9 +103,15 @@ Storage Parser::storage_bytes(const std::vector<std::string>& size, const std::v
     Storage st;
     if (size.size() != stride.size()) {
         std::string r = "sizes [";
-        for (size_t i = 0; i < size.size(); ++i) { if (i) r += ", "; put_repr(r, size[i]); }
+        for (size_t i = 0; i < size.size(); ++i) {
+            if (i) r += ", ";
+            put_repr(r, size[i]);
+        }
         r += "] and strides [";
-        for (size_t i = 0; i < stride.size(); ++i) { if (i) r += ", "; put_repr(r, stride[i]); }
+        for (size_t i = 0; i < stride.size(); ++i) {
+            if (i) r += ", ";
+            put_repr(r, stride[i]);
+        }
         r += "] differ in rank";
         st.reason = r;
         return st;
@@ -109,7 +133,10 @@ Storage Parser::storage_bytes(const std::vector<std::string>& size, const std::v
         __int128 numel = 1;
         for (size_t i = 0; i < size.size(); ++i) {
             if (sv_[i] == 0) {
-                if (isz) { st.bytes = 0; return st; }
+                if (isz) {
+                    st.bytes = 0;
+                    return st;
+                }
                 st.reason = "unknown dtype " + dname;
                 return st;
             }
@@ -149,7 +176,9 @@ Storage Parser::storage_bytes(const std::vector<std::string>& size, const std::v
     return st;
 }
 
-Storage Parser::from_python(const std::vector<std::string>& size, const std::vector<std::string>& stride, const OptStr& dtype, bool* overflow) {
+Storage Parser::from_python(const std::vector<std::string>& size,
+                            const std::vector<std::string>& stride, const OptStr& dtype,
+                            bool* overflow) {
     Storage st = py_storage(size, stride, dtype);
     *overflow = !st.big.empty();
     return st;
@@ -184,7 +213,10 @@ bool Parser::device_arg(sv v, std::string* out) {
 
 const Layout& Parser::parse_layout(sv text) {
     if (size_t* i = layout_index.find(text)) return layout_cache[*i];
-    if (layout_cache.size() >= 8192) { layout_index.clear(); layout_cache.clear(); }
+    if (layout_cache.size() >= 8192) {
+        layout_index.clear();
+        layout_cache.clear();
+    }
     *layout_index.emplace(text).first = layout_cache.size();
     Layout& L = layout_cache.emplace_back();
     L.has_kind = true;
@@ -206,12 +238,21 @@ const Layout& Parser::parse_layout(sv text) {
         size_t eq = a.find('=');
         if (eq != sv::npos && !quoted) {
             sv key = strip(a.substr(0, eq)), val = strip(a.substr(eq + 1));
-            if (key == "size") { split_dims(val, L.size); L.has_size = true; }
-            else if (key == "stride") { split_dims(val, L.stride); L.has_stride = true; }
-            else if (key == "device") {
-                if (device_arg(val, &dev)) L.device = dev; else L.device = std::string(val);
-            } else if (key == "dtype") L.dtype = std::string(after_last_dot(val));
-            else L.extra.set(key, val);
+            if (key == "size") {
+                split_dims(val, L.size);
+                L.has_size = true;
+            } else if (key == "stride") {
+                split_dims(val, L.stride);
+                L.has_stride = true;
+            } else if (key == "device") {
+                if (device_arg(val, &dev))
+                    L.device = dev;
+                else
+                    L.device = std::string(val);
+            } else if (key == "dtype")
+                L.dtype = std::string(after_last_dot(val));
+            else
+                L.extra.set(key, val);
         } else if (quoted) {
             size_t b = 0, e = a.size();
             while (b < e && (a[b] == '\'' || a[b] == '"')) ++b;
@@ -248,7 +289,8 @@ void Parser::dep_names(sv t, std::vector<std::string>& out) {
     out.clear();
     scan_deps(t, [&](sv kind, sv name) {
         if (kind == "WeakDep") return;
-        for (auto& o : out) if (o == name) return;
+        for (auto& o : out)
+            if (o == name) return;
         out.emplace_back(name);
     });
 }

@@ -27,8 +27,7 @@ void Parser::block_add(sv text) {
 }
 
 void Parser::block_close() {
-    if (block_node == &top)
-        top.blocks.set(block_name, sv(block_text).substr(0, block_keep));
+    if (block_node == &top) top.blocks.set(block_name, sv(block_text).substr(0, block_keep));
     block = false;
 }
 
@@ -51,7 +50,8 @@ void Parser::pending_done() {
     pend_target().set(pend_field, strip(pend_text));
 }
 
-void Parser::pending_open(Node* node, int64_t bufi, sv field, sv value, int64_t number, int64_t bal) {
+void Parser::pending_open(Node* node, int64_t bufi, sv field, sv value, int64_t number,
+                          int64_t bal) {
     pending = true;
     pend_node = node;
     pend_buf = bufi;
@@ -122,8 +122,9 @@ void Parser::feed(int64_t number, sv text) {
         if (header(number, text)) return;
     }
     if (!cur) {
-        std::string m = "expected an Inductor scheduler node header like "
-                        "'op0: SchedulerNode(ComputedBuffer)', got ";
+        std::string m =
+            "expected an Inductor scheduler node header like "
+            "'op0: SchedulerNode(ComputedBuffer)', got ";
         put_repr(m, first_chars(text, 80));
         fail(number, std::move(m));
     }
@@ -134,8 +135,10 @@ void Parser::feed(int64_t number, sv text) {
             starts(text.substr(we), " = ")) {
             sv name = text.substr(0, we - 7);
             sv value = text.substr(we + 3);
-            if (cur == &top) top_layouts.set(name, value);
-            else if (!top_layouts.has(name)) top_layouts.set(name, value);
+            if (cur == &top)
+                top_layouts.set(name, value);
+            else if (!top_layouts.has(name))
+                top_layouts.set(name, value);
             return;
         }
     }
@@ -152,8 +155,8 @@ void Parser::feed(int64_t number, sv text) {
         if (w1 != sv::npos && w1 < text.size() && text[w1] == ' ') {
             size_t w2 = word_end(text, w1 + 1);
             if (w2 > w1 + 1 && text.substr(w2) == " code:" && has_top) {
-                block_open(&top, py_lower(text.substr(w1 + 1, w2 - w1 - 1)) + "_code",
-                           sv(), false);
+                block_open(&top, py_lower(text.substr(w1 + 1, w2 - w1 - 1)) + "_code", sv(),
+                           false);
                 return;
             }
         }
@@ -273,19 +276,25 @@ void Parser::end_row() {
 void Parser::flush() {
     if (batch->rows == 0) return;
     done.push_back(std::move(batch));
-    if (spare) batch = std::move(spare);
-    else batch.reset(new EventBatch());
+    if (spare)
+        batch = std::move(spare);
+    else
+        batch.reset(new EventBatch());
 }
 
 void Parser::set_opt(StrCol& c, const OptStr& v) {
-    if (v) c.set(*v); else c.set_null();
+    if (v)
+        c.set(*v);
+    else
+        c.set_null();
 }
 
 void Parser::set_opt(I64Col& c, const std::optional<int64_t>& v) {
-    if (v) c.set(*v); else c.set_null();
+    if (v)
+        c.set(*v);
+    else
+        c.set_null();
 }
-
-
 
 void Parser::finish() {
     int64_t end = last_line;
@@ -294,14 +303,15 @@ void Parser::finish() {
     if (expect_snode_of) fail(end, "file ends before a fused node's sub-node: truncated?");
     if (block) block_close();
     if (!has_top)
-        fail(end ? end : 1, "no scheduler nodes found: expected lines like "
-                            "'op0: SchedulerNode(ComputedBuffer)'");
+        fail(end ? end : 1,
+             "no scheduler nodes found: expected lines like "
+             "'op0: SchedulerNode(ComputedBuffer)'");
     finish_node();
     std::string mbuf, muser;
     int64_t mline = 0;
     if (!live.finish(step - 1, &mbuf, &muser, &mline))
-        fail(mline, mbuf + " is used by " + muser +
-                        ", which never appears in the dump: truncated?");
+        fail(mline,
+             mbuf + " is used by " + muser + ", which never appears in the dump: truncated?");
     frees();
     flush();
 }
@@ -373,7 +383,10 @@ void Parser::chunk(sv data) {
         size_t i = 0;
         while (i < text.size()) {
             size_t r = text.find("\r\n", i);
-            if (r == sv::npos) { buf.append(text.substr(i)); break; }
+            if (r == sv::npos) {
+                buf.append(text.substr(i));
+                break;
+            }
             buf.append(text.substr(i, r - i));
             buf.push_back('\n');
             i = r + 2;
@@ -396,8 +409,8 @@ void Parser::chunk(sv data) {
 
 void Parser::end_of_input() {
     if (!cut.empty())
-        fail(next_line, "not UTF-8 text (byte " + hex_byte((uint8_t)cut[0]) +
-                            "): expected a text dump");
+        fail(next_line,
+             "not UTF-8 text (byte " + hex_byte((uint8_t)cut[0]) + "): expected a text dump");
     if (!buf.empty()) {
         line(next_line, buf);
         ++next_line;

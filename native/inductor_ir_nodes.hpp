@@ -106,7 +106,10 @@ struct JObj {
     std::vector<std::pair<std::string, std::string>> kv;
     std::string& slot(sv k) {
         for (auto& p : kv)
-            if (p.first == k) { p.second.clear(); return p.second; }
+            if (p.first == k) {
+                p.second.clear();
+                return p.second;
+            }
         kv.emplace_back(std::string(k), std::string());
         return kv.back().second;
     }
@@ -152,9 +155,17 @@ struct Node {
     Fields blocks;
     std::vector<std::string> unknown;
     void reset(sv n, sv c, sv i, int64_t ln) {
-        name.assign(n); cls.assign(c); ir.assign(i); line = ln;
-        prefix = name; prefix.push_back('.');
-        fields.clear(); buffers.clear(); snodes.clear(); n_subs = 0; blocks.clear();
+        name.assign(n);
+        cls.assign(c);
+        ir.assign(i);
+        line = ln;
+        prefix = name;
+        prefix.push_back('.');
+        fields.clear();
+        buffers.clear();
+        snodes.clear();
+        n_subs = 0;
+        blocks.clear();
         unknown.clear();
     }
 };
@@ -179,27 +190,40 @@ struct Layout {
     mutable Storage storage;  // storage_bytes(size, stride, dtype), once asked
 };
 
-
 // ---- itemsize (ingest/tensors.py ITEMSIZE) ----------------------------------------------
 
 inline std::optional<int> itemsize_of(sv name) {
     static const std::unordered_map<std::string, int> table = {
-        {"bool", 1}, {"b8", 1}, {"uint8", 1}, {"u8", 1}, {"int8", 1}, {"i8", 1},
-        {"uint16", 2}, {"u16", 2}, {"int16", 2}, {"i16", 2},
-        {"uint32", 4}, {"u32", 4}, {"int32", 4}, {"i32", 4},
-        {"uint64", 8}, {"u64", 8}, {"int64", 8}, {"i64", 8},
-        {"float16", 2}, {"f16", 2}, {"half", 2}, {"bfloat16", 2}, {"bf16", 2},
-        {"float32", 4}, {"f32", 4}, {"float", 4},
-        {"float64", 8}, {"f64", 8}, {"double", 8},
-        {"complex32", 4}, {"c32", 4}, {"complex64", 8}, {"c64", 8}, {"complex128", 16},
-        {"c128", 16},
-        {"float8_e4m3fn", 1}, {"f8e4m3fn", 1}, {"float8_e5m2", 1}, {"f8e5m2", 1},
-        {"float8_e4m3fnuz", 1}, {"f8e4m3fnuz", 1}, {"float8_e5m2fnuz", 1},
-        {"f8e5m2fnuz", 1}, {"float8_e8m0fnu", 1}, {"f8e8m0fnu", 1},
-        {"float4_e2m1fn_x2", 1}, {"f4e2m1fn_x2", 1},
-        {"bits8", 1}, {"bits16", 2}, {"bits32", 4}, {"bits64", 8}, {"bits1x8", 1},
-        {"bits2x4", 1}, {"bits4x2", 1},
-        {"qint8", 1}, {"quint8", 1}, {"qint32", 4}, {"quint4x2", 1}, {"quint2x4", 1},
+        {"bool", 1},        {"b8", 1},
+        {"uint8", 1},       {"u8", 1},
+        {"int8", 1},        {"i8", 1},
+        {"uint16", 2},      {"u16", 2},
+        {"int16", 2},       {"i16", 2},
+        {"uint32", 4},      {"u32", 4},
+        {"int32", 4},       {"i32", 4},
+        {"uint64", 8},      {"u64", 8},
+        {"int64", 8},       {"i64", 8},
+        {"float16", 2},     {"f16", 2},
+        {"half", 2},        {"bfloat16", 2},
+        {"bf16", 2},        {"float32", 4},
+        {"f32", 4},         {"float", 4},
+        {"float64", 8},     {"f64", 8},
+        {"double", 8},      {"complex32", 4},
+        {"c32", 4},         {"complex64", 8},
+        {"c64", 8},         {"complex128", 16},
+        {"c128", 16},       {"float8_e4m3fn", 1},
+        {"f8e4m3fn", 1},    {"float8_e5m2", 1},
+        {"f8e5m2", 1},      {"float8_e4m3fnuz", 1},
+        {"f8e4m3fnuz", 1},  {"float8_e5m2fnuz", 1},
+        {"f8e5m2fnuz", 1},  {"float8_e8m0fnu", 1},
+        {"f8e8m0fnu", 1},   {"float4_e2m1fn_x2", 1},
+        {"f4e2m1fn_x2", 1}, {"bits8", 1},
+        {"bits16", 2},      {"bits32", 4},
+        {"bits64", 8},      {"bits1x8", 1},
+        {"bits2x4", 1},     {"bits4x2", 1},
+        {"qint8", 1},       {"quint8", 1},
+        {"qint32", 4},      {"quint4x2", 1},
+        {"quint2x4", 1},
     };
     auto it = table.find(std::string(name));
     if (it == table.end()) return std::nullopt;
@@ -215,7 +239,10 @@ inline sv after_last_dot(sv s) {  // s.rsplit(".", 1)[-1]
 inline bool py_int(sv s, int64_t* v, bool* big) {
     size_t i = 0;
     bool neg = false;
-    if (i < s.size() && s[i] == '-') { neg = true; ++i; }
+    if (i < s.size() && s[i] == '-') {
+        neg = true;
+        ++i;
+    }
     if (i >= s.size()) return false;
     int64_t acc = 0;
     int digits = 0;
@@ -224,15 +251,20 @@ inline bool py_int(sv s, int64_t* v, bool* big) {
         size_t n;
         auto c = (uint8_t)s[i];
         int d;
-        if (c >= '0' && c <= '9') { d = c - '0'; n = 1; }
-        else if (c >= 0x80) {
+        if (c >= '0' && c <= '9') {
+            d = c - '0';
+            n = 1;
+        } else if (c >= 0x80) {
             uint32_t cp = cp_at(s, i, &n);
             if (!uni_decimal(cp)) return false;
             d = Py_UNICODE_TODECIMAL((Py_UCS4)cp);
-        } else return false;
+        } else
+            return false;
         if (digits > 0 || d != 0) ++digits;
-        if (digits > 18) *big = true;
-        else acc = acc * 10 + d;
+        if (digits > 18)
+            *big = true;
+        else
+            acc = acc * 10 + d;
         i += n;
     }
     *v = neg ? -acc : acc;
@@ -244,7 +276,10 @@ inline std::string i128_str(__int128 v) {
     bool neg = v < 0;
     unsigned __int128 u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
     std::string s;
-    while (u) { s.push_back((char)('0' + (int)(u % 10))); u /= 10; }
+    while (u) {
+        s.push_back((char)('0' + (int)(u % 10)));
+        u /= 10;
+    }
     if (neg) s.push_back('-');
     std::reverse(s.begin(), s.end());
     return s;

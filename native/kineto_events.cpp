@@ -67,7 +67,10 @@ std::string Parser::pystr(const JNode* n, const char* key) {
         case JT::False: return "False";
         case JT::Int: return std::string(int_text(doc.text(*n)));
         case JT::Float: return float_str(n->d);
-        case JT::Str: { std::string b; return std::string(doc.str(*n, b)); }
+        case JT::Str: {
+            std::string b;
+            return std::string(doc.str(*n, b));
+        }
         default: break;
     }
     throw BadEvent{std::string("'") + key + "' is " + py_type_name(n) +
@@ -81,12 +84,16 @@ std::pair<int, std::string> Parser::key_of(const JNode* n, const char* key) {
         case JT::False: return {1, "0"};
         case JT::Int: return {2, std::string(int_text(doc.text(*n)))};
         case JT::Float: {
-            if (std::isnan(n->d)) return {3, "nan" + std::to_string(++nan_keys)};  // never equal
+            if (std::isnan(n->d))
+                return {3, "nan" + std::to_string(++nan_keys)};  // never equal
             std::string t;
             put_py_float(t, n->d == 0 ? 0.0 : n->d);
             return {3, t};
         }
-        case JT::Str: { std::string b; return {4, std::string(doc.str(*n, b))}; }
+        case JT::Str: {
+            std::string b;
+            return {4, std::string(doc.str(*n, b))};
+        }
         default: break;
     }
     throw BadEvent{std::string("'") + key + "' is " + py_type_name(n) +
@@ -113,7 +120,10 @@ int64_t Parser::int64_of(std::string_view t, const char* key) {
 
 bool Parser::int_or_none(const JNode* n, const char* key, int64_t* out) {
     if (!n) return false;
-    if (n->t == JT::Int) { *out = int64_of(doc.text(*n), key); return true; }
+    if (n->t == JT::Int) {
+        *out = int64_of(doc.text(*n), key);
+        return true;
+    }
     if (n->t == JT::Str) {
         std::string b;
         auto t = doc.str(*n, b);
@@ -155,10 +165,12 @@ Big Parser::us_to_ns_text(std::string_view text) {
     // chrome_trace.us_to_ns: up to three decimals exactly, else Decimal arithmetic
     size_t dot = text.find('.');
     std::string_view whole = text.substr(0, dot);
-    std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+    std::string_view frac =
+        dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
     auto all_digits = [](std::string_view x) {
         if (x.empty()) return false;
-        for (char c : x) if (c < '0' || c > '9') return false;
+        for (char c : x)
+            if (c < '0' || c > '9') return false;
         return true;
     };
     std::string_view wd = whole;
@@ -177,16 +189,20 @@ Big Parser::us_to_ns_text(std::string_view text) {
 void Parser::count_device(std::string_view d) {
     if (last_device < devices.size() && devices[last_device] == d) return;
     for (size_t i = 0; i < devices.size(); ++i)
-        if (devices[i] == d) { last_device = i; return; }
+        if (devices[i] == d) {
+            last_device = i;
+            return;
+        }
     devices.emplace_back(d);
     last_device = devices.size() - 1;
 }
 
 unsigned Parser::dtype_bytes(std::string_view t) {
     static const std::pair<const char*, unsigned> table[] = {
-        {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Int", 4}, {"Long", 8},
-        {"Short", 2}, {"Char", 1}, {"Byte", 1}, {"Bool", 1}, {"Float8_e4m3fn", 1},
-        {"Float8_e5m2", 1}, {"ComplexFloat", 8}, {"ComplexDouble", 16}};
+        {"Float", 4},        {"Double", 8},        {"Half", 2},          {"BFloat16", 2},
+        {"Int", 4},          {"Long", 8},          {"Short", 2},         {"Char", 1},
+        {"Byte", 1},         {"Bool", 1},          {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1},
+        {"ComplexFloat", 8}, {"ComplexDouble", 16}};
     for (auto& e : table)
         if (t == e.first) return e.second;
     return 0;
@@ -216,8 +232,8 @@ bool Parser::message_bytes(size_t args, int64_t* out) {
 bool Parser::is_comm_kernel(std::string_view name) {
     for (size_t i = 0; i + 4 <= name.size(); ++i) {
         char c = lower(name[i]);
-        if ((c == 'n' || c == 'r') && lower(name[i + 1]) == 'c' &&
-            lower(name[i + 2]) == 'c' && lower(name[i + 3]) == 'l')
+        if ((c == 'n' || c == 'r') && lower(name[i + 1]) == 'c' && lower(name[i + 2]) == 'c' &&
+            lower(name[i + 3]) == 'l')
             return true;
     }
     return false;
@@ -284,10 +300,14 @@ void Parser::event() {
     size_t args = args_of();
     const char* category = nullptr;
     if (!cat_none) {
-        if (catv == "kernel") category = "kernel";
-        else if (catv == "gpu_memcpy") category = "memcpy";
-        else if (catv == "gpu_memset") category = "memset";
-        else if (catv == "gpu_user_annotation") category = "gpu_annotation";
+        if (catv == "kernel")
+            category = "kernel";
+        else if (catv == "gpu_memcpy")
+            category = "memcpy";
+        else if (catv == "gpu_memset")
+            category = "memset";
+        else if (catv == "gpu_user_annotation")
+            category = "gpu_annotation";
     }
     const std::string* jax_device = nullptr;
     if (!category) {
@@ -332,13 +352,18 @@ void Parser::event() {
         stream = args ? argk[kStream] : nullptr;
         if (!stream) stream = top[kTid];
     } else {
-        if (cat_none) category = "cpu_op";
-        else if (catv == "cpu_op") category = "cpu_op";
+        if (cat_none)
+            category = "cpu_op";
+        else if (catv == "cpu_op")
+            category = "cpu_op";
         else if (catv == "cuda_runtime" || catv == "cuda_driver" || catv == "hip_runtime")
             category = "runtime";
-        else if (catv == "user_annotation") category = "annotation";
-        else if (catv == "python_function") category = "python";
-        else category = "other";
+        else if (catv == "user_annotation")
+            category = "annotation";
+        else if (catv == "python_function")
+            category = "python";
+        else
+            category = "other";
         if (std::string_view(category) == "cpu_op" && namev == "record_param_comms") {
             category = "comm_call";
             have_bytes = message_bytes(args, &nbytes);
@@ -376,11 +401,20 @@ void Parser::event() {
     bt.name.set(namev);
     bt.category.set(category);
     bt.device.set(device);
-    if (have_stream) bt.stream.set(stream_v); else bt.stream.set_null();
+    if (have_stream)
+        bt.stream.set(stream_v);
+    else
+        bt.stream.set_null();
     bt.ts_ns.set(ts_ns);
     bt.dur_ns.set(dur_ns);
-    if (have_corr) bt.correlation.set(corr_v); else bt.correlation.set_null();
-    if (have_bytes) bt.bytes.set(nbytes); else bt.bytes.set_null();
+    if (have_corr)
+        bt.correlation.set(corr_v);
+    else
+        bt.correlation.set_null();
+    if (have_bytes)
+        bt.bytes.set(nbytes);
+    else
+        bt.bytes.set_null();
     end_row(category, device);
 }
 
@@ -453,11 +487,17 @@ void Parser::memory_event() {
     bt.name.set("[memory]");
     bt.category.set("memory");
     bt.device.set(device);
-    if (have_stream) bt.stream.set(stream_v); else bt.stream.set_null();
+    if (have_stream)
+        bt.stream.set(stream_v);
+    else
+        bt.stream.set_null();
     bt.ts_ns.set(ts_ns);
     bt.dur_ns.set(0);
     bt.correlation.set_null();
-    if (have_bytes) bt.bytes.set(nbytes); else bt.bytes.set_null();
+    if (have_bytes)
+        bt.bytes.set(nbytes);
+    else
+        bt.bytes.set_null();
     bt.attrs.set(attrs_buf);
     end_row("memory", device);
 }

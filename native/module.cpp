@@ -11,12 +11,18 @@ int add_torch_log(PyObject* module);
 int add_event_sink(PyObject* module);
 int add_xla_buffer_assignment(PyObject* module);
 int add_inductor_ir(PyObject* module);
-}
+}  // namespace tlv
 
 static PyModuleDef native_module = {
-    PyModuleDef_HEAD_INIT, "tlview.ingest._native",
-    "Compiled parsers of tlview's ingest (twins of the Python parsers).", -1, nullptr,
-    nullptr, nullptr, nullptr, nullptr};
+    PyModuleDef_HEAD_INIT,
+    "tlview.ingest._native",
+    "Compiled parsers of tlview's ingest (twins of the Python parsers).",
+    -1,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr};
 
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject* m = PyModule_Create(&native_module);

@@ -26,14 +26,24 @@ uint64_t Parser::slot_of(const Val& v) {
         default: break;
     }
     uint32_t k;
-    if (!side_free.empty()) { k = side_free.back(); side_free.pop_back(); side[k] = v; }
-    else { k = (uint32_t)side.size(); side.push_back(v); }
+    if (!side_free.empty()) {
+        k = side_free.back();
+        side_free.pop_back();
+        side[k] = v;
+    } else {
+        k = (uint32_t)side.size();
+        side.push_back(v);
+    }
     return ((uint64_t)k << 3) | 4;
 }
 
 Val Parser::val_of(uint64_t s) const {
     switch (s & 7) {
-        case 0: { Val v; v.t = T::Streamed; return v; }
+        case 0: {
+            Val v;
+            v.t = T::Streamed;
+            return v;
+        }
         case 1: return Val::str(T::Str, reinterpret_cast<const std::string*>(s & ~(uint64_t)7));
         case 2: return Val::id(T::Frame, (int64_t)(s >> 3));
         case 3: return Val::id(T::Stack, (int64_t)(s >> 3));
@@ -42,18 +52,26 @@ Val Parser::val_of(uint64_t s) const {
 }
 
 void Parser::release(uint64_t s) {
-    if ((s & 7) == 4) { side[s >> 3] = Val(); side_free.push_back((uint32_t)(s >> 3)); }
+    if ((s & 7) == 4) {
+        side[s >> 3] = Val();
+        side_free.push_back((uint32_t)(s >> 3));
+    }
 }
 
 void Parser::memo_put(uint64_t i, const Val& v) {
-    if (i == memo.size()) memo.push(slot_of(v));
-    else if (i < memo.size()) { release(memo.get(i)); memo.set(i, slot_of(v)); }
-    else memo_extra[i] = v;
+    if (i == memo.size())
+        memo.push(slot_of(v));
+    else if (i < memo.size()) {
+        release(memo.get(i));
+        memo.set(i, slot_of(v));
+    } else
+        memo_extra[i] = v;
 }
 
 Val Parser::memo_get(uint64_t i, int64_t at) {
     Val v;
-    if (i < memo.size()) v = val_of(memo.get(i));
+    if (i < memo.size())
+        v = val_of(memo.get(i));
     else {
         auto it = memo_extra.find(i);
         if (it == memo_extra.end())
@@ -61,8 +79,9 @@ Val Parser::memo_get(uint64_t i, int64_t at) {
         v = it->second;
     }
     if (v.t == T::Streamed)
-        fail_at(at, "memo entry " + std::to_string(i) + " refers back to an item already "
-                "handed over (a snapshot never shares its trace entries)");
+        fail_at(at, "memo entry " + std::to_string(i) +
+                        " refers back to an item already "
+                        "handed over (a snapshot never shares its trace entries)");
     return v;
 }
 
@@ -73,7 +92,10 @@ bool Parser::stream_path(const Path& p) const {
 
 void Parser::new_path(const Val& obj) {
     if (metastack.empty()) {
-        if (stack.empty()) { Path p; paths[obj.o.get()] = {p, obj.o}; }
+        if (stack.empty()) {
+            Path p;
+            paths[obj.o.get()] = {p, obj.o};
+        }
         return;
     }
     Mark& m = marks.back();
@@ -125,15 +147,19 @@ void Parser::pop_mark() {
 
 void Parser::need(size_t n, int64_t at) {
     if (have(n)) return;
-    if (eof) fail_at(at, "the file ends inside this opcode: truncated pickle, expected "
-                         "more data before STOP");
+    if (eof)
+        fail_at(at,
+                "the file ends inside this opcode: truncated pickle, expected "
+                "more data before STOP");
     throw Suspend{};
 }
 
 void Parser::need_len(size_t head, uint64_t n, int64_t at) {
     if (n > ((uint64_t)1 << 62)) {
-        if (eof) fail_at(at, "the file ends inside this opcode: truncated pickle, expected "
-                             "more data before STOP");
+        if (eof)
+            fail_at(at,
+                    "the file ends inside this opcode: truncated pickle, expected "
+                    "more data before STOP");
         throw Suspend{};
     }
     need(head + (size_t)n, at);
@@ -150,16 +176,29 @@ bool Parser::valid_utf8_surrogatepass(std::string_view s) {
     size_t n = s.size(), i = 0;
     while (i < n) {
         uint8_t c = p[i];
-        if (c < 0x80) { ++i; continue; }
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
         size_t need;
         uint8_t lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) need = 1;
-        else if (c == 0xE0) { need = 2; lo = 0xA0; }
-        else if (c >= 0xE1 && c <= 0xEF) need = 2;  // ED: surrogates allowed
-        else if (c == 0xF0) { need = 3; lo = 0x90; }
-        else if (c >= 0xF1 && c <= 0xF3) need = 3;
-        else if (c == 0xF4) { need = 3; hi = 0x8F; }
-        else return false;
+        if (c >= 0xC2 && c <= 0xDF)
+            need = 1;
+        else if (c == 0xE0) {
+            need = 2;
+            lo = 0xA0;
+        } else if (c >= 0xE1 && c <= 0xEF)
+            need = 2;  // ED: surrogates allowed
+        else if (c == 0xF0) {
+            need = 3;
+            lo = 0x90;
+        } else if (c >= 0xF1 && c <= 0xF3)
+            need = 3;
+        else if (c == 0xF4) {
+            need = 3;
+            hi = 0x8F;
+        } else
+            return false;
         for (size_t k = 1; k <= need; ++k) {
             if (i + k >= n) return false;
             uint8_t d = p[i + k];
@@ -176,8 +215,10 @@ Val Parser::long_of(size_t p, size_t n) {
     std::string le(buf.data() + p, n);
     while (le.size() > 1) {  // drop redundant sign bytes
         uint8_t last = (uint8_t)le.back(), prev = (uint8_t)le[le.size() - 2];
-        if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80))) le.pop_back();
-        else break;
+        if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80)))
+            le.pop_back();
+        else
+            break;
     }
     if (le.empty()) return Val::integer(0);
     if (le.size() <= 8) {
@@ -198,14 +239,14 @@ void Parser::run() {
             return;
         }
         if (u8(0) != 0x80)
-            fail_at(0, "not a pickle of protocol 2 or later (no PROTO opcode); expected "
-                       "a file written by torch (pickle protocol 2 to 5)");
+            fail_at(0,
+                    "not a pickle of protocol 2 or later (no PROTO opcode); expected "
+                    "a file written by torch (pickle protocol 2 to 5)");
         started = true;
     }
     try {
         while (!done) step();
-    } catch (Suspend&) {
-    }
+    } catch (Suspend&) {}
     compact_input();
 }
 
@@ -233,10 +274,27 @@ void Parser::flush_items(int64_t at) {  // the previous item of a streamed list 
 
 bool Parser::no_push(uint8_t op) {
     switch (op) {
-        case 0x28: case 0x94: case 0x71: case 0x72: case 0x75: case 0x65: case 0x61:
-        case 0x73: case 0x95: case 0x80: case 0x2E: case 0x90: case 0x30: case 0x31:
-        case 0x85: case 0x86: case 0x87: case 0x74: case 0x6C: case 0x64: case 0x91:
-            return true;
+        case 0x28:
+        case 0x94:
+        case 0x71:
+        case 0x72:
+        case 0x75:
+        case 0x65:
+        case 0x61:
+        case 0x73:
+        case 0x95:
+        case 0x80:
+        case 0x2E:
+        case 0x90:
+        case 0x30:
+        case 0x31:
+        case 0x85:
+        case 0x86:
+        case 0x87:
+        case 0x74:
+        case 0x6C:
+        case 0x64:
+        case 0x91: return true;
         default: return false;
     }
 }
@@ -300,7 +358,8 @@ void Parser::step() {
             stack.push_back(Val::integer((uint16_t)(u8(a) | (u8(a + 1) << 8))));
             pos = a + 2;
             return;
-        case 0x7D: case 0x5D: {  // EMPTY_DICT, EMPTY_LIST
+        case 0x7D:
+        case 0x5D: {  // EMPTY_DICT, EMPTY_LIST
             Val v = Val::obj(op == 0x7D ? T::Dict : T::List,
                              std::make_shared<Obj>(op == 0x7D ? T::Dict : T::List));
             new_path(v);
@@ -312,8 +371,12 @@ void Parser::step() {
             Mark m;
             if (!stack.empty() && (stack.back().t == T::Dict || stack.back().t == T::List)) {
                 auto it = paths.find(stack.back().o.get());
-                if (it != paths.end()) { m.known = true; m.path = it->second.first; }
-                m.streamed = stack.back().t == T::List && streamed_ids.count(stack.back().o.get());
+                if (it != paths.end()) {
+                    m.known = true;
+                    m.path = it->second.first;
+                }
+                m.streamed =
+                    stack.back().t == T::List && streamed_ids.count(stack.back().o.get());
             }
             metastack.push_back(std::move(stack));
             stack = take_vector();
@@ -323,7 +386,8 @@ void Parser::step() {
             pos = a;
             return;
         }
-        case 0x75: case 0x65: {  // SETITEMS, APPENDS
+        case 0x75:
+        case 0x65: {  // SETITEMS, APPENDS
             if (metastack.empty()) fail_at(at, "SETITEMS/APPENDS without a MARK");
             pos = a;
             if (marks.back().streamed) {
@@ -342,7 +406,8 @@ void Parser::step() {
             std::vector<Val> items = std::move(stack);
             pop_mark();
             struct Back {  // the items' vector goes back to the pool, its capacity kept
-                Parser& P; std::vector<Val>& v;
+                Parser& P;
+                std::vector<Val>& v;
                 ~Back() { P.give_vector(std::move(v)); }
             } back{*this, items};
             if (stack.empty()) fail_at(at, "SETITEMS/APPENDS with nothing to add to");
@@ -365,12 +430,14 @@ void Parser::step() {
                 dst.reserve(dst.size() + items.size());
                 for (auto& v : items) dst.push_back(std::move(v));
             } else {
-                fail_at(at, std::string("APPENDS to a ") + type_name(target) +
-                                ", expected a list");
+                fail_at(at,
+                        std::string("APPENDS to a ") + type_name(target) + ", expected a list");
             }
             return;
         }
-        case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
             size_t n = op - 0x84;
             if (stack.size() < n) fail_at(at, "TUPLE with too few values");
             auto o = std::make_shared<Obj>(T::Tuple);
@@ -380,9 +447,18 @@ void Parser::step() {
             pos = a;
             return;
         }
-        case 0x89: stack.push_back(Val::boolean(false)); pos = a; return;  // NEWFALSE
-        case 0x88: stack.push_back(Val::boolean(true)); pos = a; return;   // NEWTRUE
-        case 0x4E: stack.push_back(Val::none()); pos = a; return;          // NONE
+        case 0x89:
+            stack.push_back(Val::boolean(false));
+            pos = a;
+            return;  // NEWFALSE
+        case 0x88:
+            stack.push_back(Val::boolean(true));
+            pos = a;
+            return;   // NEWTRUE
+        case 0x4E:
+            stack.push_back(Val::none());
+            pos = a;
+            return;          // NONE
         case 0x47: {  // BINFLOAT (big-endian)
             need(9, at);
             uint64_t bits = 0;
@@ -478,7 +554,8 @@ void Parser::step() {
             pos = a;
             return;
         }
-        case 0x6C: case 0x64: {  // LIST, DICT
+        case 0x6C:
+        case 0x64: {  // LIST, DICT
             if (metastack.empty()) fail_at(at, "LIST/DICT without a MARK");
             std::vector<Val> items = std::move(stack);
             pop_mark();
@@ -509,7 +586,8 @@ void Parser::step() {
             if (metastack.empty()) fail_at(at, "ADDITEMS without a MARK");
             std::vector<Val> items = std::move(stack);
             pop_mark();
-            if (stack.empty() || stack.back().t != T::Set) fail_at(at, "ADDITEMS without a set");
+            if (stack.empty() || stack.back().t != T::Set)
+                fail_at(at, "ADDITEMS without a set");
             for (auto& v : items) {
                 hashable(v, at);
                 set_add(*stack.back().o, v);
@@ -531,9 +609,12 @@ void Parser::step() {
             return;
         }
         case 0x30:  // POP
-            if (!stack.empty()) stack.pop_back();
-            else if (!metastack.empty()) pop_mark();
-            else fail_at(at, "POP with an empty stack");
+            if (!stack.empty())
+                stack.pop_back();
+            else if (!metastack.empty())
+                pop_mark();
+            else
+                fail_at(at, "POP with an empty stack");
             pos = a;
             return;
         case 0x31:  // POP_MARK
@@ -546,7 +627,12 @@ void Parser::step() {
             stack.push_back(stack.back());
             pos = a;
             return;
-        case 0x43: case 0x42: case 0x8E: case 0x55: case 0x54: case 0x96: {
+        case 0x43:
+        case 0x42:
+        case 0x8E:
+        case 0x55:
+        case 0x54:
+        case 0x96: {
             size_t width = (op == 0x43 || op == 0x55) ? 1 : (op == 0x42 || op == 0x54) ? 4 : 8;
             need(1 + width, at);
             uint64_t n = width == 1 ? u8(a) : width == 4 ? u32(a) : u64(a);
@@ -645,12 +731,14 @@ void Parser::hashable(const Val& k, int64_t at) {
         if (unhashable(x))
             fail_at(at, std::string("a ") + type_name(x) + " used as a dict key or set member");
         if (n > kMaxKeyValues)
-            fail_at(at, "a dict key or set member of more than " + grouped((int64_t)kMaxKeyValues) +
-                            " values: " + kPlain + " as keys)");
+            fail_at(at, "a dict key or set member of more than " +
+                            grouped((int64_t)kMaxKeyValues) + " values: " + kPlain +
+                            " as keys)");
         if (x.t == T::Tuple || x.t == T::FSet) {
             if (key_walk.size() == (size_t)kMaxNesting)
                 fail_at(at, "a dict key or set member nested deeper than " +
-                                std::to_string(kMaxNesting) + " levels: " + kPlain + " as keys)");
+                                std::to_string(kMaxNesting) + " levels: " + kPlain +
+                                " as keys)");
             key_walk.emplace_back(x.o.get(), 0);
         }
     }
@@ -678,8 +766,8 @@ void Parser::check_plain(const Val& v, int64_t at) {
                 continue;
             }
             if (on_path.count(x.o.get()))
-                fail_at(at, std::string("a ") + type_name(x) + " that contains itself: " +
-                                kPlain + ", no cycles)");
+                fail_at(at, std::string("a ") + type_name(x) +
+                                " that contains itself: " + kPlain + ", no cycles)");
             if ((int)walk.size() == kMaxNesting) fail_at(at, too_deep());
             down = &x;
             break;

@@ -37,13 +37,28 @@ constexpr size_t kBatchRows = 16384;  // rows in flight (parse thread, queue, IN
 constexpr int kMaxNesting = 100;
 constexpr size_t kMaxKeyValues = 10000;
 constexpr size_t kIndexFrom = 16;  // a dict's keys or a set's members hashed from this many on
-const char* const kPlain = "expected the plain data torch writes (dicts, lists, text and numbers";
+const char* const kPlain =
+    "expected the plain data torch writes (dicts, lists, text and numbers";
 
 // ---- values ------------------------------------------------------------------------------
 
 enum class T : uint8_t {
-    None, Bool, Int, Big, Float, Str, Bytes, BArr, List, Tuple, Dict, Set, FSet,
-    Frame, Stack, Streamed
+    None,
+    Bool,
+    Int,
+    Big,
+    Float,
+    Str,
+    Bytes,
+    BArr,
+    List,
+    Tuple,
+    Dict,
+    Set,
+    FSet,
+    Frame,
+    Stack,
+    Streamed
 };
 
 struct Obj;
@@ -52,19 +67,49 @@ using ObjP = std::shared_ptr<Obj>;
 struct Val {
     T t = T::None;
     union {
-        int64_t i;             // Bool (0/1), Int, Frame id, Stack id (0: no stack)
-        double f;              // Float
+        int64_t i;  // Bool (0/1), Int, Frame id, Stack id (0: no stack)
+        double f;  // Float
         const std::string* s;  // Str, Bytes, BArr, Big (little-endian two's complement)
     };
     ObjP o;  // List, Tuple, Dict, Set, FSet
     Val() : i(0) {}
     static Val none() { return Val(); }
-    static Val boolean(bool b) { Val v; v.t = T::Bool; v.i = b; return v; }
-    static Val integer(int64_t x) { Val v; v.t = T::Int; v.i = x; return v; }
-    static Val flt(double x) { Val v; v.t = T::Float; v.f = x; return v; }
-    static Val str(T t, const std::string* s) { Val v; v.t = t; v.s = s; return v; }
-    static Val obj(T t, ObjP o) { Val v; v.t = t; v.o = std::move(o); return v; }
-    static Val id(T t, int64_t x) { Val v; v.t = t; v.i = x; return v; }
+    static Val boolean(bool b) {
+        Val v;
+        v.t = T::Bool;
+        v.i = b;
+        return v;
+    }
+    static Val integer(int64_t x) {
+        Val v;
+        v.t = T::Int;
+        v.i = x;
+        return v;
+    }
+    static Val flt(double x) {
+        Val v;
+        v.t = T::Float;
+        v.f = x;
+        return v;
+    }
+    static Val str(T t, const std::string* s) {
+        Val v;
+        v.t = t;
+        v.s = s;
+        return v;
+    }
+    static Val obj(T t, ObjP o) {
+        Val v;
+        v.t = t;
+        v.o = std::move(o);
+        return v;
+    }
+    static Val id(T t, int64_t x) {
+        Val v;
+        v.t = t;
+        v.i = x;
+        return v;
+    }
     bool container() const { return t >= T::List && t <= T::FSet; }
 };
 
@@ -74,11 +119,13 @@ using KeyIndex = std::unordered_multimap<uint64_t, uint32_t>;
 struct Obj {
     T kind;
     std::vector<Val> items;  // list/tuple/set/frozenset items; a dict's keys
-    std::vector<Val> vals;   // a dict's values
+    std::vector<Val> vals;  // a dict's values
     std::unique_ptr<KeyIndex> index;  // a dict or set of kIndexFrom or more: items hashed
     explicit Obj(T k) : kind(k) {}
     Obj(const Obj& o)
-        : kind(o.kind), items(o.items), vals(o.vals),
+        : kind(o.kind),
+          items(o.items),
+          vals(o.vals),
           index(o.index ? std::make_unique<KeyIndex>(*o.index) : nullptr) {}
     ~Obj();
 };
@@ -108,7 +155,8 @@ inline const char* type_name(const Val& v) {
     switch (v.t) {
         case T::None: return "NoneType";
         case T::Bool: return "bool";
-        case T::Int: case T::Big: return "int";
+        case T::Int:
+        case T::Big: return "int";
         case T::Float: return "float";
         case T::Str: return "str";
         case T::Bytes: return "bytes";
@@ -155,7 +203,9 @@ struct Pool {
 
 // ---- Python's equality of keys (dict keys, set members) ------------------------------------
 
-inline bool numeric(const Val& v) { return v.t == T::Bool || v.t == T::Int || v.t == T::Float || v.t == T::Big; }
+inline bool numeric(const Val& v) {
+    return v.t == T::Bool || v.t == T::Int || v.t == T::Float || v.t == T::Big;
+}
 
 inline bool py_equal(const Val& a, const Val& b);
 
@@ -195,7 +245,8 @@ inline uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 inline uint64_t hash_of(const Val& v) {
     switch (v.t) {
         case T::None: return 0x6e6f6e65ULL;
-        case T::Bool: case T::Int: return mix((uint64_t)v.i);
+        case T::Bool:
+        case T::Int: return mix((uint64_t)v.i);
         case T::Float: {
             int64_t whole;
             if (int64_of_float(v.f, &whole)) return mix((uint64_t)whole);
@@ -203,8 +254,10 @@ inline uint64_t hash_of(const Val& v) {
             std::memcpy(&bits, &v.f, 8);
             return mix(bits ^ 0x666c6f6174ULL);
         }
-        case T::Big: case T::Str: case T::Bytes: case T::BArr:
-            return mix(reinterpret_cast<uint64_t>(v.s));
+        case T::Big:
+        case T::Str:
+        case T::Bytes:
+        case T::BArr: return mix(reinterpret_cast<uint64_t>(v.s));
         case T::Frame: return mix((uint64_t)v.i ^ 0x4672ULL);
         case T::Stack: return mix((uint64_t)v.i ^ 0x5374ULL);
         case T::Tuple: {
@@ -224,7 +277,8 @@ inline uint64_t hash_of(const Val& v) {
 inline void build_index(Obj& o) {
     o.index = std::make_unique<KeyIndex>();
     o.index->reserve(o.items.size() * 2);
-    for (size_t j = 0; j < o.items.size(); ++j) o.index->emplace(hash_of(o.items[j]), (uint32_t)j);
+    for (size_t j = 0; j < o.items.size(); ++j)
+        o.index->emplace(hash_of(o.items[j]), (uint32_t)j);
 }
 
 // Where a key (member) equal to `v` is in o.items, or -1.
@@ -250,8 +304,10 @@ inline bool contains(const Obj& o, const Val& v) { return find_key(o, v) >= 0; }
 // A new key (member) at the end of o.items, hashed once there are enough.
 inline void push_key(Obj& o, Val k) {
     o.items.push_back(std::move(k));
-    if (o.index) o.index->emplace(hash_of(o.items.back()), (uint32_t)(o.items.size() - 1));
-    else if (o.items.size() >= kIndexFrom) build_index(o);
+    if (o.index)
+        o.index->emplace(hash_of(o.items.back()), (uint32_t)(o.items.size() - 1));
+    else if (o.items.size() >= kIndexFrom)
+        build_index(o);
 }
 
 // set.add
@@ -264,10 +320,13 @@ inline bool py_equal(const Val& a, const Val& b) {
     if (a.t != b.t) return false;
     switch (a.t) {
         case T::None: return true;
-        case T::Str: case T::Bytes: return a.s == b.s;
-        case T::Frame: case T::Stack: return a.i == b.i;
+        case T::Str:
+        case T::Bytes: return a.s == b.s;
+        case T::Frame:
+        case T::Stack: return a.i == b.i;
         case T::Tuple: {
-            auto& x = a.o->items; auto& y = b.o->items;
+            auto& x = a.o->items;
+            auto& y = b.o->items;
             if (x.size() != y.size()) return false;
             for (size_t k = 0; k < x.size(); ++k)
                 if (!py_equal(x[k], y[k])) return false;
@@ -289,7 +348,10 @@ inline bool py_equal(const Val& a, const Val& b) {
 // kIndexFrom keys or more by hash.
 inline void dict_set(Obj& d, Val k, Val v) {
     int64_t j = find_key(d, k);
-    if (j >= 0) { d.vals[(size_t)j] = std::move(v); return; }
+    if (j >= 0) {
+        d.vals[(size_t)j] = std::move(v);
+        return;
+    }
     d.vals.push_back(std::move(v));
     push_key(d, std::move(k));
 }

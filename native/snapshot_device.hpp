@@ -25,7 +25,10 @@ struct Counter {  // a collections.Counter's content, in first-seen order
     // `k` shown as `text` (the same interned text is always shown the same)
     void add(const std::string* k, const std::string& text) {
         for (auto& e : by_ptr)
-            if (e.first == k) { ++items[e.second].second; return; }
+            if (e.first == k) {
+                ++items[e.second].second;
+                return;
+            }
         size_t at_k = add(text);
         if (by_ptr.size() < 64) by_ptr.emplace_back(k, at_k);
     }
@@ -36,12 +39,18 @@ struct Counter {  // a collections.Counter's content, in first-seen order
 // allocation per entry, for the replay's per-entry lookups.
 template <class V>
 struct I64Map {
-    struct Slot { int64_t key; V val; bool used; };
+    struct Slot {
+        int64_t key;
+        V val;
+        bool used;
+    };
     std::vector<Slot> slots;
     size_t count = 0, mask = 0;
     static size_t hash(int64_t k) {
         uint64_t x = (uint64_t)k;
-        x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdULL;
+        x ^= x >> 33;
         return (size_t)x;
     }
     void grow() {
@@ -103,13 +112,21 @@ struct I64Map {
     }
 };
 
-struct Made { int64_t step, size, block; };
+struct Made {
+    int64_t step, size, block;
+};
 
 struct LiveMap {  // a dict address -> [step, size, block], insertion-ordered
-    struct E { Made m; uint64_t seq; };
+    struct E {
+        Made m;
+        uint64_t seq;
+    };
     I64Map<E> at;
     uint64_t next = 0;
-    Made* get(int64_t a) { E* e = at.get(a); return e ? &e->m : nullptr; }
+    Made* get(int64_t a) {
+        E* e = at.get(a);
+        return e ? &e->m : nullptr;
+    }
     void set(int64_t a, Made m) {
         bool fresh;
         E* e = at.put(a, &fresh);
@@ -145,7 +162,10 @@ struct Device {
     bool has_last = false;
     int64_t last_time = 0;
     // live blocks by start: their size, and whether inferred from the end state only
-    struct Blk { int64_t size; bool tentative; };
+    struct Blk {
+        int64_t size;
+        bool tentative;
+    };
     std::map<int64_t, Blk> starts;
     std::map<int64_t, int64_t> segs;            // segment start -> size
     std::unordered_map<int64_t, int64_t> seg_made;
@@ -164,11 +184,14 @@ struct Device {
     }
     bool live_remove(int64_t a) { return starts.erase(a) != 0; }
     void drop_tentative(i128 lo, i128 hi) {
-        auto it = lo > (i128)INT64_MAX ? starts.end()
-                  : starts.lower_bound(lo < (i128)INT64_MIN ? INT64_MIN : (int64_t)lo);
+        auto it = lo > (i128)INT64_MAX
+                      ? starts.end()
+                      : starts.lower_bound(lo < (i128)INT64_MIN ? INT64_MIN : (int64_t)lo);
         while (it != starts.end() && (i128)it->first < hi) {
-            if (it->second.tentative) it = starts.erase(it);
-            else ++it;
+            if (it->second.tentative)
+                it = starts.erase(it);
+            else
+                ++it;
         }
     }
     bool segment_end(int64_t a, i128* end) const {
@@ -176,7 +199,10 @@ struct Device {
         if (it == segs.begin()) return false;
         --it;
         i128 e = (i128)it->first + it->second;
-        if ((i128)a < e) { *end = e; return true; }
+        if ((i128)a < e) {
+            *end = e;
+            return true;
+        }
         return false;
     }
     static int64_t round_size(int64_t size) {
@@ -193,7 +219,8 @@ struct Device {
             return rounded;
         }
         auto it = starts.upper_bound(a);
-        i128 nxt = (it != starts.end() && (i128)it->first < seg_end) ? (i128)it->first : seg_end;
+        i128 nxt =
+            (it != starts.end() && (i128)it->first < seg_end) ? (i128)it->first : seg_end;
         i128 remaining = nxt - a - rounded;
         bool split = rounded <= kSmallSize ? remaining >= kMinBlock : remaining > kSmallSize;
         if (split || nxt - a > (i128)kI64Max) return rounded;

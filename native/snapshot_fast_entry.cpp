@@ -6,9 +6,12 @@ namespace tlv::snapshot {
 
 bool Parser::fast_get(uint64_t i, size_t memo0, size_t nm, uint64_t* slot) const {
     uint64_t sv;
-    if (i < memo0) sv = memo.get((size_t)i);
-    else if (i - memo0 < nm) sv = fast_memo[i - memo0];
-    else return false;
+    if (i < memo0)
+        sv = memo.get((size_t)i);
+    else if (i - memo0 < nm)
+        sv = fast_memo[i - memo0];
+    else
+        return false;
     uint64_t kind = sv & 7;
     if (kind < 1 || kind > 3) return false;
     if (i >= memo0 && kind != 1) return false;  // this entry's own list
@@ -19,10 +22,15 @@ bool Parser::fast_get(uint64_t i, size_t memo0, size_t nm, uint64_t* slot) const
 bool Parser::fast_long(const uint8_t* d, size_t n, int64_t* out) {
     while (n > 1) {
         uint8_t last = d[n - 1], prev = d[n - 2];
-        if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80))) --n;
-        else break;
+        if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80)))
+            --n;
+        else
+            break;
     }
-    if (n == 0) { *out = 0; return true; }
+    if (n == 0) {
+        *out = 0;
+        return true;
+    }
     if (n > 8) return false;
     uint64_t v = 0;
     for (size_t k = n; k-- > 0;) v = (v << 8) | d[k];
@@ -57,7 +65,11 @@ bool Parser::fast_entry() {
         }
         return true;
     };
-    auto read_u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, B + at, 4); return v; };
+    auto read_u32 = [&](size_t at) {
+        uint32_t v;
+        std::memcpy(&v, B + at, 4);
+        return v;
+    };
     // a text, memoized or new (and then perhaps memoized)
     auto text_at = [&](Val& out) {
         if (p >= end) return false;
@@ -75,10 +87,12 @@ bool Parser::fast_entry() {
         size_t len, head;
         if (op == 0x8C) {
             if (p + 2 > end) return false;
-            len = B[p + 1]; head = 2;
+            len = B[p + 1];
+            head = 2;
         } else if (op == 0x58) {
             if (p + 5 > end) return false;
-            len = read_u32(p + 1); head = 5;
+            len = read_u32(p + 1);
+            head = 5;
         } else {
             return false;
         }
@@ -95,7 +109,10 @@ bool Parser::fast_entry() {
     ++p;
     for (;;) {
         if (p >= end) return false;
-        if (B[p] == 0x75) { ++p; break; }  // SETITEMS
+        if (B[p] == 0x75) {
+            ++p;
+            break;
+        }  // SETITEMS
         if (n == kFastKeys) return false;
         Val& k = fast_keys[n];
         Val& v = fast_vals[n];
@@ -105,7 +122,8 @@ bool Parser::fast_entry() {
         if (p >= end) return false;
         uint8_t op = B[p];
         switch (op) {
-            case 0x68: case 0x6A: {
+            case 0x68:
+            case 0x6A: {
                 size_t w = op == 0x68 ? 1 : 4;
                 if (p + 1 + w > end) return false;
                 uint64_t i = w == 1 ? B[p + 1] : read_u32(p + 1), slot;
@@ -114,7 +132,8 @@ bool Parser::fast_entry() {
                 p += 1 + w;
                 break;
             }
-            case 0x8C: case 0x58:
+            case 0x8C:
+            case 0x58:
                 if (!text_at(v)) return false;
                 break;
             case 0x4B:
@@ -143,8 +162,15 @@ bool Parser::fast_entry() {
                 p += 2 + B[p + 1];
                 break;
             }
-            case 0x4E: put(v, T::None, 0); ++p; break;
-            case 0x88: case 0x89: put(v, T::Bool, op == 0x88); ++p; break;
+            case 0x4E:
+                put(v, T::None, 0);
+                ++p;
+                break;
+            case 0x88:
+            case 0x89:
+                put(v, T::Bool, op == 0x88);
+                ++p;
+                break;
             case 0x47: {
                 if (p + 9 > end) return false;
                 uint64_t bits = 0;
@@ -185,14 +211,15 @@ bool Parser::fast_entry() {
                     if (p < end && (B[p] == 0x28 || B[p] == 0x61)) return false;  // more
                 } else {
                     size_t next;
-                    if (frame(p, &next) && next < end && B[next] == 0x61) p = next + 1;
-                    else nf = 0;  // empty: what follows is the next key
+                    if (frame(p, &next) && next < end && B[next] == 0x61)
+                        p = next + 1;
+                    else
+                        nf = 0;  // empty: what follows is the next key
                 }
                 frames_at = (int)n;
                 break;
             }
-            default:
-                return false;
+            default: return false;
         }
         ++n;
     }
@@ -204,8 +231,10 @@ bool Parser::fast_entry() {
     first_item = false;
     const Val& index = m.path.k[1];
     Device* dp;
-    if (fast_dev && index.t == T::Int && index.i == fast_dev_index) dp = fast_dev;
-    else dp = &device(index);
+    if (fast_dev && index.t == T::Int && index.i == fast_dev_index)
+        dp = fast_dev;
+    else
+        dp = &device(index);
     Device& d = *dp;
     declare(d);
     int64_t sid = 0;
@@ -217,7 +246,10 @@ bool Parser::fast_entry() {
     for (size_t j = 0; j < nm; ++j)
         memo.push((int)j == list_slot ? (((uint64_t)sid << 3) | 3) : fast_memo[j]);
     entry(d, o);
-    if (index.t == T::Int) { fast_dev = dp; fast_dev_index = index.i; }
+    if (index.t == T::Int) {
+        fast_dev = dp;
+        fast_dev_index = index.i;
+    }
     ++m.handed;
     // compact_memo(pending_from): this entry's slots are already what it leaves
     if (pending_from >= 0) memo.freeze_before((size_t)pending_from);
@@ -227,20 +259,33 @@ bool Parser::fast_entry() {
 
 const char* Parser::code_opcode(uint8_t op) {
     switch (op) {
-        case 0x63: return "GLOBAL"; case 0x93: return "STACK_GLOBAL";
-        case 0x52: return "REDUCE"; case 0x62: return "BUILD"; case 0x69: return "INST";
-        case 0x6F: return "OBJ"; case 0x81: return "NEWOBJ"; case 0x92: return "NEWOBJ_EX";
-        case 0x82: return "EXT1"; case 0x83: return "EXT2"; case 0x84: return "EXT4";
-        case 0x50: return "PERSID"; case 0x51: return "BINPERSID";
-        case 0x97: return "NEXT_BUFFER"; case 0x98: return "READONLY_BUFFER";
+        case 0x63: return "GLOBAL";
+        case 0x93: return "STACK_GLOBAL";
+        case 0x52: return "REDUCE";
+        case 0x62: return "BUILD";
+        case 0x69: return "INST";
+        case 0x6F: return "OBJ";
+        case 0x81: return "NEWOBJ";
+        case 0x92: return "NEWOBJ_EX";
+        case 0x82: return "EXT1";
+        case 0x83: return "EXT2";
+        case 0x84: return "EXT4";
+        case 0x50: return "PERSID";
+        case 0x51: return "BINPERSID";
+        case 0x97: return "NEXT_BUFFER";
+        case 0x98: return "READONLY_BUFFER";
         default: return nullptr;
     }
 }
 
 const char* Parser::text_opcode(uint8_t op) {
     switch (op) {
-        case 0x49: return "INT"; case 0x4C: return "LONG"; case 0x46: return "FLOAT";
-        case 0x56: return "UNICODE"; case 0x53: return "STRING"; case 0x67: return "GET";
+        case 0x49: return "INT";
+        case 0x4C: return "LONG";
+        case 0x46: return "FLOAT";
+        case 0x56: return "UNICODE";
+        case 0x53: return "STRING";
+        case 0x67: return "GET";
         case 0x70: return "PUT";
         default: return nullptr;
     }

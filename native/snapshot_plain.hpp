@@ -6,9 +6,11 @@
 
 namespace tlv::snapshot {
 
-// ---- plain values as JSON (cuda_snapshot._plain, _key, _canonical) ---------------------------
+// ---- plain values as JSON (cuda_snapshot._plain, _key, _canonical)
+// ---------------------------
 
-inline void big_decimal(const std::string& le, std::string& out) {  // little-endian two's complement
+inline void big_decimal(const std::string& le,
+                        std::string& out) {  // little-endian two's complement
     std::vector<uint8_t> mag(le.begin(), le.end());
     bool neg = !mag.empty() && (mag.back() & 0x80);
     if (neg) {  // two's complement negate
@@ -62,8 +64,10 @@ inline bool has_surrogate(std::string_view s) {
 }
 
 inline void put_json_text(std::string& out, std::string_view s) {
-    if (has_surrogate(s)) put_json_string(out, clean_text(s), true);
-    else put_json_string(out, s, true);
+    if (has_surrogate(s))
+        put_json_string(out, clean_text(s), true);
+    else
+        put_json_string(out, s, true);
 }
 
 inline void latin1_utf8(std::string_view b, std::string& out) {
@@ -122,7 +126,8 @@ inline void json_of(const Val& v, std::string& out, bool sort_keys, int depth) {
         case T::Big: big_decimal(*v.s, out); return;
         case T::Float: put_py_float(out, v.f); return;
         case T::Str: put_json_text(out, *v.s); return;
-        case T::Bytes: case T::BArr: {
+        case T::Bytes:
+        case T::BArr: {
             std::string u;
             latin1_utf8(*v.s, u);
             put_json_string(out, u, true);
@@ -130,10 +135,14 @@ inline void json_of(const Val& v, std::string& out, bool sort_keys, int depth) {
         }
         case T::Frame: out.append(std::to_string(v.i)); return;
         case T::Stack:
-            if (v.i) out.append(std::to_string(v.i)); else out.append("null");
+            if (v.i)
+                out.append(std::to_string(v.i));
+            else
+                out.append("null");
             return;
         case T::Streamed: out.append("null"); return;
-        case T::List: case T::Tuple: {
+        case T::List:
+        case T::Tuple: {
             out.push_back('[');
             bool first = true;
             for (auto& x : v.o->items) {
@@ -144,7 +153,8 @@ inline void json_of(const Val& v, std::string& out, bool sort_keys, int depth) {
             out.push_back(']');
             return;
         }
-        case T::Set: case T::FSet: {  // sorted by canonical JSON
+        case T::Set:
+        case T::FSet: {  // sorted by canonical JSON
             std::vector<std::string> parts;
             for (auto& x : v.o->items) {
                 std::string s;
@@ -159,8 +169,10 @@ inline void json_of(const Val& v, std::string& out, bool sort_keys, int depth) {
             out.push_back('[');
             for (size_t k = 0; k < order.size(); ++k) {
                 if (k) out.push_back(',');
-                if (sort_keys) out.append(parts[order[k]]);
-                else json_of(v.o->items[order[k]], out, false, depth);
+                if (sort_keys)
+                    out.append(parts[order[k]]);
+                else
+                    json_of(v.o->items[order[k]], out, false, depth);
             }
             out.push_back(']');
             return;
@@ -201,12 +213,18 @@ inline void json_of(const Val& v, std::string& out, bool sort_keys, int depth) {
 inline bool truthy(const Val& v) {
     switch (v.t) {
         case T::None: return false;
-        case T::Bool: case T::Int: return v.i != 0;
+        case T::Bool:
+        case T::Int: return v.i != 0;
         case T::Big: return true;  // normalized: never zero
         case T::Float: return v.f != 0.0;
-        case T::Str: case T::Bytes: case T::BArr: return !v.s->empty();
-        case T::List: case T::Tuple: case T::Dict: case T::Set: case T::FSet:
-            return !v.o->items.empty();
+        case T::Str:
+        case T::Bytes:
+        case T::BArr: return !v.s->empty();
+        case T::List:
+        case T::Tuple:
+        case T::Dict:
+        case T::Set:
+        case T::FSet: return !v.o->items.empty();
         case T::Frame: return true;
         case T::Stack: return v.i != 0;
         case T::Streamed: return true;
@@ -218,7 +236,10 @@ inline std::string hex_of(int64_t v) {  // cuda_snapshot._hex
     static const char h[] = "0123456789abcdef";
     uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     std::string d;
-    do { d.push_back(h[m & 15]); m >>= 4; } while (m);
+    do {
+        d.push_back(h[m & 15]);
+        m >>= 4;
+    } while (m);
     std::string out = v < 0 ? "-0x" : "0x";
     out.append(d.rbegin(), d.rend());
     return out;
@@ -227,9 +248,13 @@ inline std::string hex_of(int64_t v) {  // cuda_snapshot._hex
 inline std::string i128_text(i128 v) {
     if (v == 0) return "0";
     bool neg = v < 0;
-    unsigned __int128 m = neg ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
+    unsigned __int128 m =
+        neg ? (unsigned __int128)0 - (unsigned __int128)v : (unsigned __int128)v;
     std::string d;
-    while (m) { d.push_back((char)('0' + (int)(m % 10))); m /= 10; }
+    while (m) {
+        d.push_back((char)('0' + (int)(m % 10)));
+        m /= 10;
+    }
     if (neg) d.push_back('-');
     return std::string(d.rbegin(), d.rend());
 }

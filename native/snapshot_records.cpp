@@ -71,8 +71,10 @@ int64_t Parser::frame_id_of(const Val& f) {
         extra->items.push_back(k);
         extra->vals.push_back(d.vals[j]);
     }
-    if (!extra->items.empty()) json_of(Val::obj(T::Dict, extra), key, true);
-    else key.append("None");
+    if (!extra->items.empty())
+        json_of(Val::obj(T::Dict, extra), key, true);
+    else
+        key.append("None");
     auto it = frames.find(key);
     if (it != frames.end()) return it->second;
     int64_t id = (int64_t)frames.size() + 1;
@@ -152,8 +154,9 @@ void Parser::handle(const Path& p, const Val& value, int64_t at) {
 Device& Parser::device(const Val& index) {
     std::string text;
     if (index.t == T::Int) {
-        if (index.i < 0) fail("device " + std::to_string(index.i) +
-                              ": expected a device index (an int >= 0)");
+        if (index.i < 0)
+            fail("device " + std::to_string(index.i) +
+                 ": expected a device index (an int >= 0)");
         text = std::to_string(index.i);
     } else if (index.t == T::Big) {
         big_decimal(*index.s, text);
@@ -194,7 +197,10 @@ void Parser::declare(Device& d) {
 }
 
 bool Parser::int64_of(const Val* v, int64_t* out) {
-    if (v && v->t == T::Int) { *out = v->i; return true; }
+    if (v && v->t == T::Int) {
+        *out = v->i;
+        return true;
+    }
     return false;
 }
 
@@ -282,7 +288,10 @@ void Parser::entry(Device& d, const View& o) {
         KeyTexts seen;
         auto add_attr = [&](std::string k, const Val* v) {
             size_t q = seen.find(akeys, k);
-            if (q < akeys.size()) { avals[q] = v; return; }
+            if (q < akeys.size()) {
+                avals[q] = v;
+                return;
+            }
             seen.add(akeys, std::move(k));
             avals.push_back(v);
         };
@@ -293,8 +302,10 @@ void Parser::entry(Device& d, const View& o) {
                 continue;
             add_attr(key_text(k), &o.vals[j]);
             const Val& v = o.vals[j];
-            if (k.t == T::Str && scalar(v)) attrs_sig.push_back(Sig{k.s, v.t, v.i});
-            else attrs_sig_ok = false;
+            if (k.t == T::Str && scalar(v))
+                attrs_sig.push_back(Sig{k.s, v.t, v.i});
+            else
+                attrs_sig_ok = false;
         }
         if (addr_v && addr_v->t != T::None && !has_addr) add_attr("addr", addr_v);
         if (size_v && size_v->t != T::None && !has_size) add_attr("size", size_v);
@@ -345,11 +356,10 @@ void Parser::entry(Device& d, const View& o) {
                 block = made.block;
                 has_corr = has_block = true;
                 if (made.size != size)
-                    d.problem("free_size_differs", action + " of " + hex_of(addr) + " with " +
-                                                       std::to_string(size) +
-                                                       " bytes, allocated with " +
-                                                       std::to_string(made.size) +
-                                                       " at step " + std::to_string(made.step));
+                    d.problem("free_size_differs",
+                              action + " of " + hex_of(addr) + " with " + std::to_string(size) +
+                                  " bytes, allocated with " + std::to_string(made.size) +
+                                  " at step " + std::to_string(made.step));
             } else if (d.freed_before.get(addr) && action_p == a_free_completed) {
                 d.problem("double_free", "free_completed of " + hex_of(addr) +
                                              " again without an alloc between");
@@ -395,25 +405,52 @@ void Parser::entry(Device& d, const View& o) {
     b.kind.set("allocator_action");
     b.step.set(step);
     b.op.set(action);
-    if (has_addr) b.address.set(addr); else b.address.set_null();
-    if (has_size) b.bytes.set(size); else b.bytes.set_null();
-    if (has_block) b.block_bytes.set(block); else b.block_bytes.set_null();
-    if (has_stream) b.stream.set(stream); else b.stream.set_null();
-    if (has_time) b.ts_ns.set(time_us * 1000); else b.ts_ns.set_null();
+    if (has_addr)
+        b.address.set(addr);
+    else
+        b.address.set_null();
+    if (has_size)
+        b.bytes.set(size);
+    else
+        b.bytes.set_null();
+    if (has_block)
+        b.block_bytes.set(block);
+    else
+        b.block_bytes.set_null();
+    if (has_stream)
+        b.stream.set(stream);
+    else
+        b.stream.set_null();
+    if (has_time)
+        b.ts_ns.set(time_us * 1000);
+    else
+        b.ts_ns.set_null();
     if (sid) b.stack_id.set((int32_t)sid);
-    if (has_corr) b.correlation.set(corr); else b.correlation.set_null();
+    if (has_corr)
+        b.correlation.set(corr);
+    else
+        b.correlation.set_null();
     b.device.set(d.key);
-    if (!attrs.empty()) b.attrs.set(attrs); else b.attrs.set_null();
+    if (!attrs.empty())
+        b.attrs.set(attrs);
+    else
+        b.attrs.set_null();
     b.end_row();
 }
 
 bool Parser::scalar(const Val& v) {
     switch (v.t) {
-        case T::None: case T::Bool: case T::Int: case T::Float: case T::Str: case T::Big:
-        case T::Bytes: case T::BArr: case T::Frame: case T::Stack:
-            return true;
-        default:
-            return false;
+        case T::None:
+        case T::Bool:
+        case T::Int:
+        case T::Float:
+        case T::Str:
+        case T::Big:
+        case T::Bytes:
+        case T::BArr:
+        case T::Frame:
+        case T::Stack: return true;
+        default: return false;
     }
 }
 
@@ -426,7 +463,8 @@ void Parser::segment(const Val& s) {
         fail(std::string("a segment that is a ") + type_name(s) + ", expected a dict");
     const Obj& so = *s.o;
     int64_t address, size;
-    if (!int64_of(dict_get(so, k_address), &address) || !int64_of(dict_get(so, k_total_size), &size))
+    if (!int64_of(dict_get(so, k_address), &address) ||
+        !int64_of(dict_get(so, k_total_size), &size))
         fail("a segment without address and total_size (its keys: " + keys_of(so) + ")");
     const Val* dev_v = dict_get(so, k_device);
     Val dev = dev_v ? *dev_v : Val::integer(0);
@@ -440,7 +478,10 @@ void Parser::segment(const Val& s) {
     // The copy for Python: the same dict, each frames value replaced by its stack.
     auto out_seg = std::make_shared<Obj>(so);
     auto out_blocks = std::make_shared<Obj>(T::List);
-    struct B { int64_t addr, size; bool active; };
+    struct B {
+        int64_t addr, size;
+        bool active;
+    };
     std::vector<B> parsed;
     i128 at = address;
     for (auto& b : *blocks) {
@@ -501,9 +542,7 @@ void Parser::segment(const Val& s) {
     const Val* expandable = dict_get(so, strs.get("is_expandable"));
     if (expandable && truthy(*expandable)) d.exact_rule = false;
     for (auto& b : parsed)
-        if (b.active) {
-            d.live_add(b.addr, b.size, true);
-        }
+        if (b.active) { d.live_add(b.addr, b.size, true); }
     Out o;
     o.kind = 4;
     o.value = Val::obj(T::Dict, out_seg);
@@ -519,17 +558,25 @@ void Parser::annotation(const Val& a) {
 }
 
 void Parser::finish_top() {
-    const char* expected_msg = ", not an allocator snapshot: expected a dict with "
-                               "'segments' and 'device_traces' "
-                               "(torch.cuda.memory._dump_snapshot)";
+    const char* expected_msg =
+        ", not an allocator snapshot: expected a dict with "
+        "'segments' and 'device_traces' "
+        "(torch.cuda.memory._dump_snapshot)";
     if (top.t != T::Dict || !dict_get(*top.o, k_segments) || !dict_get(*top.o, k_traces)) {
         std::string with_keys;
-        if (top.t == T::Dict && !top.o->items.empty()) with_keys = " with keys " + keys_of(*top.o);
+        if (top.t == T::Dict && !top.o->items.empty())
+            with_keys = " with keys " + keys_of(*top.o);
         fail(std::string("a pickle of a ") + type_name(top) + with_keys + expected_msg);
     }
-    struct K { const std::string* key; T kind; const char* name; };
-    const K want[] = {{k_segments, T::List, "list"}, {k_traces, T::List, "list"},
-                      {k_annotations, T::List, "list"}, {k_settings, T::Dict, "dict"}};
+    struct K {
+        const std::string* key;
+        T kind;
+        const char* name;
+    };
+    const K want[] = {{k_segments, T::List, "list"},
+                      {k_traces, T::List, "list"},
+                      {k_annotations, T::List, "list"},
+                      {k_settings, T::Dict, "dict"}};
     for (auto& w : want) {
         const Val* v = dict_get(*top.o, w.key);
         if (v && v->t != w.kind)

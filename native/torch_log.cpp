@@ -139,7 +139,7 @@ bool match_short(std::string_view s, Short* m) {
     return false;
 }
 
-// torch_log._PY_WARNING.match on an ASCII line: \S.*:\d+: \w*(?:Warning|Error): 
+// torch_log._PY_WARNING.match on an ASCII line: \S.*:\d+: \w*(?:Warning|Error):
 bool match_warning(std::string_view s) {
     size_t n = s.size();
     if (n == 0 || is_space(s[0])) return false;
@@ -467,8 +467,8 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
         self->after_warning = true;
         return make_line(self, number, raw, false, true);
     }
-    bool two_spaces = PyUnicode_GET_LENGTH(raw) >= 2 && first == ' ' &&
-                      PyUnicode_READ_CHAR(raw, 1) == ' ';
+    bool two_spaces =
+        PyUnicode_GET_LENGTH(raw) >= 2 && first == ' ' && PyUnicode_READ_CHAR(raw, 1) == ' ';
     if (self->after_warning && two_spaces && !is_blank) {
         self->after_warning = false;
         return make_line(self, number, raw, false, true);
@@ -493,10 +493,16 @@ PyObject* feed(PyUndress* self, PyObject* args) {
             return nullptr;
         }
         PyObject* number = PyLong_FromLongLong(first + i);
-        if (!number) { Py_DECREF(out); return nullptr; }
+        if (!number) {
+            Py_DECREF(out);
+            return nullptr;
+        }
         PyObject* line = undress_line(self, number, raw);
         Py_DECREF(number);
-        if (!line) { Py_DECREF(out); return nullptr; }
+        if (!line) {
+            Py_DECREF(out);
+            return nullptr;
+        }
         PyList_SET_ITEM(out, i, line);
     }
     return out;
@@ -563,7 +569,10 @@ struct Run {
     std::string data;
     long long first = 0, next = 0;
     bool gaps = false;
-    ~Run() { Py_XDECREF(texts); Py_XDECREF(numbers); }
+    ~Run() {
+        Py_XDECREF(texts);
+        Py_XDECREF(numbers);
+    }
 };
 
 int flush_run(Run* r, PyObject* out) {

@@ -234,7 +234,8 @@ PyObject* stats(PyXla* self, PyObject*) {
 PyMethodDef methods[] = {
     {"stats", (PyCFunction)stats, METH_NOARGS, "the spill's use: {spill_bytes, spill_drops}"},
     {"begin", (PyCFunction)begin, METH_VARARGS, "begin(path, index, pass): a file starts"},
-    {"feed1", (PyCFunction)feed1, METH_O, "the scan and pass 1 (live ranges): False: not plain"},
+    {"feed1", (PyCFunction)feed1, METH_O,
+     "the scan and pass 1 (live ranges): False: not plain"},
     {"end1", (PyCFunction)end1, METH_NOARGS, "the scan and pass 1, end of file"},
     {"verdict", (PyCFunction)verdict, METH_NOARGS,
      "None, or why Python must read this dump; raises pass 1's error"},
@@ -252,8 +253,7 @@ PyTypeObject XlaType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 int add_xla_buffer_assignment(PyObject* module) {
     return add_type(module, XlaType, "XlaBufferAssignment",
                     "XlaBufferAssignment(paths, names): an XLA dump's files to event columns",
-                    sizeof(PyXla), (initproc)init, (destructor)dealloc, methods,
-                    new_xla);
+                    sizeof(PyXla), (initproc)init, (destructor)dealloc, methods, new_xla);
 }
 
 }  // namespace tlv

@@ -102,8 +102,8 @@ struct Parser {
         for (Narrow* c : {&sequence_lines, &r_start, &r_end, &r_line, &v_id, &v_color,
                           &v_offset, &v_size, &v_line})
             c->v.sp = &spill;
-        for (Col<uint32_t>* c : {&sequence, &r_name, &r_index, &v_name, &v_index, &v_shape,
-                                 &v_alloc})
+        for (Col<uint32_t>* c :
+             {&sequence, &r_name, &r_index, &v_name, &v_index, &v_shape, &v_alloc})
             c->sp = &spill;
         step_of.sp = &spill;
         v_range.sp = &spill;

@@ -16,13 +16,15 @@ bool Parser::live_line(int64_t number_, sv t) {  // false: the section is over
     l_number = number_;
     tick();
     if (lsec == LSearch) {
-        if (live_header(t)) { lsec = LHeader; have_live = true; }
+        if (live_header(t)) {
+            lsec = LHeader;
+            have_live = true;
+        }
         return true;
     }
     if (blank(t)) return true;
     if (t[0] != ' ') {
-        if (starts(t, "HloLiveRange (max"))
-            throw err(number_, "a second HloLiveRange section");
+        if (starts(t, "HloLiveRange (max")) throw err(number_, "a second HloLiveRange section");
         end_live();
         return false;
     }
@@ -70,8 +72,8 @@ void Parser::seq_line(int64_t n, sv t) {
         sv name = t.substr(a, b - a);
         uint32_t id = strs.intern(name);
         while (step_of.size() <= id) step_of.push_back(-1);
-        if (step_of[id] >= 0) throw err(n, "instruction " + std::string(name) +
-                                               " scheduled twice");
+        if (step_of[id] >= 0)
+            throw err(n, "instruction " + std::string(name) + " scheduled twice");
         step_of[id] = (int32_t)sequence.size();
         sequence.push_back(id);
         sequence_lines.push_back(n);
@@ -88,10 +90,16 @@ size_t Parser::name_index(sv t, size_t i, sv* name, sv* index) {
     while (i < t.size() && !is_ws(t[i]) && t[i] != '{' && t[i] != '}') ++i;
     if (i == a) return sv::npos;
     *name = t.substr(a, i - a);
-    if (i >= t.size() || t[i] != '{') { *index = sv(); return i; }
+    if (i >= t.size() || t[i] != '{') {
+        *index = sv();
+        return i;
+    }
     size_t b = i + 1;
     while (b < t.size() && (is_digit(t[b]) || t[b] == ',')) ++b;
-    if (b >= t.size() || t[b] != '}') { *index = sv(); return i; }
+    if (b >= t.size() || t[b] != '}') {
+        *index = sv();
+        return i;
+    }
     *index = t.substr(i, b + 1 - i);
     return b + 1;
 }
@@ -118,11 +126,14 @@ void Parser::range_line(int64_t n, sv t) {
         uint32_t nid = strs.intern(name), xid = misc.intern(index);
         uint64_t k = pair_key(nid, xid);
         if (range_of.find(k) >= 0)
-            throw err(n, "value " + std::string(name) + std::string(index) +
-                             " has two live ranges");
+            throw err(
+                n, "value " + std::string(name) + std::string(index) + " has two live ranges");
         uint32_t row = (uint32_t)r_start.size();
-        r_name.push_back(nid); r_index.push_back(xid);
-        r_start.push_back(s); r_end.push_back(e); r_line.push_back(n);
+        r_name.push_back(nid);
+        r_index.push_back(xid);
+        r_start.push_back(s);
+        r_end.push_back(e);
+        r_line.push_back(n);
         r_taken.push_back(0);
         range_of.put(k, row);
         return;

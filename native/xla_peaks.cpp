@@ -52,9 +52,9 @@ void Parser::finish_start() {
     if (!seen_ba) {
         std::string where;
         const std::string& nm = names[file];
-        static const char* const kSuffixes[] = {
-            "-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.txt",
-            "-memory-usage-report.txt"};
+        static const char* const kSuffixes[] = {"-buffer-assignment.txt",
+                                                "-buffer-assignment-values.txt",
+                                                "-live-range.txt", "-memory-usage-report.txt"};
         std::string base = nm;
         if (base.size() > 3 && base.compare(base.size() - 3, 3, ".gz") == 0)
             base.erase(base.size() - 3);
@@ -66,8 +66,10 @@ void Parser::finish_start() {
                 break;
             }
         }
-        throw err(number, "no 'BufferAssignment:' section: expected an XLA "
-                          "buffer-assignment dump" + where);
+        throw err(number,
+                  "no 'BufferAssignment:' section: expected an XLA "
+                  "buffer-assignment dump" +
+                      where);
     }
     fin_stage = 1;
     fin_i = 0;
@@ -88,8 +90,10 @@ void Parser::build_note(const std::vector<uint32_t>& without) {
     std::vector<std::string> warnings;
     std::string& s = note;
     Obj o(s);
-    if (total_bytes_used) o.num("total_bytes_used", *total_bytes_used);
-    else o.null("total_bytes_used");
+    if (total_bytes_used)
+        o.num("total_bytes_used", *total_bytes_used);
+    else
+        o.null("total_bytes_used");
     o.num("n_allocations", (i128)allocs.size());
     o.num("n_values", (i128)v_id.size());
     if (!report.empty()) {
@@ -98,11 +102,15 @@ void Parser::build_note(const std::vector<uint32_t>& without) {
         for (auto& kv : report) r.num(kv.first, kv.second);
         r.close();
     }
-    if (!unknown.empty()) { o.key("unknown_lines"); put_str_list(s, unknown); }
+    if (!unknown.empty()) {
+        o.key("unknown_lines");
+        put_str_list(s, unknown);
+    }
     if (!have_live) {
         o.str("liveness", "unknown");
-        warnings.push_back("no HloLiveRange section: allocations ingested, liveness "
-                           "unknown (no schedule, no memory curve)");
+        warnings.push_back(
+            "no HloLiveRange section: allocations ingested, liveness "
+            "unknown (no schedule, no memory curve)");
         o.key("warnings");
         put_str_list(s, warnings);
         o.close();
@@ -112,11 +120,14 @@ void Parser::build_note(const std::vector<uint32_t>& without) {
     if (!without.empty()) {
         std::vector<std::string> keys;
         for (uint32_t r : without)
-            keys.push_back(std::string(strs.get(r_name[r])) + std::string(misc.get(r_index[r])));
+            keys.push_back(std::string(strs.get(r_name[r])) +
+                           std::string(misc.get(r_index[r])));
         o.key("live_range_without_allocation");
         put_str_list(s, keys);
-        warnings.push_back(std::to_string(keys.size()) + " values in BufferLiveRange have no "
-                           "allocation line (size unknown, not counted): " + some(keys));
+        warnings.push_back(std::to_string(keys.size()) +
+                           " values in BufferLiveRange have no "
+                           "allocation line (size unknown, not counted): " +
+                           some(keys));
     }
     std::vector<std::string> no_range;
     std::map<std::string, int64_t> by_kind;
@@ -135,13 +146,20 @@ void Parser::build_note(const std::vector<uint32_t>& without) {
             if (!bk.empty()) bk += ", ";
             bk += std::to_string(kv.second) + " " + kv.first;
         }
-        warnings.push_back(std::to_string(no_range.size()) + " allocated values have no live "
-                           "range (" + bk + "; values of called computations): liveness "
-                           "unknown, not counted: " + some(no_range));
+        warnings.push_back(std::to_string(no_range.size()) +
+                           " allocated values have no live "
+                           "range (" +
+                           bk +
+                           "; values of called computations): liveness "
+                           "unknown, not counted: " +
+                           some(no_range));
     }
     if (peak_unknown) warnings.push_back("XLA: " + *peak_unknown);
     if (has_peak) peak_warnings(o, warnings);
-    if (!warnings.empty()) { o.key("warnings"); put_str_list(s, warnings); }
+    if (!warnings.empty()) {
+        o.key("warnings");
+        put_str_list(s, warnings);
+    }
     o.close();
 }
 
@@ -152,7 +170,10 @@ int64_t Parser::moment() {
     for (size_t t = 0; t < n; ++t) {
         tick();
         usage += moment_wide ? up_w[t] : (i128)up[t];
-        if (peak < usage) { peak = usage; m = (int64_t)t; }
+        if (peak < usage) {
+            peak = usage;
+            m = (int64_t)t;
+        }
         usage -= moment_wide ? down_w[t] : (i128)down[t];
     }
     return m;
@@ -203,7 +224,9 @@ Parser::CurvePeak Parser::union_peak(const Arr<uint32_t>& rows) {
                     me = std::max(me, sp.second);
                 } else {
                     if (open) add(ms, me);
-                    ms = sp.first; me = sp.second; open = true;
+                    ms = sp.first;
+                    me = sp.second;
+                    open = true;
                 }
             }
             if (open) add(ms, me);
@@ -215,7 +238,11 @@ Parser::CurvePeak Parser::union_peak(const Arr<uint32_t>& rows) {
     for (size_t t = 0; t < n_steps; ++t) {
         tick();
         live += delta[t];
-        if (!out.any || (i128)live > out.peak) { out.any = true; out.peak = live; out.step = t; }
+        if (!out.any || (i128)live > out.peak) {
+            out.any = true;
+            out.peak = live;
+            out.step = t;
+        }
         if (peak_step >= 0 && (size_t)peak_step == t) out.at_k = live;
     }
     return out;
@@ -250,7 +277,10 @@ void Parser::peak_warnings(Obj& o, std::vector<std::string>& out) {
     {
         Obj x(s);
         x.num("step", peak_step);
-        if (peak_form) x.str("form", peak_form); else x.null("form");
+        if (peak_form)
+            x.str("form", peak_form);
+        else
+            x.null("form");
         x.num("bytes", stated);
         x.key("values");
         s.push_back('[');
@@ -262,7 +292,10 @@ void Parser::peak_warnings(Obj& o, std::vector<std::string>& out) {
             v.close();
         }
         s.push_back(']');
-        if (!stack_trace.empty()) { x.key("stack_trace"); put_str_list(s, stack_trace); }
+        if (!stack_trace.empty()) {
+            x.key("stack_trace");
+            put_str_list(s, stack_trace);
+        }
         x.close();
     }
     if (!moment_unknown) {

@@ -56,7 +56,10 @@ struct Scan {
     std::string pending;  // a UTF-8 sequence cut by a chunk's end
 
     void bad(int64_t n, const char* what) {
-        if (ok) { ok = false; why = std::string(what) + " at line " + std::to_string(n); }
+        if (ok) {
+            ok = false;
+            why = std::string(what) + " at line " + std::to_string(n);
+        }
     }
     // Any byte >= 0x80 or < 0x20 (a tab too), or 8 digits in a row: then look closer.
     static bool needs_care(sv t) {
@@ -85,7 +88,10 @@ struct Scan {
             int run = 0;
             for (unsigned char c : t) {
                 if (c >= 0x80 || (c < 0x20 && c != '\t')) odd = true;
-                if (c == '\r' || c == 0) { bad(n, "CR or NUL"); return false; }
+                if (c == '\r' || c == 0) {
+                    bad(n, "CR or NUL");
+                    return false;
+                }
                 if (c > 0x20 && c < 0x7f) printable = true;
                 if (c >= '0' && c <= '9') {
                     if (++run >= 17 && !kept) {
@@ -107,8 +113,10 @@ struct Scan {
         if (top) {
             if (blank(t)) return true;
             // the sections as pass 2 (and pass 1, for the live range) move between them
-            if (starts(t, "HloLiveRange (max")) sec = Live;
-            else if (starts(t, "Memory Space: ")) sec = Report;
+            if (starts(t, "HloLiveRange (max"))
+                sec = Live;
+            else if (starts(t, "Memory Space: "))
+                sec = Report;
             else if (starts(t, "BufferAssignment:") || starts(t, "Used values:") ||
                      starts(t, "Total bytes used: "))
                 sec = Top;
@@ -116,8 +124,10 @@ struct Scan {
                 sec = Top;
         } else if (sec == Live || sec == Peak) {
             sv r = lstrip(t);
-            if (sec == Live && starts(r, "Live ranges at ")) sec = Peak;
-            else if (sec == Peak && starts(r, "Stack trace breakdown")) sec = Stack;
+            if (sec == Live && starts(r, "Live ranges at "))
+                sec = Peak;
+            else if (sec == Peak && starts(r, "Stack trace breakdown"))
+                sec = Stack;
         }
         return true;
     }
@@ -140,7 +150,10 @@ struct Scan {
         }
         bool cut = false;
         size_t good = utf8_valid_prefix(s, &cut);
-        if (good < s.size() && !cut) { bad(lines.number, "bad UTF-8"); return; }
+        if (good < s.size() && !cut) {
+            bad(lines.number, "bad UTF-8");
+            return;
+        }
         pending.assign(s.data() + good, s.size() - good);
         lines.feed(s.substr(0, good),
                    [&](int64_t n, sv t) { return line(n, t) && more(n, t); });

@@ -19,10 +19,14 @@ struct Shape {
 
 inline int itemsize(sv d) {
     static const std::pair<const char*, int> T[] = {
-        {"pred", 1}, {"s8", 1}, {"u8", 1}, {"s16", 2}, {"u16", 2}, {"s32", 4}, {"u32", 4},
-        {"s64", 8}, {"u64", 8}, {"f16", 2}, {"bf16", 2}, {"f32", 4}, {"f64", 8}, {"c64", 8},
-        {"c128", 16}, {"f8e5m2", 1}, {"f8e4m3fn", 1}, {"f8e4m3b11fnuz", 1}, {"f8e5m2fnuz", 1},
-        {"f8e4m3fnuz", 1}, {"f8e4m3", 1}, {"f8e3m4", 1}, {"f8e8m0fnu", 1}, {"token", 0}};
+        {"pred", 1},       {"s8", 1},         {"u8", 1},
+        {"s16", 2},        {"u16", 2},        {"s32", 4},
+        {"u32", 4},        {"s64", 8},        {"u64", 8},
+        {"f16", 2},        {"bf16", 2},       {"f32", 4},
+        {"f64", 8},        {"c64", 8},        {"c128", 16},
+        {"f8e5m2", 1},     {"f8e4m3fn", 1},   {"f8e4m3b11fnuz", 1},
+        {"f8e5m2fnuz", 1}, {"f8e4m3fnuz", 1}, {"f8e4m3", 1},
+        {"f8e3m4", 1},     {"f8e8m0fnu", 1},  {"token", 0}};
     for (auto& p : T)
         if (d == p.first) return p.second;
     return -1;
@@ -38,7 +42,10 @@ inline std::string drop_groups(sv s, const char* pairs) {
             if (s[i] != p[0]) continue;
             size_t j = i + 1;
             while (j < s.size() && s[j] != p[0] && s[j] != p[1]) ++j;
-            if (j < s.size() && s[j] == p[1]) { i = j + 1; hit = true; }
+            if (j < s.size() && s[j] == p[1]) {
+                i = j + 1;
+                hit = true;
+            }
             break;
         }
         if (!hit) out.push_back(s[i++]);
@@ -52,7 +59,10 @@ inline std::string drop_comments(sv t) {  // re.sub(r"/\*.*?\*/", "", t)
     while (i < t.size()) {
         if (t[i] == '/' && i + 1 < t.size() && t[i + 1] == '*') {
             size_t e = t.find("*/", i + 2);
-            if (e != sv::npos) { i = e + 2; continue; }
+            if (e != sv::npos) {
+                i = e + 2;
+                continue;
+            }
         }
         out.push_back(t[i++]);
     }
@@ -76,7 +86,10 @@ inline Shape parse_shape(sv text) {
     sh.text = std::string(st);
     std::string tbuf;
     sv t = st;
-    if (t.find("/*") != sv::npos) { tbuf = drop_comments(t); t = tbuf; }
+    if (t.find("/*") != sv::npos) {
+        tbuf = drop_comments(t);
+        t = tbuf;
+    }
     if (!t.empty() && t[0] == '(') {
         size_t r = t.rfind(')');
         sv inner = r >= 1 ? t.substr(1, r - 1) : sv();
@@ -91,7 +104,8 @@ inline Shape parse_shape(sv text) {
     if (i >= t.size() || t[i] != '[') return sh;
     size_t close = t.find(']', i + 1);
     if (close == sv::npos) return sh;
-    sv dtype = t.substr(0, i), dims = t.substr(i + 1, close - i - 1), rest = t.substr(close + 1);
+    sv dtype = t.substr(0, i), dims = t.substr(i + 1, close - i - 1),
+       rest = t.substr(close + 1);
     if (!rest.empty()) {
         if (rest[0] != '{' || rest.back() != '}' ||
             rest.substr(1, rest.size() - 2).find('}') != sv::npos)
@@ -113,7 +127,10 @@ inline Shape parse_shape(sv text) {
         if (!d.empty()) {
             bool num = true;
             for (char ch : d) num = num && is_digit(ch);
-            if (!num) { known = false; break; }
+            if (!num) {
+                known = false;
+                break;
+            }
             i128 v = 0;
             for (char ch : d) v = v * 10 + (ch - '0');
             if (__builtin_mul_overflow(numel, v, &numel))
@@ -122,7 +139,10 @@ inline Shape parse_shape(sv text) {
         if (c == sv::npos) break;
         p = c + 1;
     }
-    if (known) { sh.known = true; sh.bytes = numel * size; }
+    if (known) {
+        sh.known = true;
+        sh.bytes = numel * size;
+    }
     return sh;
 }
 
@@ -148,7 +168,8 @@ inline std::optional<std::string> instruction_shape(sv ins) {
     if (!rest.empty() && rest[0] == '(') {
         int depth = 0;
         for (size_t i = 0; i < rest.size(); ++i) {
-            if (rest[i] == '(') ++depth;
+            if (rest[i] == '(')
+                ++depth;
             else if (rest[i] == ')') {
                 if (--depth == 0) return std::string(rest.substr(0, i + 1));
             }
@@ -177,7 +198,10 @@ inline void parse_metadata(sv ins, Facts& f) {
             size_t j = i + 1;
             while (j < n) {
                 if (ins[j] == '\\') {
-                    if (j + 1 >= n) { j = n; break; }
+                    if (j + 1 >= n) {
+                        j = n;
+                        break;
+                    }
                     j += 2;
                 } else if (ins[j] == '"') {
                     break;
@@ -226,8 +250,10 @@ inline std::optional<std::string> braced(sv t, size_t start) {
     for (size_t i = start; i < t.size(); ++i) {
         char ch = t[i];
         if (in_str) {
-            if (ch == '\\') ++i;
-            else if (ch == '"') in_str = false;
+            if (ch == '\\')
+                ++i;
+            else if (ch == '"')
+                in_str = false;
         } else if (ch == '"') {
             in_str = true;
         } else if (ch == '{') {
@@ -244,7 +270,10 @@ inline void instruction_facts(sv ins, Facts& f) {
     f.empty = false;
     f.text = std::string(ins);
     auto shape = instruction_shape(ins);
-    if (shape && !shape->empty()) { f.has_shape = true; f.shape = *shape; }
+    if (shape && !shape->empty()) {
+        f.has_shape = true;
+        f.shape = *shape;
+    }
     if (shape) {  // instruction_opcode
         sv rest = lstrip(ins.substr(ins.find(" = ") + 3 + shape->size()));
         size_t paren = rest.find('(');
@@ -273,10 +302,22 @@ struct Obj {
         put_json_string(s, k, true);
         s.push_back(':');
     }
-    void str(sv k, sv v) { key(k); put_json_string(s, v, true); }
-    void num(sv k, i128 v) { key(k); s += i128_str(v); }
-    void null(sv k) { key(k); s += "null"; }
-    void yes(sv k) { key(k); s += "true"; }
+    void str(sv k, sv v) {
+        key(k);
+        put_json_string(s, v, true);
+    }
+    void num(sv k, i128 v) {
+        key(k);
+        s += i128_str(v);
+    }
+    void null(sv k) {
+        key(k);
+        s += "null";
+    }
+    void yes(sv k) {
+        key(k);
+        s += "true";
+    }
     void close() { s.push_back('}'); }
 };
 

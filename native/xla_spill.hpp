@@ -37,9 +37,13 @@ struct Spill {
         fd = mkstemp(tmpl.data());
         if (fd < 0) return;
         unlink(tmpl.c_str());
-        void* p = mmap(nullptr, kReserve, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-                       fd, 0);
-        if (p == MAP_FAILED) { close(fd); fd = -1; return; }
+        void* p =
+            mmap(nullptr, kReserve, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+        if (p == MAP_FAILED) {
+            close(fd);
+            fd = -1;
+            return;
+        }
         base = static_cast<char*>(p);
         madvise(base, kReserve, MADV_RANDOM);  // no read-ahead: lookups are scattered
         statm = open("/proc/self/statm", O_RDONLY);
@@ -119,7 +123,8 @@ struct Col {
     const T& operator[](size_t i) const { return blocks[i >> kShift][i & (kBlock - 1)]; }
     void push_back(const T& x) {
         if ((n & (kBlock - 1)) == 0)
-            blocks.push_back(sp ? static_cast<T*>(sp->alloc(sizeof(T) * kBlock)) : new T[kBlock]);
+            blocks.push_back(sp ? static_cast<T*>(sp->alloc(sizeof(T) * kBlock))
+                                : new T[kBlock]);
         T* slot = &(*this)[n++];
         new (slot) T(x);
     }
@@ -148,22 +153,27 @@ struct Arr {
 
 template <class T>
 struct Mapped {  // a zeroed array in its own anonymous mapping: freed, it goes back to the OS
-    T* p = nullptr;       // (from malloc, a table freed as it grows would stay in a thread's
-    size_t n = 0;         // arena, fragmented: tens of MB held after the parse)
+    T* p = nullptr;  // (from malloc, a table freed as it grows would stay in a thread's
+    size_t n = 0;  // arena, fragmented: tens of MB held after the parse)
     explicit Mapped(size_t count) : n(count) {
-        void* m = mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void* m =
+            mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED) throw std::bad_alloc();
         p = static_cast<T*>(m);
     }
-    Mapped(Mapped&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr; o.n = 0; }
+    Mapped(Mapped&& o) noexcept : p(o.p), n(o.n) {
+        o.p = nullptr;
+        o.n = 0;
+    }
     Mapped& operator=(Mapped&& o) noexcept {
         std::swap(p, o.p);
         std::swap(n, o.n);
         return *this;
     }
     Mapped(const Mapped&) = delete;
-    ~Mapped() { if (p) munmap(p, bytes()); }
+    ~Mapped() {
+        if (p) munmap(p, bytes());
+    }
     size_t bytes() const { return sizeof(T) * (n ? n : 1); }
     size_t size() const { return n; }
     T& operator[](size_t i) { return p[i]; }
@@ -188,9 +198,9 @@ struct Pool {
     static constexpr size_t kArena = size_t(1) << 20;
     std::vector<char*> arena;
     size_t used = kArena;  // bytes used in the last block
-    Col<uint64_t> pos;     // block << 20 | offset
+    Col<uint64_t> pos;  // block << 20 | offset
     Col<uint32_t> len;
-    Slots table;           // id + 1; 0 empty
+    Slots table;  // id + 1; 0 empty
     Spill* sp = nullptr;
     Pool() = default;
     Pool(const Pool&) = delete;
@@ -276,7 +286,10 @@ struct U64Map {
     std::vector<uint8_t> used = std::vector<uint8_t>(1024);
     size_t n = 0;
     static uint64_t mix(uint64_t x) {
-        x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdull;
+        x ^= x >> 33;
+        x *= 0xc4ceb9fe1a85ec53ull;
         return x ^ (x >> 33);
     }
     const uint32_t* find(uint64_t k) const {
@@ -290,10 +303,16 @@ struct U64Map {
     void put(uint64_t k, uint32_t v) {  // insert or overwrite
         size_t mask = keys.size() - 1, i = mix(k) & mask;
         while (used[i]) {
-            if (keys[i] == k) { vals[i] = v; return; }
+            if (keys[i] == k) {
+                vals[i] = v;
+                return;
+            }
             i = (i + 1) & mask;
         }
-        used[i] = 1; keys[i] = k; vals[i] = v; ++n;
+        used[i] = 1;
+        keys[i] = k;
+        vals[i] = v;
+        ++n;
         if (n * 2 > keys.size()) grow();
     }
     void grow() {
@@ -305,9 +324,13 @@ struct U64Map {
             if (!used[j]) continue;
             size_t i = mix(keys[j]) & mask;
             while (u2[i]) i = (i + 1) & mask;
-            u2[i] = 1; k2[i] = keys[j]; v2[i] = vals[j];
+            u2[i] = 1;
+            k2[i] = keys[j];
+            v2[i] = vals[j];
         }
-        keys.swap(k2); vals.swap(v2); used.swap(u2);
+        keys.swap(k2);
+        vals.swap(v2);
+        used.swap(u2);
     }
 };
 
@@ -352,7 +375,10 @@ struct RowTable {
         size_t mask = t.size() - 1, i = h & mask;
         uint8_t f = Slots::print(h);
         while (uint32_t s = t.row[i]) {
-            if (t.fp[i] == f && key_of(s - 1) == k) { t.row[i] = row + 1; return true; }
+            if (t.fp[i] == f && key_of(s - 1) == k) {
+                t.row[i] = row + 1;
+                return true;
+            }
             i = (i + 1) & mask;
         }
         t.row[i] = row + 1;

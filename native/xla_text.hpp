@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -65,7 +65,10 @@ inline bool all_ws(sv s, size_t from) {
 inline size_t digits(sv s, size_t i, int64_t* v) {
     size_t j = i;
     int64_t x = 0;
-    while (j < s.size() && is_digit(s[j])) { x = x * 10 + (s[j] - '0'); ++j; }
+    while (j < s.size() && is_digit(s[j])) {
+        x = x * 10 + (s[j] - '0');
+        ++j;
+    }
     *v = x;
     return j - i;
 }
@@ -76,7 +79,10 @@ inline std::string i128_str(i128 v) {
     unsigned __int128 u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
     char buf[48];
     int n = 0;
-    while (u) { buf[n++] = (char)('0' + (int)(u % 10)); u /= 10; }
+    while (u) {
+        buf[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    }
     std::string out = neg ? "-" : "";
     while (n) out.push_back(buf[--n]);
     return out;
@@ -86,7 +92,10 @@ inline std::string i128_str(i128 v) {
 inline std::string commas(i128 v) {
     std::string d = i128_str(v);
     std::string sign;
-    if (!d.empty() && d[0] == '-') { sign = "-"; d.erase(0, 1); }
+    if (!d.empty() && d[0] == '-') {
+        sign = "-";
+        d.erase(0, 1);
+    }
     std::string out;
     size_t n = d.size();
     for (size_t i = 0; i < n; ++i) {

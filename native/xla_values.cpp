@@ -49,11 +49,13 @@ void Parser::top_level(int64_t n, sv t) {
         report_space = std::string(strip(t.substr(14)));
         sec = Report;
     } else if (sec == Report && starts(t, "Total bytes: ") && digits(t, 13, &v)) {
-        std::string space = report_space && !report_space->empty() ? *report_space
-                                                                     : "default";
+        std::string space = report_space && !report_space->empty() ? *report_space : "default";
         bool found = false;
         for (auto& kv : report)
-            if (kv.first == space) { kv.second = v; found = true; }
+            if (kv.first == space) {
+                kv.second = v;
+                found = true;
+            }
         if (!found) report.emplace_back(space, v);
     } else {
         keep_unknown(n, t);
@@ -66,7 +68,10 @@ void Parser::allocation_header(int64_t n, sv t) {
     size_t ni = digits(t, 11, &index);
     bool ok = ni && t.substr(11 + ni, 7) == ": size ";
     size_t p = 11 + ni + 7, ns = 0;
-    if (ok) { ns = digits(t, p, &size); ok = ns > 0; }
+    if (ok) {
+        ns = digits(t, p, &size);
+        ok = ns > 0;
+    }
     sv rest;
     if (ok) {
         p += ns;
@@ -130,7 +135,8 @@ void Parser::allocation_header(int64_t n, sv t) {
                 }
                 kind.emplace_back("parameter");
             } else if (starts(part, "output shape is")) {
-                a.output_shape = shapes.empty() ? int64_t{-1} : int64_t{misc.intern(shapes.back())};
+                a.output_shape =
+                    shapes.empty() ? int64_t{-1} : int64_t{misc.intern(shapes.back())};
                 kind.emplace_back("output");
             } else if (starts(part, "shape ||")) {
             } else {
@@ -143,13 +149,19 @@ void Parser::allocation_header(int64_t n, sv t) {
     if (alloc_of.find((uint64_t)index) >= 0)
         throw err(n, "allocation " + std::to_string(index) + " listed twice");
     std::string kkey;
-    for (auto& k : kind) { kkey += k; kkey.push_back('\0'); }
+    for (auto& k : kind) {
+        kkey += k;
+        kkey.push_back('\0');
+    }
     auto it = kind_ids.find(kkey);
     if (it == kind_ids.end()) {
         Kind k;
         k.parts = kind;
         for (size_t j = 0; j < kind.size(); ++j) {
-            if (j) { k.joined += ", "; k.slash += "/"; }
+            if (j) {
+                k.joined += ", ";
+                k.slash += "/";
+            }
             k.joined += kind[j];
             k.slash += kind[j];
             if (kind[j] == "maybe-live-out") k.maybe_live_out = true;
@@ -184,12 +196,18 @@ bool Parser::value_ref(sv t, size_t i, Ref* r, size_t* end) {
         p = b + 1;
     }
     r->phi = false;
-    if (t.substr(p, 6) == " (phi)") { r->phi = true; p += 6; }
+    if (t.substr(p, 6) == " (phi)") {
+        r->phi = true;
+        p += 6;
+    }
     r->color = 0;
     if (t.substr(p, 2) == " @") {
         int64_t c;
         size_t nc = digits(t, p + 2, &c);
-        if (nc) { r->color = c; p += 2 + nc; }
+        if (nc) {
+            r->color = c;
+            p += 2 + nc;
+        }
     }
     if (p >= t.size() || t[p] != '>') return false;
     *end = p + 1;
@@ -216,8 +234,8 @@ void Parser::value_line(int64_t n, sv t) {
     Ref r;
     size_t end;
     int64_t size = 0, offset = 0;
-    bool ok = starts(t, " value: ") && value_ref(t, 8, &r, &end) &&
-              t.substr(end, 7) == " (size=";
+    bool ok =
+        starts(t, " value: ") && value_ref(t, 8, &r, &end) && t.substr(end, 7) == " (size=";
     if (ok) {
         size_t ns = digits(t, end + 7, &size);
         size_t p = end + 7 + ns;
@@ -231,8 +249,9 @@ void Parser::value_line(int64_t n, sv t) {
     }
     if (!ok) {
         if (starts(t, " value:"))
-            throw err(n, "expected ' value: <id name{index} @color> (size=N,offset=M): "
-                         "shape'");
+            throw err(n,
+                      "expected ' value: <id name{index} @color> (size=N,offset=M): "
+                      "shape'");
         keep_unknown(n, t);
         return;
     }
@@ -241,26 +260,31 @@ void Parser::value_line(int64_t n, sv t) {
     if (offset + size > a.size)
         throw err(n, "value " + std::string(r.name) + " at offset " + std::to_string(offset) +
                          " size " + std::to_string(size) + " runs past allocation " +
-                         std::to_string(a.index) + "'s " + std::to_string(a.size) +
-                         " bytes");
+                         std::to_string(a.index) + "'s " + std::to_string(a.size) + " bytes");
     sv index = r.index.empty() ? sv("{}") : r.index;
     uint32_t nid = strs.intern(r.name), xid = misc.intern(index);
     uint64_t k = pair_key(nid, xid);
     if (value_of.find(k) >= 0)
-        throw err(n, "value " + std::string(r.name) + std::string(index) +
-                         " assigned twice");
+        throw err(n, "value " + std::string(r.name) + std::string(index) + " assigned twice");
     int32_t lr = -1;
     if (have_live) {
         lr = -2;
         int64_t rr = range_of.find(k);
-        if (rr >= 0 && !r_taken[(size_t)rr]) { r_taken[(size_t)rr] = 1; lr = (int32_t)rr; }
+        if (rr >= 0 && !r_taken[(size_t)rr]) {
+            r_taken[(size_t)rr] = 1;
+            lr = (int32_t)rr;
+        }
     }
     uint32_t row = (uint32_t)v_id.size();
-    v_name.push_back(nid); v_index.push_back(xid);
+    v_name.push_back(nid);
+    v_index.push_back(xid);
     v_shape.push_back(misc.intern(t.substr(end)));
     v_alloc.push_back((uint32_t)current_alloc);
-    v_id.push_back(r.id); v_color.push_back(r.color);
-    v_offset.push_back(offset); v_size.push_back(size); v_line.push_back(n);
+    v_id.push_back(r.id);
+    v_color.push_back(r.color);
+    v_offset.push_back(offset);
+    v_size.push_back(size);
+    v_line.push_back(n);
     value_of.put(k, row);
     row_of_id.put((uint64_t)r.id, row);
     v_range.push_back(lr);
@@ -268,14 +292,19 @@ void Parser::value_line(int64_t n, sv t) {
 }
 
 void Parser::used_line(int64_t n, sv t) {
-    if (!in_entry) { keep_unknown(n, t); return; }
+    if (!in_entry) {
+        keep_unknown(n, t);
+        return;
+    }
     sv s = strip(t);
     if (starts(t, "  ") && e_list) {
         if (s != "(none)") (e_list == 1 ? e_positions : e_uses).emplace_back(s);
         return;
     }
-    if (s == "positions:") e_list = 1;
-    else if (s == "uses:") e_list = 2;
+    if (s == "positions:")
+        e_list = 1;
+    else if (s == "uses:")
+        e_list = 2;
     else if (starts(s, "from instruction:")) {
         e_list = 0;
         e_instruction = std::string(strip(s.substr(17)));
@@ -333,8 +362,8 @@ void Parser::end_entry() {
     }
     int64_t row = row_of_id.find((uint64_t)e_id);
     if (row < 0) {
-        keep_unknown_at(e_line, "used value <" + std::to_string(e_id) + " " + e_name +
-                                    e_index + "> is in no allocation");
+        keep_unknown_at(e_line, "used value <" + std::to_string(e_id) + " " + e_name + e_index +
+                                    "> is in no allocation");
         return;
     }
     value_events((uint32_t)row, facts ? facts : &none, true);
@@ -360,9 +389,14 @@ void Parser::scheduled_node(uint32_t nid, int32_t step, const Facts* f) {
     B.kind.set("node_scheduled");
     B.step.set(step);
     B.node.set(strs.get(nid));
-    if (f && f->has_opcode) B.node_class.set(f->opcode); else B.node_class.set_null();
-    B.reads.begin_list(); B.reads.end_list();
-    B.writes.begin_list(); B.writes.end_list();
+    if (f && f->has_opcode)
+        B.node_class.set(f->opcode);
+    else
+        B.node_class.set_null();
+    B.reads.begin_list();
+    B.reads.end_list();
+    B.writes.begin_list();
+    B.writes.end_list();
     B.line.set(sequence_lines[(size_t)step]);
     if (f && !f->empty) {
         std::string& s = B.attrs.begin();
@@ -386,24 +420,34 @@ void Parser::scheduled_node(uint32_t nid, int32_t step, const Facts* f) {
 
 void Parser::place(i128* dummy, int64_t start, int64_t end, const std::optional<i128>& ib) {
     (void)dummy;
-    if (!ib) moment_unknown = true;
+    if (!ib)
+        moment_unknown = true;
     else if (!moment_unknown) {
         size_t a = (size_t)start, b = (size_t)end + 1;
         int64_t x, y;
-        if (!moment_wide && (*ib > INT64_MAX || __builtin_add_overflow(up[a], (int64_t)*ib, &x) ||
-                             __builtin_add_overflow(down[b], (int64_t)*ib, &y))) {
+        if (!moment_wide &&
+            (*ib > INT64_MAX || __builtin_add_overflow(up[a], (int64_t)*ib, &x) ||
+             __builtin_add_overflow(down[b], (int64_t)*ib, &y))) {
             up_w.assign(up.p, up.p + up.n);
             down_w.assign(down.p, down.p + down.n);
             up.n = down.n = 0;
             moment_wide = true;
         }
-        if (moment_wide) { up_w[a] += *ib; down_w[b] += *ib; }
-        else { up[a] = x; down[b] = y; }
+        if (moment_wide) {
+            up_w[a] += *ib;
+            down_w[b] += *ib;
+        } else {
+            up[a] = x;
+            down[b] = y;
+        }
     }
 }
 
 void Parser::put_ib(Obj& o, const std::optional<i128>& ib) {
-    if (ib) o.num("instruction_bytes", *ib); else o.null("instruction_bytes");
+    if (ib)
+        o.num("instruction_bytes", *ib);
+    else
+        o.null("instruction_bytes");
 }
 
 void Parser::value_events(uint32_t row, const Facts* f, bool entry) {
@@ -420,7 +464,10 @@ void Parser::value_events(uint32_t row, const Facts* f, bool entry) {
         }
     }
     if (entry) {
-        if (e_positions.size() > 1) { o.key("positions"); put_str_list(s, e_positions); }
+        if (e_positions.size() > 1) {
+            o.key("positions");
+            put_str_list(s, e_positions);
+        }
         o.key("uses");
         put_str_list(s, e_uses);
     }
@@ -466,10 +513,14 @@ void Parser::allocated(uint32_t row, bool has_step, int64_t step, Obj& o) {
     if (v_color[row]) o.num("color", v_color[row]);
     if (a.has_param) {
         o.num("parameter", a.parameter);
-        if (a.param_shape >= 0) o.str("parameter_shape", misc.get((uint32_t)a.param_shape));
-        else o.null("parameter_shape");
-        if (a.param_index >= 0) o.str("parameter_index", misc.get((uint32_t)a.param_index));
-        else o.null("parameter_index");
+        if (a.param_shape >= 0)
+            o.str("parameter_shape", misc.get((uint32_t)a.param_shape));
+        else
+            o.null("parameter_shape");
+        if (a.param_index >= 0)
+            o.str("parameter_index", misc.get((uint32_t)a.param_index));
+        else
+            o.null("parameter_index");
     }
     if (a.output_shape >= 0) o.str("output_shape", misc.get((uint32_t)a.output_shape));
     if (k.maybe_live_out) o.yes("maybe_live_out");
@@ -477,14 +528,25 @@ void Parser::allocated(uint32_t row, bool has_step, int64_t step, Obj& o) {
     EventBatch& B = batch;
     B.attrs.commit();  // attrs began before the other columns of this row: fine, see pad
     B.kind.set("buffer_allocated");
-    if (has_step) B.step.set(step); else B.step.set_null();
+    if (has_step)
+        B.step.set(step);
+    else
+        B.step.set_null();
     buffer_key(row);
     B.bytes.set(v_size[row]);
     B.node.set(strs.get(v_name[row]));
     const Shape& sh = shape_of(v_shape[row]);
-    if (sh.has_layout) B.layout.set(sh.layout); else B.layout.set_null();
-    if (sh.array) { B.dtype.set(sh.dtype); B.shape.set(sh.dims); }
-    else { B.dtype.set_null(); B.shape.set(sh.text); }
+    if (sh.has_layout)
+        B.layout.set(sh.layout);
+    else
+        B.layout.set_null();
+    if (sh.array) {
+        B.dtype.set(sh.dtype);
+        B.shape.set(sh.dims);
+    } else {
+        B.dtype.set_null();
+        B.shape.set(sh.text);
+    }
     B.is_input.set(false);
     B.allocation.set(a.index);
     B.offset.set(v_offset[row]);
