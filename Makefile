@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEV := $(VENV)/.tlview-dev-installed
 
-.PHONY: check lint types test bench docs
+.PHONY: check lint types test bench docs format
 
 check: lint types test
 
@@ -18,6 +18,11 @@ $(DEV): pyproject.toml | $(PY)
 
 lint: $(DEV)
 	$(PY) -m ruff check ingest store tui cli bench tests
+	bash scripts/check_format.sh
+
+# native/*.cpp, *.hpp as .clang-format says (scripts/check_format.sh checks it)
+format: $(DEV)
+	$(VENV)/bin/clang-format -i native/*.cpp native/*.hpp
 
 types: $(DEV)
 	$(PY) -m mypy ingest store cli tui --ignore-missing-imports

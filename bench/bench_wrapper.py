@@ -95,31 +95,6 @@ def parse_only(path: str) -> dict:
     return {"n": n, "cpu_s": _cpu() - c}
 
 
-def parse_stages(path: str) -> dict:
-    """parse_only, with the process CPU seconds of its stages: the wrapper modules (the
-    compiled-assisted WrapperParser, from its kept lines to its records), the FX graphs
-    (compiled), and the rest (reading, undressing, routing, the sink, columns)."""
-    from tlview.ingest import fx_graph, inductor_wrapper
-
-    spent = {"wrapper": 0.0, "fx": 0.0}
-
-    def timed(cls: type, key: str) -> None:
-        real = cls.finish
-
-        def finish(self: object) -> Iterator[object]:
-            c = _cpu()
-            out = list(real(self))
-            spent[key] += _cpu() - c
-            yield from out
-
-        cls.finish = finish  # type: ignore[attr-defined]
-
-    timed(inductor_wrapper.CompiledWrapperParser, "wrapper")
-    timed(fx_graph.CompiledFxGraphParser, "fx")
-    got = parse_only(path)
-    return {**got, **spent, "rest": got["cpu_s"] - spent["wrapper"] - spent["fx"]}
-
-
 def insert_prebuilt(path: str, db: str) -> dict:
     """The floor of the database side: the ingest's records parsed first into memory (as
     the writer reads them: events in EventColumns), then written as the ingest writes
@@ -172,13 +147,6 @@ def compare_modes(path: Path, label: str, name: str, scan: dict) -> list[Result]
             ing = run_child("bench.bench_wrapper:ingest_cpu", str(path), str(db))
         # The digest in a child of its own: the parent's RSS would pass to later children.
         runs[on] = (parse, ing, run_child("bench.bench_wrapper:digest", str(db))["result"])
-    with native_mode(True):
-        st = run_child("bench.bench_wrapper:parse_stages", str(path))["result"]
-    mb = size / 1e6
-    print(f"  {label:<24} stages of the compiled parse, process CPU: wrapper modules "
-          f"{st['wrapper']:.2f} s, FX graphs {st['fx']:.2f} s, the rest (read, undress, "
-          f"routing, sink) {st['rest']:.2f} s; all {st['cpu_s']:.2f} s = "
-          f"{mb / st['cpu_s']:.1f} MB/s of CPU", file=sys.stderr, flush=True)
     same = runs[True][2] == runs[False][2]
     if not same:
         raise AssertionError(f"{label}: the compiled and Python ingests wrote different rows")

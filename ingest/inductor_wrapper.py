@@ -41,7 +41,6 @@ counted. Returned buffers are live at the ``return`` step.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -231,7 +230,7 @@ def profiler_name(kind: str, kernel: str) -> str:
 class WrapperParser:
     """One wrapper module, fed line by line; yields its timeline's records."""
 
-    # pytext's readers of argument lists (CompiledWrapperParser: compiled twins)
+    # pytext's readers of argument lists
     _split_args = staticmethod(split_args)
     _dims = staticmethod(dims)
     _balance = staticmethod(balance)
@@ -1178,114 +1177,3 @@ def _kernel_kind(method: str) -> str:
     if method.startswith("cpp"):
         return "cpp"
     return method
-
-
-class CompiledWrapperParser(WrapperParser):
-    """A WrapperParser that keeps its module's lines and reads them at ``finish()``, where
-    the compiled core (native/torch_wrapper.cpp) finds the runs of lines the line-by-line
-    parser would only pass over (a kernel's source, ignored top-level code): each run is
-    taken whole, every other line goes through the same ``_feed``. The same records, note
-    and errors (tests/test_native_wrapper.py); the records come at ``finish()``, as a
-    module's records only complete by its end anyway."""
-
-    def __init__(self, core: Any, *args: Any, sink: Any = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._core = core
-        self._sink = sink  # an EventSink (ingest/event_sink.py): the events go there
-        self._split_args = functools.partial(core.pytext_split_args, split_args)
-        self._dims = functools.partial(core.pytext_dims, dims)
-        self._balance = functools.partial(core.pytext_balance, balance)
-        self._texts: list[str] = []
-        self._numbers: list[int] = []
-
-    def _statement(self, s: str, number: int) -> None:
-        """WrapperParser._statement, its first tests done by the core for the common shapes
-        (native/torch_wrapper.cpp, wrapper_statement); the rest as it does."""
-        got = self._core.wrapper_statement(s)
-        if got is None:
-            super()._statement(s, number)
-        elif got:
-            kind = got[0]
-            if kind == "a":
-                self._assign(got[1], got[2], got[3], got[4], number, s)
-            elif kind == "c":
-                self._call(got[1], got[2], number, s)
-            else:  # "d"
-                for n in got[1]:
-                    self._del(n, number, reuse=False)
-
-    def _comment(self, s: str, number: int) -> None:
-        """WrapperParser._comment, its patterns matched by the core (wrapper_comment)."""
-        got = self._core.wrapper_comment(s)
-        if got is None:
-            super()._comment(s, number)
-        elif got[0] == "t":
-            self.comments["source_nodes"] = got[1]
-            self.comments["original_aten"] = got[2]
-        elif got[0] == "p":
-            self.comments["provenance"] = got[1]
-        else:  # "k"
-            self.comments["kernel_path"] = got[1]
-
-    def feed(self, line: Any) -> list[Record]:
-        self._texts.append(line.text)
-        self._numbers.append(line.number)
-        return []
-
-    def finish(self) -> Iterator[Record]:
-        texts, numbers, self._texts, self._numbers = self._texts, self._numbers, [], []
-        i, n = 0, len(texts)
-        if self.key is None and hasattr(self._core, "wrapper_module"):
-            # The module whole by the core (native/wrapper_module.cpp) after its # AOT ID
-            # line; where it declines, the lines go on through _feed from there.
-            while i < n and not texts[i].strip():
-                i += 1  # _feed passes over them before the module's first line
-            if i < n and _AOT_ID.match(texts[i].strip()):
-                self._feed(numbers[i], texts[i])
-                i += 1
-                sink = () if self._sink is None else (self._sink,)
-                got = self._core.wrapper_module(texts, numbers, i, self.key, _RECORD_CLASSES,
-                                                self._fx_graph(), *sink)
-                if got is not None:
-                    yield from self._read_whole(got, numbers[-1])
-                    return
-        source_end, top_next = self._core.wrapper_source_end, self._core.wrapper_top_next
-        feed = self._feed
-        while i < n:
-            state = self.state
-            if state == "source":  # up to the line that closes the kernel's source
-                assert self.kernel is not None
-                j = source_end(texts, i)
-                self.kernel.source += texts[i:j]
-                i = j
-            elif state not in ("body", "func") and self.key is not None:  # _top passes over
-                i = top_next(texts, i)
-            if i < n:
-                feed(numbers[i], texts[i])
-                i += 1
-        if n:
-            self.last_line = numbers[-1]
-        yield from super().finish()
-
-    def _read_whole(self, got: tuple[Any, ...], last_line: int) -> Iterator[Record]:
-        """The records and note of a module the core read whole (wrapper_module)."""
-        (records, self.step, self.device, self.n_launches, kernels_defined, never,
-         self.n_unknown, self.unknown, self.warnings, self.symbols) = got
-        self.last_line = last_line
-        yield from self.flush()  # the Timeline, made by the module's first line
-        yield from records  # none where the rows went to the sink
-        self._make_note(kernels_defined, never)
-
-
-_RECORD_CLASSES = (NodeScheduled, BufferAllocated, BufferFreed, BufferAliased)
-
-
-def wrapper_parser(path: str, names: Any, *, sink: Any = None, **kwargs: Any) -> WrapperParser:
-    """The compiled-assisted parser where the core is built (and TLVIEW_NATIVE is not 0);
-    ``sink``: the EventSink its rows go to (ingest/event_sink.py), if any."""
-    from . import native
-
-    core = native.module()
-    if core is None or not hasattr(core, "wrapper_comment"):  # not built, or built before
-        return WrapperParser(path, names, **kwargs)
-    return CompiledWrapperParser(core, path, names, sink=sink, **kwargs)

@@ -31,7 +31,6 @@ and skipped wherever they appear, and counted; they never end an ingest.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
@@ -120,85 +119,11 @@ def _undress_slow(raw: str) -> tuple[Any, ...]:
 def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
     """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
     tests/test_native_torch_log.py)."""
-    if hasattr(core, "log_take_run") and hasattr(core.TorchLogUndress, "feed_runs"):
-        return iter(Runs(core, undress_batches(core, chunks, runs=True)))
-    return itertools.chain.from_iterable(undress_batches(core, chunks))
-
-
-def undress_batches(core: Any, chunks: Iterable[list[str]], *, runs: bool = False
-                    ) -> Iterator[list[Any]]:
-    """:func:`undress_native`'s LogLines, a list per chunk; ``runs``: each run of lines
-    that continue the line before them as one list ``[number, text, ...]`` (what
-    :class:`Runs` reads), not a LogLine per line."""
     u = core.TorchLogUndress(LogLine, _undress_slow)
-    feed = u.feed_runs if runs else u.feed
     number = 1
     for parts in chunks:
-        yield feed(parts, number)
+        yield from u.feed(parts, number)
         number += len(parts)
-
-
-class Runs:
-    """LogLine batches read line by line, or a run of one record's lines at once: what
-    :func:`parse_log_lines` hands a parser that only keeps its lines (the compiled FX and
-    wrapper parsers) is taken by the compiled core (``log_take_run``), not line by line.
-
-    A batch may hold runs (``undress_batches(runs=True)``): a list ``[number, text, ...]``
-    of lines that continue the LogLine before it (same record and meta, none starting a
-    record or foreign), read as those LogLines, or taken whole by :meth:`take`."""
-
-    def __init__(self, core: Any, batches: Iterable[list[Any]]) -> None:
-        self._take = core.log_take_run
-        self._batches = iter(batches)
-        self._batch: list[Any] = []
-        self._i = 0
-        self._line: Any = None  # the last LogLine of the batch read (a run's lines are of it)
-        self._run: list[Any] | None = None  # the run being read line by line, and where
-        self._k = 0
-
-    def __iter__(self) -> Runs:
-        return self
-
-    def __next__(self) -> LogLine:
-        run = self._run
-        if run is not None:
-            k = self._k
-            if k < len(run):
-                self._k = k + 1
-                line = self._line
-                return LogLine(run[0] + k - 1, run[k], line.record, line.meta)
-            self._run = None
-        while self._i >= len(self._batch):
-            self._batch, self._i = next(self._batches), 0
-        item = self._batch[self._i]
-        self._i += 1
-        if type(item) is list:
-            self._run, self._k = item, 1
-            return self.__next__()
-        self._line = item
-        return item
-
-    def take(self, meta: Any, texts: list[str], numbers: list[int]) -> int | None:
-        """Append the texts and numbers of the lines that follow, up to the first line of
-        another ``meta`` (record), a foreign line or a record start, in this batch; the
-        number of the last line taken, or None where none was."""
-        run = self._run
-        if run is None and self._i < len(self._batch) and type(self._batch[self._i]) is list:
-            run, self._k = self._batch[self._i], 1  # the run after the LogLine just read
-            self._i += 1
-        if run is not None:
-            k = self._k
-            self._run = None
-            if k < len(run):
-                texts += run[k:]
-                numbers += range(run[0] + k - 1, run[0] + len(run) - 1)
-                return run[0] + len(run) - 2
-            return None
-        j = self._take(self._batch, self._i, meta, texts, numbers)
-        if j == self._i:
-            return None
-        self._i = j
-        return self._batch[j - 1].number
 
 
 def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
@@ -296,7 +221,7 @@ def parse_torch_log(lines: Iterable[tuple[int, str]], path: str, *,
 
 
 def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
-                    graph: dict[str, Any] | None = None, sink: Any = None) -> Iterator[Record]:
+                    graph: dict[str, Any] | None = None) -> Iterator[Record]:
     """The records of a torch log's undressed lines (:func:`undress`), in log order.
 
     ``graph``: the FX graph summary of the module(s) where the caller knows it (the
@@ -305,14 +230,9 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
 
     Each timeline gets exactly one TimelineNote (its summary), yielded once nothing
     more can be learned about it (an ``Output code written to:`` line follows its module).
-    ``sink``: the compiled EventSink the FX graphs' and wrapper modules' rows go to
-    (ingest/event_sink.py).
     """
-    from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser
-    from .inductor_wrapper import CompiledWrapperParser, wrapper_parser
-
-    runs = loglines if isinstance(loglines, Runs) else None
-    keeping = (CompiledFxGraphParser, CompiledWrapperParser)  # feed() only keeps the line
+    from .fx_graph import FxGraphParser
+    from .inductor_wrapper import WrapperParser
 
     names = _Names()
     fx_by_aot: dict[str, Any] = {}  # aot id -> summary of its FX graph (for extern dtypes)
@@ -356,21 +276,13 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             title = graph_title(text)
             header, pending_title = pending_title, None
             if title is not None and line.record == header.record:
-                parser = fx_graph_parser(path, names.take("fx", title), title, header, sink)
+                parser = FxGraphParser(path, names.take("fx", title), title, header)
                 yield from open_section(parser, line)
                 yield from parser.start()
                 continue
         if current is not None and _continues(current, line) and not (
                 line.starts_record and _starts_section(text)):
-            out = current.parser.feed(line)
-            if out:
-                yield from out
-            elif runs is not None and type(current.parser) in keeping:
-                # The rest of this record's lines, as feed() would keep them one by one.
-                p = current.parser
-                got = runs.take(line.meta, p._texts, p._numbers)
-                if got is not None:
-                    last = p.last_line = got
+            yield from current.parser.feed(line)
             continue
         # Not part of the open section: a new section, or text between sections.
         stripped = text.strip()
@@ -378,12 +290,12 @@ def parse_log_lines(loglines: Iterable[LogLine], path: str, *,
             pending_title = line
             continue
         if stripped == "Output code:":
-            yield from open_section(wrapper_parser(
-                path, names, header=line, fx_graphs=fx_by_aot, graph=graph, sink=sink), line)
+            yield from open_section(WrapperParser(
+                path, names, header=line, fx_graphs=fx_by_aot, graph=graph), line)
             continue
         if stripped.startswith("# AOT ID:"):
-            wrapper = wrapper_parser(path, names, header=line, fx_graphs=fx_by_aot,
-                                     graph=graph, sink=sink)
+            wrapper = WrapperParser(path, names, header=line, fx_graphs=fx_by_aot,
+                                    graph=graph)
             yield from open_section(wrapper, line)
             yield from wrapper.feed(line)
             continue
@@ -487,18 +399,13 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     if core is None or not hasattr(core, "TorchLogUndress"):  # not built, or built before
         return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
 
-    def loglines() -> Iterable[LogLine]:
-        if hasattr(core, "log_take_run"):
-            runs = hasattr(core.TorchLogUndress, "feed_runs")
-            return Runs(core, undress_batches(core, read_chunks(path, progress), runs=runs))
-        return undress_native(core, read_chunks(path, progress))  # a core built before
-
+    loglines = undress_native(core, read_chunks(path, progress))
     if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
         from .event_sink import columnar
 
         return columnar(core, lambda sink: parse_log_lines(
-            loglines(), path, graph=sibling_graph(path), sink=sink))
-    return parse_log_lines(loglines(), path, graph=sibling_graph(path))
+            loglines, path, graph=sibling_graph(path)))
+    return parse_log_lines(loglines, path, graph=sibling_graph(path))
 
 
 def _spec() -> Any:

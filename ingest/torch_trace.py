@@ -51,8 +51,8 @@ from typing import Any
 
 from .errors import IngestError
 from .estimates import ESTIMATE_UNIT_NS, align, entry_kind
-from .fx_graph import CompiledFxGraphParser, FxGraphParser, fx_graph_parser, graph_summary
-from .inductor_wrapper import _AOT_ID, CompiledWrapperParser, WrapperParser, wrapper_parser
+from .fx_graph import FxGraphParser, graph_summary
+from .inductor_wrapper import _AOT_ID, WrapperParser
 from .records import (
     CompileEvent,
     NodeScheduled,
@@ -185,9 +185,8 @@ class _Wrapper:
 class TraceParser:
     """One TORCH_TRACE log, line by line."""
 
-    def __init__(self, path: str, sink: Any = None) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.sink = sink  # the compiled EventSink FX graphs write their rows to (or None)
         self.names = _RankNames()
         m = _RANK_IN_NAME.search(Path(path).name)
         self.file_rank = int(m.group(1)) if m else None
@@ -451,19 +450,13 @@ class TraceParser:
         cid = compile_id(env) or "?"
         title = f"{graph.capitalize()} graph [{cid}]"
         header = self._header(env, number, prefix, {"graph": graph, "record": kind})
-        parser = fx_graph_parser(self.path, self.names.take("fx", title), title, header,
-                                 self.sink)
+        parser = FxGraphParser(self.path, self.names.take("fx", title), title, header)
         yield from parser.start()
 
         def sink(n: int, text: str) -> list[Record]:
             return parser.feed(LogLine(n, text, 0, None))
 
         def run(texts: list[str], numbers: Any) -> list[Record]:
-            if type(parser) is CompiledFxGraphParser:  # its feed() only keeps the line
-                parser._texts += texts
-                parser._numbers += numbers
-                parser.last_line = numbers[-1]
-                return []
             return [r for n, t in zip(numbers, texts) for r in sink(n, t)]
 
         def done(p: _Payload) -> Iterator[Record]:
@@ -498,8 +491,8 @@ class TraceParser:
             if w is None:  # the first line names the graph: # AOT ID: ['0_forward']
                 m = _AOT_ID.match(text.strip())
                 aot = m["id"].strip() if m else ""
-                parser = wrapper_parser(self.path, self.names, header=header,
-                                        graph=self._graph_for(compile_, aot))
+                parser = WrapperParser(self.path, self.names, header=header,
+                                       graph=self._graph_for(compile_, aot))
                 w = state["w"] = _Wrapper("", ckey, parser)
                 self._name_fx_graphs(compile_, aot)
             return launches(w, w.parser.feed(LogLine(n, text, 0, None)))
@@ -519,11 +512,6 @@ class TraceParser:
             if "w" not in state:  # the first line makes the parser
                 out += sink(numbers[0], texts[0])
                 k = 1
-            parser = state["w"].parser
-            if type(parser) is CompiledWrapperParser:  # its feed() only keeps the line
-                parser._texts += texts[k:]
-                parser._numbers += numbers[k:]
-                return out
             return out + [r for n, t in zip(numbers[k:], texts[k:]) for r in sink(n, t)]
 
         def done(p: _Payload) -> Iterator[Record]:
@@ -830,7 +818,7 @@ def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
     if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
         from .event_sink import columnar
 
-        return columnar(core, lambda sink: TraceParser(path, sink).parse_groups(
+        return columnar(core, lambda sink: TraceParser(path).parse_groups(
             trace_groups(core, read_chunks(path, progress))))
     return TraceParser(path).parse_groups(trace_groups(core, read_chunks(path, progress)))
 

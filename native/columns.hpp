@@ -25,7 +25,10 @@ struct Validity {
         bits.push_back(valid ? 1 : 0);
         if (!valid) ++nulls;
     }
-    void clear() { bits.clear(); nulls = 0; }
+    void clear() {
+        bits.clear();
+        nulls = 0;
+    }
     size_t size() const { return bits.size(); }
     PyObject* packed() const;  // None when there is no NULL
 };
@@ -65,10 +68,24 @@ struct I64Col final : Column {
     std::vector<int64_t> v;
     Validity valid;
     size_t size() const override { return v.size(); }
-    void push_null() override { v.push_back(0); valid.push(false); }
-    void clear() override { v.clear(); valid.clear(); used = false; }
-    void set(int64_t x) { pad(); v.push_back(x); valid.push(true); }
-    void set_null() { pad(); push_null(); }
+    void push_null() override {
+        v.push_back(0);
+        valid.push(false);
+    }
+    void clear() override {
+        v.clear();
+        valid.clear();
+        used = false;
+    }
+    void set(int64_t x) {
+        pad();
+        v.push_back(x);
+        valid.push(true);
+    }
+    void set_null() {
+        pad();
+        push_null();
+    }
     PyObject* export_py() const override {
         return Py_BuildValue("(snnNN)", "i64", (Py_ssize_t)v.size(), (Py_ssize_t)valid.nulls,
                              valid.packed(), bytes_of(v.data(), v.size() * 8));
@@ -79,9 +96,20 @@ struct I32Col final : Column {
     std::vector<int32_t> v;
     Validity valid;
     size_t size() const override { return v.size(); }
-    void push_null() override { v.push_back(0); valid.push(false); }
-    void clear() override { v.clear(); valid.clear(); used = false; }
-    void set(int32_t x) { pad(); v.push_back(x); valid.push(true); }
+    void push_null() override {
+        v.push_back(0);
+        valid.push(false);
+    }
+    void clear() override {
+        v.clear();
+        valid.clear();
+        used = false;
+    }
+    void set(int32_t x) {
+        pad();
+        v.push_back(x);
+        valid.push(true);
+    }
     PyObject* export_py() const override {
         return Py_BuildValue("(snnNN)", "i32", (Py_ssize_t)v.size(), (Py_ssize_t)valid.nulls,
                              valid.packed(), bytes_of(v.data(), v.size() * 4));
@@ -92,9 +120,20 @@ struct BoolCol final : Column {
     std::vector<uint8_t> v;
     Validity valid;
     size_t size() const override { return v.size(); }
-    void push_null() override { v.push_back(0); valid.push(false); }
-    void clear() override { v.clear(); valid.clear(); used = false; }
-    void set(bool x) { pad(); v.push_back(x ? 1 : 0); valid.push(true); }
+    void push_null() override {
+        v.push_back(0);
+        valid.push(false);
+    }
+    void clear() override {
+        v.clear();
+        valid.clear();
+        used = false;
+    }
+    void set(bool x) {
+        pad();
+        v.push_back(x ? 1 : 0);
+        valid.push(true);
+    }
     PyObject* export_py() const override {
         std::vector<uint8_t> bits((v.size() + 7) / 8, 0);
         for (size_t i = 0; i < v.size(); ++i)
@@ -110,18 +149,35 @@ struct StrCol final : Column {
     std::string data;
     Validity valid;
     size_t size() const override { return off.size() - 1; }
-    void push_null() override { off.push_back((int32_t)data.size()); valid.push(false); }
-    void clear() override { off.assign(1, 0); data.clear(); valid.clear(); used = false; }
+    void push_null() override {
+        off.push_back((int32_t)data.size());
+        valid.push(false);
+    }
+    void clear() override {
+        off.assign(1, 0);
+        data.clear();
+        valid.clear();
+        used = false;
+    }
     void set(std::string_view s) {
         pad();
         data.append(s.data(), s.size());
         off.push_back((int32_t)data.size());
         valid.push(true);
     }
-    void set_null() { pad(); push_null(); }
+    void set_null() {
+        pad();
+        push_null();
+    }
     // Build a value in place: begin(), append to `data`, commit().
-    std::string& begin() { pad(); return data; }
-    void commit() { off.push_back((int32_t)data.size()); valid.push(true); }
+    std::string& begin() {
+        pad();
+        return data;
+    }
+    void commit() {
+        off.push_back((int32_t)data.size());
+        valid.push(true);
+    }
     PyObject* export_py() const override {
         return Py_BuildValue("(snnNNN)", "str", (Py_ssize_t)size(), (Py_ssize_t)valid.nulls,
                              valid.packed(), bytes_of(off.data(), off.size() * 4),
@@ -137,13 +193,26 @@ struct StrListCol final : Column {
     Validity valid;
     StrListCol() { child.rows = &child_rows; }
     size_t size() const override { return off.size() - 1; }
-    void push_null() override { off.push_back((int32_t)child.size()); valid.push(false); }
+    void push_null() override {
+        off.push_back((int32_t)child.size());
+        valid.push(false);
+    }
     void clear() override {
-        off.assign(1, 0); child.clear(); child_rows = 0; valid.clear(); used = false;
+        off.assign(1, 0);
+        child.clear();
+        child_rows = 0;
+        valid.clear();
+        used = false;
     }
     void begin_list() { pad(); }
-    void item(std::string_view s) { child.set(s); child_rows = child.size(); }
-    void end_list() { off.push_back((int32_t)child.size()); valid.push(true); }
+    void item(std::string_view s) {
+        child.set(s);
+        child_rows = child.size();
+    }
+    void end_list() {
+        off.push_back((int32_t)child.size());
+        valid.push(true);
+    }
     PyObject* export_py() const override {
         return Py_BuildValue("(snnNNN)", "list", (Py_ssize_t)size(), (Py_ssize_t)valid.nulls,
                              valid.packed(), bytes_of(off.data(), off.size() * 4),
@@ -174,20 +243,47 @@ struct EventBatch {
     I32Col stack_id;
     I64Col block_bytes;
 
-    struct Named { const char* name; Column* col; };
+    struct Named {
+        const char* name;
+        Column* col;
+    };
     std::vector<Named> all() {
-        return {{"_tl", &tl}, {"kind", &kind}, {"step", &step}, {"node", &node},
-                {"buffer", &buffer}, {"target", &target}, {"relation", &relation},
-                {"reason", &reason}, {"node_class", &node_class}, {"ir_type", &ir_type},
-                {"kernel", &kernel}, {"device", &device}, {"reads", &reads},
-                {"writes", &writes}, {"bytes", &bytes}, {"layout", &layout},
-                {"dtype", &dtype}, {"shape", &shape}, {"stride", &stride},
-                {"size_expr", &size_expr}, {"is_input", &is_input},
-                {"allocation", &allocation}, {"offset", &offset}, {"op", &op},
-                {"buffers", &buffers}, {"collective", &collective}, {"name", &name},
-                {"category", &category}, {"ts_ns", &ts_ns}, {"dur_ns", &dur_ns},
-                {"stream", &stream}, {"correlation", &correlation}, {"line", &line},
-                {"attrs", &attrs}, {"address", &address}, {"stack_id", &stack_id},
+        return {{"_tl", &tl},
+                {"kind", &kind},
+                {"step", &step},
+                {"node", &node},
+                {"buffer", &buffer},
+                {"target", &target},
+                {"relation", &relation},
+                {"reason", &reason},
+                {"node_class", &node_class},
+                {"ir_type", &ir_type},
+                {"kernel", &kernel},
+                {"device", &device},
+                {"reads", &reads},
+                {"writes", &writes},
+                {"bytes", &bytes},
+                {"layout", &layout},
+                {"dtype", &dtype},
+                {"shape", &shape},
+                {"stride", &stride},
+                {"size_expr", &size_expr},
+                {"is_input", &is_input},
+                {"allocation", &allocation},
+                {"offset", &offset},
+                {"op", &op},
+                {"buffers", &buffers},
+                {"collective", &collective},
+                {"name", &name},
+                {"category", &category},
+                {"ts_ns", &ts_ns},
+                {"dur_ns", &dur_ns},
+                {"stream", &stream},
+                {"correlation", &correlation},
+                {"line", &line},
+                {"attrs", &attrs},
+                {"address", &address},
+                {"stack_id", &stack_id},
                 {"block_bytes", &block_bytes}};
     }
     EventBatch() {

@@ -37,20 +37,39 @@ inline size_t utf8_valid_prefix(std::string_view s, bool* cut) {
         }
         if (i >= n) break;
         uint8_t c = p[i];
-        if (c < 0x80) { ++i; continue; }
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
         size_t need;
         uint8_t lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) need = 1;
-        else if (c == 0xE0) { need = 2; lo = 0xA0; }
-        else if (c >= 0xE1 && c <= 0xEC) need = 2;
-        else if (c == 0xED) { need = 2; hi = 0x9F; }
-        else if (c >= 0xEE && c <= 0xEF) need = 2;
-        else if (c == 0xF0) { need = 3; lo = 0x90; }
-        else if (c >= 0xF1 && c <= 0xF3) need = 3;
-        else if (c == 0xF4) { need = 3; hi = 0x8F; }
-        else return i;
+        if (c >= 0xC2 && c <= 0xDF)
+            need = 1;
+        else if (c == 0xE0) {
+            need = 2;
+            lo = 0xA0;
+        } else if (c >= 0xE1 && c <= 0xEC)
+            need = 2;
+        else if (c == 0xED) {
+            need = 2;
+            hi = 0x9F;
+        } else if (c >= 0xEE && c <= 0xEF)
+            need = 2;
+        else if (c == 0xF0) {
+            need = 3;
+            lo = 0x90;
+        } else if (c >= 0xF1 && c <= 0xF3)
+            need = 3;
+        else if (c == 0xF4) {
+            need = 3;
+            hi = 0x8F;
+        } else
+            return i;
         for (size_t k = 1; k <= need; ++k) {
-            if (i + k >= n) { *cut = true; return i; }
+            if (i + k >= n) {
+                *cut = true;
+                return i;
+            }
             uint8_t d = p[i + k];
             uint8_t l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
             if (d < l || d > h) return i;
@@ -103,8 +122,8 @@ struct Window {
         size_t ok = utf8_valid_prefix(s, &cut);
         if (ok < s.size() && !cut) {
             int64_t line = line_at(buf.size()) + count_lines(s.substr(0, ok));
-            throw ParseError{line, "not UTF-8 text (byte " + hex_byte((uint8_t)s[ok]) +
-                                       "): expected JSON"};
+            throw ParseError{
+                line, "not UTF-8 text (byte " + hex_byte((uint8_t)s[ok]) + "): expected JSON"};
         }
         buf.append(s.data(), ok);
         pending.assign(s.data() + ok, s.size() - ok);
@@ -137,8 +156,8 @@ inline void raise_parse_error(PyObject* path, const ParseError& e) {
     if (!cls) return;
     PyObject* line = e.line > 0 ? PyLong_FromLongLong(e.line) : (Py_INCREF(Py_None), Py_None);
     PyObject* msg = PyUnicode_DecodeUTF8(e.msg.data(), (Py_ssize_t)e.msg.size(), "replace");
-    PyObject* exc = (line && msg) ? PyObject_CallFunctionObjArgs(cls, path, line, msg, nullptr)
-                                  : nullptr;
+    PyObject* exc =
+        (line && msg) ? PyObject_CallFunctionObjArgs(cls, path, line, msg, nullptr) : nullptr;
     Py_XDECREF(line);
     Py_XDECREF(msg);
     Py_DECREF(cls);
@@ -164,19 +183,13 @@ bool run_released(PyObject* path, bool& failed, F&& body) {
     ParseError err{0, {}};
     bool bad = false;
     std::string other;
-    Py_BEGIN_ALLOW_THREADS
-    try {
-        body();
-    } catch (const ParseError& e) {
+    Py_BEGIN_ALLOW_THREADS try { body(); } catch (const ParseError& e) {
         err = e;
         bad = true;
     } catch (const std::bad_alloc&) {
         other = "out of memory";
-    } catch (const std::exception& e) {
-        other = e.what();
-    }
-    Py_END_ALLOW_THREADS
-    if (bad) {
+    } catch (const std::exception& e) { other = e.what(); }
+    Py_END_ALLOW_THREADS if (bad) {
         failed = true;
         raise_parse_error(path, err);
         return false;

@@ -35,9 +35,14 @@ struct NameMap {
     // The kind and number of a `buf<N>` / `op<N>` name; false for any other name.
     static bool dense_key(std::string_view k, int* kind, uint64_t* number) {
         size_t i;
-        if (k.size() > 3 && k[0] == 'b' && k[1] == 'u' && k[2] == 'f') { *kind = 0; i = 3; }
-        else if (k.size() > 2 && k[0] == 'o' && k[1] == 'p') { *kind = 1; i = 2; }
-        else return false;
+        if (k.size() > 3 && k[0] == 'b' && k[1] == 'u' && k[2] == 'f') {
+            *kind = 0;
+            i = 3;
+        } else if (k.size() > 2 && k[0] == 'o' && k[1] == 'p') {
+            *kind = 1;
+            i = 2;
+        } else
+            return false;
         if (k[i] == '0' && k.size() > i + 1) return false;  // "buf01" is another name
         if (k.size() - i > 10) return false;
         uint64_t x = 0;

@@ -32,8 +32,14 @@ inline bool ident_start(uint8_t c) {
 // Decode the code point at s[i] (valid UTF-8); n = its length in bytes.
 inline uint32_t cp_at(sv s, size_t i, size_t* n) {
     auto c = (uint8_t)s[i];
-    if (c < 0x80) { *n = 1; return c; }
-    if (c < 0xE0) { *n = 2; return ((c & 0x1Fu) << 6) | ((uint8_t)s[i + 1] & 0x3Fu); }
+    if (c < 0x80) {
+        *n = 1;
+        return c;
+    }
+    if (c < 0xE0) {
+        *n = 2;
+        return ((c & 0x1Fu) << 6) | ((uint8_t)s[i + 1] & 0x3Fu);
+    }
     if (c < 0xF0) {
         *n = 3;
         return ((c & 0x0Fu) << 12) | (((uint8_t)s[i + 1] & 0x3Fu) << 6) |
@@ -58,17 +64,26 @@ inline bool uni_decimal(uint32_t c) { return Py_UNICODE_ISDECIMAL((Py_UCS4)c); }
 // \d)? n = its length.
 inline bool space_at(sv s, size_t i, size_t* n) {
     auto c = (uint8_t)s[i];
-    if (c < 0x80) { *n = 1; return ascii_space(c); }
+    if (c < 0x80) {
+        *n = 1;
+        return ascii_space(c);
+    }
     return uni_space(cp_at(s, i, n));
 }
 inline bool word_at(sv s, size_t i, size_t* n) {
     auto c = (uint8_t)s[i];
-    if (c < 0x80) { *n = 1; return ascii_word(c); }
+    if (c < 0x80) {
+        *n = 1;
+        return ascii_word(c);
+    }
     return uni_word(cp_at(s, i, n));
 }
 inline bool decimal_at(sv s, size_t i, size_t* n) {
     auto c = (uint8_t)s[i];
-    if (c < 0x80) { *n = 1; return c >= '0' && c <= '9'; }
+    if (c < 0x80) {
+        *n = 1;
+        return c >= '0' && c <= '9';
+    }
     return uni_decimal(cp_at(s, i, n));
 }
 
@@ -135,7 +150,9 @@ inline sv rstrip(sv s) {
 inline sv strip(sv s) { return rstrip(lstrip(s)); }
 inline bool blank(sv s) { return space_end(s, 0) == s.size(); }
 
-inline bool starts(sv s, sv p) { return s.size() >= p.size() && s.compare(0, p.size(), p) == 0; }
+inline bool starts(sv s, sv p) {
+    return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+}
 inline bool ends(sv s, sv p) {
     return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
 }
@@ -165,16 +182,27 @@ inline void put_repr(std::string& out, sv s) {
     while (i < s.size()) {
         size_t n;
         uint32_t c = cp_at(s, i, &n);
-        if (c == (uint32_t)q || c == '\\') { out.push_back('\\'); out.push_back((char)c); }
-        else if (c == '\t') out.append("\\t");
-        else if (c == '\n') out.append("\\n");
-        else if (c == '\r') out.append("\\r");
+        if (c == (uint32_t)q || c == '\\') {
+            out.push_back('\\');
+            out.push_back((char)c);
+        } else if (c == '\t')
+            out.append("\\t");
+        else if (c == '\n')
+            out.append("\\n");
+        else if (c == '\r')
+            out.append("\\r");
         else if (c < 0x20 || c == 0x7f) {
-            out.append("\\x"); out.push_back(hx[c >> 4]); out.push_back(hx[c & 15]);
-        } else if (c < 0x7f) out.push_back((char)c);
-        else if (Py_UNICODE_ISPRINTABLE((Py_UCS4)c)) out.append(s.data() + i, n);
+            out.append("\\x");
+            out.push_back(hx[c >> 4]);
+            out.push_back(hx[c & 15]);
+        } else if (c < 0x7f)
+            out.push_back((char)c);
+        else if (Py_UNICODE_ISPRINTABLE((Py_UCS4)c))
+            out.append(s.data() + i, n);
         else if (c < 0x100) {
-            out.append("\\x"); out.push_back(hx[c >> 4]); out.push_back(hx[c & 15]);
+            out.append("\\x");
+            out.push_back(hx[c >> 4]);
+            out.push_back(hx[c & 15]);
         } else if (c < 0x10000) {
             out.append("\\u");
             for (int k = 12; k >= 0; k -= 4) out.push_back(hx[(c >> k) & 15]);
@@ -214,8 +242,10 @@ inline void split_dims(sv text, std::vector<std::string>& out) {
     size_t start = 0;
     for (size_t i = 0; i < text.size(); ++i) {
         char ch = text[i];
-        if (ch == '(' || ch == '[' || ch == '{') ++depth;
-        else if (ch == ')' || ch == ']' || ch == '}') --depth;
+        if (ch == '(' || ch == '[' || ch == '{')
+            ++depth;
+        else if (ch == ')' || ch == ']' || ch == '}')
+            --depth;
         if (ch == ',' && depth == 0) {
             sv piece = strip(text.substr(start, i - start));
             if (!piece.empty()) out.emplace_back(piece);

@@ -45,7 +45,8 @@ inline const char* py_type_name(const JNode* n) {
     if (!n) return "missing";
     switch (n->t) {
         case JT::Null: return "NoneType";
-        case JT::True: case JT::False: return "bool";
+        case JT::True:
+        case JT::False: return "bool";
         case JT::Int: return "int";
         case JT::Float: return "float";
         case JT::Str: return "str";
@@ -56,7 +57,7 @@ inline const char* py_type_name(const JNode* n) {
 }
 
 class JsonDoc {
-public:
+   public:
     std::string_view data;
     bool eof = false;
     int max_depth = 900;
@@ -101,12 +102,17 @@ public:
     // Python truthiness of a value (None, False, 0, 0.0, "", [], {} are false).
     bool truthy(const JNode& n) const {
         switch (n.t) {
-            case JT::Null: case JT::False: return false;
+            case JT::Null:
+            case JT::False: return false;
             case JT::True: return true;
-            case JT::Int: { auto t = text(n); return !(t == "0" || t == "-0"); }
+            case JT::Int: {
+                auto t = text(n);
+                return !(t == "0" || t == "-0");
+            }
             case JT::Float: return n.d != 0.0 || std::isnan(n.d);
             case JT::Str: return n.len != 0;
-            case JT::Arr: case JT::Obj: return n.count != 0;
+            case JT::Arr:
+            case JT::Obj: return n.count != 0;
         }
         return true;
     }
@@ -123,7 +129,7 @@ public:
 
     static void decode(std::string_view s, std::string& out, bool* lone);
 
-private:
+   private:
     static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
     [[noreturn]] void fail(size_t pos, const char* msg) const { throw JsonError{pos, msg}; }
@@ -170,7 +176,8 @@ private:
             default: break;
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
-            if (c == '-' && at(p + 1) == 'I') return literal(p, "-Infinity", JT::Float, -HUGE_VAL);
+            if (c == '-' && at(p + 1) == 'I')
+                return literal(p, "-Infinity", JT::Float, -HUGE_VAL);
             return number(p);
         }
         fail(p, "Expecting value");
@@ -378,8 +385,8 @@ private:
         }
     }
 
-    void dump_object(size_t i, std::string& out, bool ensure_ascii, const std::string_view* drop,
-                     size_t ndrop, bool& ok) const;
+    void dump_object(size_t i, std::string& out, bool ensure_ascii,
+                     const std::string_view* drop, size_t ndrop, bool& ok) const;
 };
 
 inline void JsonDoc::decode(std::string_view s, std::string& out, bool* lone) {
@@ -437,7 +444,11 @@ inline void JsonDoc::dump_object(size_t i, std::string& out, bool ensure_ascii,
                                  const std::string_view* drop, size_t ndrop, bool& ok) const {
     const JNode& n = nodes[i];
     // members: (key node, value node); a repeated key keeps its first place, last value
-    struct M { size_t key, val; std::string_view k; bool skip; };
+    struct M {
+        size_t key, val;
+        std::string_view k;
+        bool skip;
+    };
     // small objects (every event) on the stack, no allocation
     constexpr size_t kSmall = 24;
     M small[kSmall];
@@ -448,7 +459,8 @@ inline void JsonDoc::dump_object(size_t i, std::string& out, bool ensure_ascii,
         ms_begin = big.data();
     }
     struct Span {
-        M* b; size_t n;
+        M* b;
+        size_t n;
         M* begin() const { return b; }
         M* end() const { return b + n; }
         size_t size() const { return n; }

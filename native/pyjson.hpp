@@ -18,15 +18,19 @@ namespace tlv {
 static const char kHex[] = "0123456789abcdef";
 
 inline void put_u4(std::string& out, uint32_t cu) {
-    char b[6] = {'\\', 'u', kHex[(cu >> 12) & 15], kHex[(cu >> 8) & 15], kHex[(cu >> 4) & 15],
-                 kHex[cu & 15]};
+    char b[6] = {
+        '\\',         'u', kHex[(cu >> 12) & 15], kHex[(cu >> 8) & 15], kHex[(cu >> 4) & 15],
+        kHex[cu & 15]};
     out.append(b, 6);
 }
 
 // Decode one UTF-8 sequence at s[i] (input already validated); returns the code point.
 inline uint32_t utf8_at(std::string_view s, size_t& i) {
     auto c = (uint8_t)s[i];
-    if (c < 0x80) { ++i; return c; }
+    if (c < 0x80) {
+        ++i;
+        return c;
+    }
     if (c < 0xE0) {
         uint32_t cp = ((c & 0x1Fu) << 6) | ((uint8_t)s[i + 1] & 0x3Fu);
         i += 2;
@@ -80,13 +84,34 @@ inline void put_json_string(std::string& out, std::string_view s, bool ensure_as
         if (i >= n) break;
         auto c = (uint8_t)s[i];
         switch (c) {
-            case '"': out.append("\\\""); ++i; continue;
-            case '\\': out.append("\\\\"); ++i; continue;
-            case '\n': out.append("\\n"); ++i; continue;
-            case '\r': out.append("\\r"); ++i; continue;
-            case '\t': out.append("\\t"); ++i; continue;
-            case '\b': out.append("\\b"); ++i; continue;
-            case '\f': out.append("\\f"); ++i; continue;
+            case '"':
+                out.append("\\\"");
+                ++i;
+                continue;
+            case '\\':
+                out.append("\\\\");
+                ++i;
+                continue;
+            case '\n':
+                out.append("\\n");
+                ++i;
+                continue;
+            case '\r':
+                out.append("\\r");
+                ++i;
+                continue;
+            case '\t':
+                out.append("\\t");
+                ++i;
+                continue;
+            case '\b':
+                out.append("\\b");
+                ++i;
+                continue;
+            case '\f':
+                out.append("\\f");
+                ++i;
+                continue;
             default: break;
         }
         if (c < 0x20) {
@@ -110,13 +135,22 @@ inline void put_json_string(std::string& out, std::string_view s, bool ensure_as
 // notation for decimal exponents -4 <= e < 16, else d.ddde+XX; ".0" on integral values;
 // json writes inf and nan as Infinity, -Infinity and NaN.
 inline void put_py_float(std::string& out, double v) {
-    if (std::isnan(v)) { out.append("NaN"); return; }
-    if (std::isinf(v)) { out.append(v < 0 ? "-Infinity" : "Infinity"); return; }
+    if (std::isnan(v)) {
+        out.append("NaN");
+        return;
+    }
+    if (std::isinf(v)) {
+        out.append(v < 0 ? "-Infinity" : "Infinity");
+        return;
+    }
     char buf[64];
     auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
     std::string_view sci(buf, (size_t)(r.ptr - buf));  // [-]d[.ddd]e[+-]XX
     bool neg = false;
-    if (!sci.empty() && sci[0] == '-') { neg = true; sci.remove_prefix(1); }
+    if (!sci.empty() && sci[0] == '-') {
+        neg = true;
+        sci.remove_prefix(1);
+    }
     size_t epos = sci.find('e');
     std::string_view mant = sci.substr(0, epos);
     int exp10 = 0;
@@ -160,7 +194,10 @@ inline void put_py_float(std::string& out, double v) {
 
 // A JSON integer's text as Python prints the int it parses to ("-0" is 0).
 inline void put_py_int_text(std::string& out, std::string_view text) {
-    if (text == "-0") { out.push_back('0'); return; }
+    if (text == "-0") {
+        out.push_back('0');
+        return;
+    }
     out.append(text);
 }
 

@@ -106,7 +106,7 @@ struct StrMap {
         mask = 0;
     }
 
-  private:
+   private:
     void grow() {
         size_t cap = slots.empty() ? 64 : slots.size();
         while ((n + 1) * 10 > cap * 5) cap *= 2;  // after growing, at most half full

@@ -139,7 +139,7 @@ bool match_short(std::string_view s, Short* m) {
     return false;
 }
 
-// torch_log._PY_WARNING.match on an ASCII line: \S.*:\d+: \w*(?:Warning|Error): 
+// torch_log._PY_WARNING.match on an ASCII line: \S.*:\d+: \w*(?:Warning|Error):
 bool match_warning(std::string_view s) {
     size_t n = s.size();
     if (n == 0 || is_space(s[0])) return false;
@@ -276,20 +276,12 @@ struct PyUndress {
     // change the match: a line that starts with the same bytes is of the same record.
     // Empty where the record's key came otherwise.
     std::string* prefix;
-    // feed_runs: make_line hands back the text alone and notes the line's flags here.
-    bool defer;
-    bool last_starts, last_foreign;
 };
 
 // LogLine(number, text, record, meta, starts_record, foreign) without a Python call:
 // allocated as the tuple subclass it is (a NamedTuple has no __dict__) and filled in.
 PyObject* make_line(PyUndress* self, PyObject* number, PyObject* text, bool starts,
                     bool foreign) {
-    if (self->defer) {  // feed_runs decides whether the line needs a LogLine
-        self->last_starts = starts;
-        self->last_foreign = foreign;
-        return text;
-    }
     PyTypeObject* cls = (PyTypeObject*)self->cls;
     PyObject* t = cls->tp_alloc(cls, 6);
     if (!t) {
@@ -475,8 +467,8 @@ PyObject* undress_line(PyUndress* self, PyObject* number, PyObject* raw) {
         self->after_warning = true;
         return make_line(self, number, raw, false, true);
     }
-    bool two_spaces = PyUnicode_GET_LENGTH(raw) >= 2 && first == ' ' &&
-                      PyUnicode_READ_CHAR(raw, 1) == ' ';
+    bool two_spaces =
+        PyUnicode_GET_LENGTH(raw) >= 2 && first == ' ' && PyUnicode_READ_CHAR(raw, 1) == ' ';
     if (self->after_warning && two_spaces && !is_blank) {
         self->after_warning = false;
         return make_line(self, number, raw, false, true);
@@ -501,74 +493,18 @@ PyObject* feed(PyUndress* self, PyObject* args) {
             return nullptr;
         }
         PyObject* number = PyLong_FromLongLong(first + i);
-        if (!number) { Py_DECREF(out); return nullptr; }
+        if (!number) {
+            Py_DECREF(out);
+            return nullptr;
+        }
         PyObject* line = undress_line(self, number, raw);
         Py_DECREF(number);
-        if (!line) { Py_DECREF(out); return nullptr; }
+        if (!line) {
+            Py_DECREF(out);
+            return nullptr;
+        }
         PyList_SET_ITEM(out, i, line);
     }
-    return out;
-}
-
-// feed_runs(lines: list[str], first: int) -> list of LogLine | list: feed's LogLines, where
-// each run of lines that continue the line before them (the same record's meta, neither
-// starting a record nor foreign) is one list [number of its first line, text, text, ...]
-// instead of a LogLine per line (torch_log.Runs reads them; the first item of a batch is
-// always a LogLine, so a run's line takes its record and meta from the LogLine before it).
-PyObject* feed_runs(PyUndress* self, PyObject* args) {
-    PyObject* lines;
-    long long first;
-    if (!PyArg_ParseTuple(args, "O!L", &PyList_Type, &lines, &first)) return nullptr;
-    Py_ssize_t n = PyList_GET_SIZE(lines);
-    PyObject* out = PyList_New(0);
-    if (!out) return nullptr;
-    PyObject* run = nullptr;    // the open run (also in out)
-    PyObject* prev_meta = nullptr;  // the meta of the line before, if it is in this batch
-    self->defer = true;
-    auto fail = [&]() -> PyObject* {
-        self->defer = false;
-        Py_DECREF(out);
-        return nullptr;
-    };
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* raw = PyList_GET_ITEM(lines, i);
-        if (!PyUnicode_Check(raw)) {
-            PyErr_SetString(PyExc_TypeError, "feed_runs: expected a list of str");
-            return fail();
-        }
-        PyObject* number = PyLong_FromLongLong(first + i);
-        if (!number) return fail();
-        PyObject* text = undress_line(self, number, raw);
-        if (!text) { Py_DECREF(number); return fail(); }
-        PyObject* meta = self->meta ? self->meta : Py_None;
-        if (prev_meta == meta && !self->last_starts && !self->last_foreign) {
-            if (!run) {
-                run = PyList_New(1);
-                if (!run) { Py_DECREF(number); Py_DECREF(text); return fail(); }
-                Py_INCREF(number);
-                PyList_SET_ITEM(run, 0, number);
-                int e = PyList_Append(out, run);
-                Py_DECREF(run);  // out holds it
-                if (e < 0) { Py_DECREF(number); Py_DECREF(text); return fail(); }
-            }
-            int e = PyList_Append(run, text);
-            Py_DECREF(text);
-            Py_DECREF(number);
-            if (e < 0) return fail();
-            continue;
-        }
-        run = nullptr;
-        self->defer = false;
-        PyObject* line = make_line(self, number, text, self->last_starts, self->last_foreign);
-        self->defer = true;
-        Py_DECREF(number);
-        if (!line) return fail();
-        int e = PyList_Append(out, line);
-        Py_DECREF(line);
-        if (e < 0) return fail();
-        prev_meta = meta;
-    }
-    self->defer = false;
     return out;
 }
 
@@ -597,7 +533,6 @@ int init(PyUndress* self, PyObject* args, PyObject*) {
     self->have_key = false;
     self->dress = 0;
     self->in_traceback = self->after_warning = false;
-    self->defer = false;
     return 0;
 }
 
@@ -615,9 +550,6 @@ void dealloc(PyUndress* self) {
 PyMethodDef methods[] = {
     {"feed", (PyCFunction)feed, METH_VARARGS,
      "feed(lines: list[str], first: int) -> list[LogLine]: lines numbered from `first`"},
-    {"feed_runs", (PyCFunction)feed_runs, METH_VARARGS,
-     "feed_runs(lines, first) -> list of LogLine | [first number, text, ...]: feed's "
-     "LogLines, each run of lines continuing the one before as one list"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyTypeObject UndressType = {PyVarObject_HEAD_INIT(nullptr, 0)};
@@ -637,7 +569,10 @@ struct Run {
     std::string data;
     long long first = 0, next = 0;
     bool gaps = false;
-    ~Run() { Py_XDECREF(texts); Py_XDECREF(numbers); }
+    ~Run() {
+        Py_XDECREF(texts);
+        Py_XDECREF(numbers);
+    }
 };
 
 int flush_run(Run* r, PyObject* out) {

@@ -2,7 +2,8 @@
 Python reader (ingest/pickle_stream.py, ingest/cuda_snapshot.py).
 
 Both must write the same rows, intern the same frames and stacks under the same ids, and
-leave the same notes (the source digest covers all of it), or fail with the same message:
+leave the same notes (the source digest covers all of it), or fail with the same error
+class at the same place (the byte the message names; its wording may differ):
 on every real snapshot, cut or with bytes flipped, dropped or repeated, on hand-built odd
 and hostile layouts, on random plain values in entries, and whatever the chunk size.
 """
@@ -36,9 +37,15 @@ A = 1 << 32
 ROW_COLUMNS = [c for c in EVENT_COLUMNS if c not in ("source_id", "timeline_id", "seq")]
 
 
+def _place(message: str) -> str | None:
+    """Where a pickle's error is: the "byte N" its message starts with (a pickle has no
+    lines), or None."""
+    return message.split(":", 1)[0] if message.startswith("byte ") else None
+
+
 def outcome(path: Path, db_path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch
             ) -> tuple[Any, ...]:
-    """("rows", digest) of an ingest, or ("error", message) where it fails."""
+    """("rows", digest) of an ingest, or ("error", class, line, place) where it fails."""
     monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
     if db_path.exists():
         db_path.unlink()
@@ -47,13 +54,13 @@ def outcome(path: Path, db_path: Path, compiled: bool, monkeypatch: pytest.Monke
             summary = write_records(db, records_for(path, "cuda_snapshot"))
             return ("rows", source_digest(db, summary.source_id))
     except IngestError as e:
-        return ("error", e.line, e.message)
+        return ("error", type(e).__name__, e.line, _place(e.message))
 
 
 def parsed(path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
     """What the reader yields, as comparable values (no database: fast): every event as
     its events-table row, the interned frames and stacks by id, the timelines and notes
-    with their attrs as JSON text; or ("error", line, message)."""
+    with their attrs as JSON text; or ("error", class, line, place)."""
     monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
     events: list[tuple[Any, ...]] = []
     interned: list[Any] = []
@@ -74,7 +81,7 @@ def parsed(path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> tuple
                 other.append((type(r).__name__, json.dumps(attrs.asdict(r), sort_keys=True,
                                                            default=str)))
     except IngestError as e:
-        return ("error", e.line, e.message)
+        return ("error", type(e).__name__, e.line, _place(e.message))
     interned.sort(key=lambda r: (type(r).__name__, getattr(r, "frame_id", 0),
                                  getattr(r, "stack_id", 0)))
     return ("rows", events, [json.dumps(attrs.asdict(r), default=str) for r in interned], other)

@@ -1,0 +1,153 @@
+"""What each compiled twin earns end to end: `tlview ingest` with the whole core against
+the same ingest with that one twin hidden (its format then read by the Python parser).
+
+A twin stays only where it earns >= 2x end to end (issue 27): the parse, the load into
+DuckDB and the caches, as ``tlview ingest`` runs them, in one process per run. A twin is
+hidden by a core that lacks its entry points (the dispatch falls back to the Python
+parser exactly as on a core built before the twin existed); formats read by one twin
+alone run with no core at all (``TLVIEW_NATIVE=0``'s path). Each pair is measured three
+times, alternately, and the medians compared; the event counts of both must be equal.
+
+Inputs (the other benchmarks' builders, from the real fixtures):
+* Kineto (chrome_trace), the scheduler IR (inductor_ir), XLA (xla_buffer_assignment),
+  the allocator snapshot (cuda_snapshot): ``TLVIEW_BENCH_TWINS_MB`` (default 20; the
+  snapshot half of it);
+* torch logs, glog and short (torch_log: their dress) and TORCH_TRACE (torch_log's
+  trace_groups): the same size. The event sink (``EventSink``, native/event_sink.cpp)
+  serves both and goes with them.
+
+The torch logs' FX graph and output-code twins (torch_fx, wrapper_module, torch_wrapper)
+were removed after this bench's run of 2026-11-28 (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from .harness import OUT, Result, run_child
+
+SIZE_MB = float(os.environ.get("TLVIEW_BENCH_TWINS_MB", "20"))
+RUNS = int(os.environ.get("TLVIEW_BENCH_TWINS_RUNS", "3"))
+
+# The entry points each twin adds to the core ("*": the format has no other twin; the
+# core is left out whole).
+TORCH_LOG = "TorchLogUndress"
+TRACE = "trace_groups"
+
+
+class _Without:
+    """The compiled core less some entry points (``hasattr`` is False for them)."""
+
+    def __init__(self, core: Any, hidden: set[str]) -> None:
+        self._core, self._hidden = core, hidden
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._hidden:
+            raise AttributeError(name)
+        return getattr(self._core, name)
+
+
+def ingest_without(path: str, db: str, hidden: str) -> dict[str, float]:
+    """``tlview ingest PATH --db DB`` in this process with the named entry points hidden;
+    its wall time (imports done first) and the events written."""
+    import duckdb
+    from tlview.cli import main
+    from tlview.ingest import native
+
+    core = native.module()
+    if hidden == "*":
+        native.module = lambda: None  # type: ignore[assignment]
+    elif hidden:
+        without = _Without(core, set(hidden.split(",")))
+        native.module = lambda: without  # type: ignore[assignment]
+    if os.path.exists(db):
+        os.remove(db)
+    t0, c0 = time.perf_counter(), _cpu()
+    rc = main(["ingest", path, "--db", db, "-j", "1"])
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    if rc != 0:
+        raise RuntimeError(f"ingest of {path} exited {rc}")
+    con = duckdb.connect(db, read_only=True)
+    (events,) = con.execute("SELECT count(*) FROM events").fetchall()[0]
+    con.close()
+    os.remove(db)
+    return {"wall_s": wall, "cpu_s": cpu, "events": events}
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread of the process
+    return r.ru_utime + r.ru_stime
+
+
+def _inputs() -> dict[str, Path]:
+    from . import bench_kineto, bench_snapshot, bench_torch_trace, bench_wrapper, bench_xla
+    from .scale import scaled_ir
+
+    return {
+        "Kineto": bench_kineto.scaled_trace(SIZE_MB),
+        "scheduler IR": scaled_ir(SIZE_MB),
+        "XLA": bench_xla.build(SIZE_MB),
+        "snapshot": bench_snapshot.scaled_snapshot(SIZE_MB / 2),
+        "torch log glog": bench_wrapper.scaled_log("glog", SIZE_MB),
+        "torch log short": bench_wrapper.scaled_log("short", SIZE_MB),
+        "TORCH_TRACE": bench_torch_trace.scaled_log(SIZE_MB),
+    }
+
+
+# (twin, input, hidden on the measured side, hidden on both sides)
+CASES = [
+    ("chrome_trace", "Kineto", "*", ""),
+    ("inductor_ir", "scheduler IR", "*", ""),
+    ("xla_buffer_assignment", "XLA", "*", ""),
+    ("cuda_snapshot", "snapshot", "*", ""),
+    ("torch_log", "torch log glog", TORCH_LOG, ""),
+    ("torch_log", "torch log short", TORCH_LOG, ""),
+    ("TORCH_TRACE (trace_groups)", "TORCH_TRACE", TRACE, ""),
+]
+
+
+def _join(*parts: str) -> str:
+    return ",".join(p for p in parts if p and p != "*") if "*" not in parts else "*"
+
+
+def _runs(d: dict[str, list[float]]) -> str:
+    return " / ".join(",".join(f"{v:.2f}" for v in d[s]) for s in ("with", "without"))
+
+
+def main() -> list[Result]:
+    inputs = _inputs()
+    only = os.environ.get("TLVIEW_BENCH_TWINS_ONLY")
+    db = str(OUT / "twins.duckdb")
+    results = []
+    for twin, label, hidden, base in CASES:
+        if only and twin not in only.split(","):
+            continue
+        path = inputs[label]
+        walls: dict[str, list[float]] = {"with": [], "without": []}
+        cpus: dict[str, list[float]] = {"with": [], "without": []}
+        events: set[int] = set()
+        for _ in range(RUNS):
+            for side, hide in (("with", base), ("without", _join(base, hidden))):
+                got = run_child("bench.bench_twins:ingest_without", str(path), db, hide)
+                walls[side].append(got["result"]["wall_s"])
+                cpus[side].append(got["result"]["cpu_s"])
+                events.add(got["result"]["events"])
+        if len(events) != 1:
+            raise RuntimeError(f"{twin} on {label}: event counts differ {events}")
+        with_s, without_s = (statistics.median(walls[s]) for s in ("with", "without"))
+        with_c, without_c = (statistics.median(cpus[s]) for s in ("with", "without"))
+        ratio = without_s / with_s
+        print(f"{twin:26} {label:16} wall {with_s:6.2f} / {without_s:6.2f} s {ratio:5.2f}x  "
+              f"CPU {with_c:6.2f} / {without_c:6.2f} s {without_c / with_c:5.2f}x  "
+              f"(wall {_runs(walls)}; CPU {_runs(cpus)})", flush=True)
+        size = path.stat().st_size
+        results.append(Result(f"twin {twin}: ingest with it", label, size, with_s, 0.0,
+                              events=events.pop(),
+                              baseline={"without it (wall)": ratio,
+                                        "without it (CPU)": without_c / with_c}))
+    return results
