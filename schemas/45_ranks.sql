@@ -32,15 +32,18 @@
 --   'order'      the collective name and its order among calls of that name and group.
 -- Point-to-point calls (send/recv) are never matched (collective_unmatched lists them).
 
--- rank_traces: each profiler trace that names a distributed rank, and its run.
---   rank: distributedInfo.rank, else the Rank its record_param_comms events state;
---   world_size: distributedInfo.world_size, else the largest group size of its calls;
---   base_ns: the trace's baseTimeNanoseconds (0 when absent); n_collectives: its
---   NCCL/RCCL kernels; first_ns / last_ns: their extent on the trace's own clock, Unix ns;
---   run: see Runs above (NULL: no collective kernel, so no run can be told);
---   status: ok | duplicate (another trace of this rank overlaps it: a run of its own) |
---   rank_out_of_range (rank >= world_size) | no_collectives.
-CREATE OR REPLACE VIEW rank_traces AS
+-- The caches. What the views below derive from the events is kept by the store in
+-- tables once the database holds a run of two or more traces (store/caches.py: rebuilt
+-- whole, inside the ingest's transaction, whenever an ingest adds a profiler trace; the
+-- matching spans every rank): _cache_rank_traces (_rank_traces_derived),
+-- _cache_pg_ranks (_pg_ranks_derived) and _cache_arrivals (_arrivals_derived), which
+-- rank_traces, _pg_ranks, _arrivals and _collective_ranks read, so that every view and
+-- query of the ranks reads the matching instead of deriving it again (seconds at a
+-- thousand ranks). Until then (a trace alone, which the matching has nothing to match
+-- for; a shard set read in place) each is a view of its derivation.
+
+-- _rank_traces_derived: rank_traces (below), computed from the events.
+CREATE OR REPLACE VIEW _rank_traces_derived AS
 WITH t AS (
     SELECT timeline_id, name, source_path,
            TRY_CAST(json_extract(attrs, '$.rank') AS INTEGER) AS info_rank,
@@ -92,6 +95,19 @@ SELECT r.timeline_id, runs.run, r.rank, r.world_size, r.name, r.source_path, r.b
             WHEN runs.copy > 1 THEN 'duplicate' ELSE 'ok' END AS status
 FROM r LEFT JOIN runs USING (timeline_id);
 
+CREATE VIEW IF NOT EXISTS _cache_rank_traces AS SELECT * FROM _rank_traces_derived;
+
+-- rank_traces: each profiler trace that names a distributed rank, and its run.
+--   rank: distributedInfo.rank, else the Rank its record_param_comms events state;
+--   world_size: distributedInfo.world_size, else the largest group size of its calls;
+--   base_ns: the trace's baseTimeNanoseconds (0 when absent); n_collectives: its
+--   NCCL/RCCL kernels; first_ns / last_ns: their extent on the trace's own clock, Unix ns;
+--   run: see Runs above (NULL: no collective kernel, so no run can be told);
+--   status: ok | duplicate (another trace of this rank overlaps it: a run of its own) |
+--   rank_out_of_range (rank >= world_size) | no_collectives.
+CREATE OR REPLACE VIEW rank_traces AS
+SELECT * FROM _cache_rank_traces;
+
 -- rank_runs: per run, which ranks it holds and which it lacks.
 --   ranks / missing: the ranks with a trace / those of 0 .. world_size-1 without one;
 --   duplicates: traces in it that were split off another run (status duplicate);
@@ -135,12 +151,19 @@ FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') 
       WHERE format IN ('kineto', 'jax_trace')
         AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1);
 
-CREATE OR REPLACE VIEW _pg_ranks AS
+-- _pg_ranks_derived: _pg_ranks computed from the events (cached with the matching, so
+-- that the hashes the cache holds and their texts come from one computation).
+CREATE OR REPLACE VIEW _pg_ranks_derived AS
 SELECT DISTINCT hash(r) AS pg_hash, r AS pg_ranks
 FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
       FROM measured WHERE category IN ('comm', 'comm_call')
       UNION ALL
       SELECT pg_ranks FROM _trace_pg);
+
+CREATE VIEW IF NOT EXISTS _cache_pg_ranks AS SELECT * FROM _pg_ranks_derived;
+
+CREATE OR REPLACE VIEW _pg_ranks AS
+SELECT * FROM _cache_pg_ranks;
 
 -- _comm_args: a collective record's args (a kernel's or its record_param_comms event's),
 -- read in one JSON pass: [collective name, group name, group description, group ranks,
@@ -290,7 +313,7 @@ FROM k;
 -- rank it shares a collective with (point-to-point calls aside); a rank with no lower
 -- partner is a reference (offset 0): in a run with a world process group, its lowest
 -- rank. Ends are own-clock Unix ns (base_ns + ts_ns + dur_ns).
-CREATE OR REPLACE VIEW _collective_ranks AS
+CREATE OR REPLACE VIEW _collective_ranks_derived AS
 WITH RECURSIVE m AS MATERIALIZED (
     SELECT * FROM _collective_match
 ), lowest AS (
@@ -331,6 +354,26 @@ JOIN chain c ON c.run = m.run AND c.rank = m.rank
 LEFT JOIN edge e ON e.run = m.run AND e.rank = m.rank
 LEFT JOIN spread s ON s.run = m.run AND s.rank = m.rank;
 
+-- _arrivals: collective_ranks with, per instance, its latest arrival, size and order of
+-- arrival (late_order 1: the last rank; ties: the lowest rank); _arrivals_derived computes
+-- it from the events (the caches: see above).
+CREATE OR REPLACE VIEW _arrivals_derived AS
+SELECT *, max(start_ns) OVER w AS last_arrival_ns, count(*) OVER w AS n_ranks,
+       row_number() OVER (PARTITION BY run, collective_id ORDER BY start_ns DESC, rank)
+           AS late_order
+FROM _collective_ranks_derived
+WINDOW w AS (PARTITION BY run, collective_id);
+
+CREATE VIEW IF NOT EXISTS _cache_arrivals AS SELECT * FROM _arrivals_derived;
+
+CREATE OR REPLACE VIEW _arrivals AS
+SELECT * FROM _cache_arrivals;
+
+-- _collective_ranks: collective_ranks with the group's ranks as their hash (pg_hash, in
+-- _pg_ranks), as the views below read it.
+CREATE OR REPLACE VIEW _collective_ranks AS
+SELECT * EXCLUDE (last_arrival_ns, n_ranks, late_order) FROM _cache_arrivals;
+
 -- collective_ranks, as described above: _collective_ranks (which the other views read)
 -- with the group's ranks as text in place of their hash.
 CREATE OR REPLACE VIEW collective_ranks AS
@@ -366,15 +409,6 @@ SELECT t.run, t.rank, t.timeline_id, COALESCE(c.reference_rank, t.rank) AS refer
             ELSE 'collective_end_median' END AS method
 FROM rank_traces t LEFT JOIN c ON c.run = t.run AND c.rank = t.rank
 WHERE t.run IS NOT NULL;
-
--- _arrivals: collective_ranks with, per instance, its latest arrival, size and order of
--- arrival (late_order 1: the last rank; ties: the lowest rank).
-CREATE OR REPLACE VIEW _arrivals AS
-SELECT *, max(start_ns) OVER w AS last_arrival_ns, count(*) OVER w AS n_ranks,
-       row_number() OVER (PARTITION BY run, collective_id ORDER BY start_ns DESC, rank)
-           AS late_order
-FROM _collective_ranks
-WINDOW w AS (PARTITION BY run, collective_id);
 
 -- collective_skew: per collective instance, how its ranks arrived.
 --   n_ranks: ranks with a call in it; group_size: the ranks its process group has;

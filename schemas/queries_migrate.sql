@@ -64,3 +64,11 @@ GROUP BY kind ORDER BY kind;
 
 -- name: migrate_events_drop
 DROP TABLE _events_v3;
+
+-- name: migrate_drop_rank_caches
+-- The ranks' cache tables (store/caches.py RANK_CACHES) dropped before the views are made
+-- again: the views then read their derivations as they are now, and the caches are made
+-- again from them (a table of an older derivation's columns would not match the views).
+DROP TABLE IF EXISTS _cache_arrivals;
+DROP TABLE IF EXISTS _cache_pg_ranks;
+DROP TABLE IF EXISTS _cache_rank_traces;

@@ -3,7 +3,8 @@
 The events table is the truth; ``_cache_*`` tables hold exactly what the
 ``_*_derived`` views compute from it, per timeline. They are refreshed for every
 timeline an ingest touched, inside the ingest's transaction (so they can never
-disagree with committed events), and rebuilt whole when the schema changes.
+disagree with committed events), and rebuilt whole when the schema changes. The ranks'
+caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from .db import insert_arrow
 # Dependency order: buffers, then the curve computed from them, then its peak; the
 # allocator snapshot caches (schemas/50_allocator.sql) depend on the events alone.
 CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
+# The many-ranks matching (schemas/45_ranks.sql), across every profiler trace: rebuilt
+# whole, after the per-timeline caches, whenever the timelines refreshed hold a profiler
+# trace or rows of it; views of their derivations until a run holds two or more traces
+# (a trace alone would pay the matching at each ingest, seconds per GB, for nothing to
+# match). In dependency order: the traces' runs, the groups' ranks, the matching.
+RANK_CACHES = ("rank_traces", "pg_ranks", "arrivals")
 
 
 def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
@@ -52,6 +59,26 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
         from . import diff
 
         diff.refresh_pairs(db, lo, hi)
+    refresh_ranks(db, ids)
+
+
+def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:
+    """Rebuild the ranks' caches (``RANK_CACHES``) if ``timeline_ids`` hold a profiler
+    trace or rows of them; make them tables the first time a run holds two or more traces.
+    Their sources rows must be in: rank_traces reads the timelines view, which joins them
+    (an ingest refreshes its caches after its sources row)."""
+    ids = sorted(set(timeline_ids))
+    if not ids:
+        return
+    tables = db.scalar("rank_caches_are_tables")
+    if tables:
+        if not (db.scalar("rank_traces_among", ids) or db.scalar("rank_cache_rows_among", ids)):
+            return
+    elif not (db.scalar("rank_traces_among", ids) and db.scalar("rank_runs_of_several")):
+        return
+    for name in RANK_CACHES:  # made again whole: the derivation's columns as they are now
+        db.con.execute(db.queries[f"cache_drop_{name}" if tables else f"cache_view_drop_{name}"])
+        db.con.execute(db.queries[f"cache_make_{name}"])
 
 
 CURVE_SUMS = ("allocated_bytes", "reserved_bytes", "active_blocks", "block_bytes")
