@@ -91,6 +91,10 @@ WHERE schema_name = 'main'
 -- whose events changed.
 SELECT EXISTS (SELECT 1 FROM _cache_rank_traces WHERE list_contains($1::INTEGER[], timeline_id));
 
+-- name: rank_trace_count
+-- How many profiler traces the database holds (a run of several needs two).
+SELECT count(*) FROM timeline_records WHERE format IN ('kineto', 'jax_trace');
+
 -- name: rank_runs_of_several
 -- Whether some run holds two or more traces (then the matching is cached).
 SELECT EXISTS (SELECT 1 FROM rank_traces WHERE run IS NOT NULL GROUP BY run HAVING count(*) > 1);

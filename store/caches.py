@@ -74,7 +74,8 @@ def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:
     if tables:
         if not (db.scalar("rank_traces_among", ids) or db.scalar("rank_cache_rows_among", ids)):
             return
-    elif not (db.scalar("rank_traces_among", ids) and db.scalar("rank_runs_of_several")):
+    elif not (db.scalar("rank_traces_among", ids) and db.scalar("rank_trace_count") > 1
+              and db.scalar("rank_runs_of_several")):
         return
     for name in RANK_CACHES:  # made again whole: the derivation's columns as they are now
         db.con.execute(db.queries[f"cache_drop_{name}" if tables else f"cache_view_drop_{name}"])
