@@ -9,7 +9,8 @@ caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -77,9 +78,38 @@ def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:
     elif not (db.scalar("rank_traces_among", ids) and db.scalar("rank_trace_count") > 1
               and db.scalar("rank_runs_of_several")):
         return
-    for name in RANK_CACHES:  # made again whole: the derivation's columns as they are now
-        db.con.execute(db.queries[f"cache_drop_{name}" if tables else f"cache_view_drop_{name}"])
-        db.con.execute(db.queries[f"cache_make_{name}"])
+    with db.one_thread(), _memory_at_least(db, RANKS_MEMORY_BYTES):
+        for name in RANK_CACHES:  # made again whole: the derivation's columns as they are now
+            db.con.execute(db.queries[f"cache_drop_{name}" if tables else f"cache_view_drop_{name}"])
+            db.con.execute(db.queries[f"cache_make_{name}"])
+
+
+# The matching of 1,024 ranks (24,576 collective calls) holds ~500 MB of DuckDB's buffers on
+# one thread (its JSON: each call's group ranks are ~5 KB of text there): more than an
+# ingest's cap (store/writer.py INGEST_MEMORY_LIMIT), under which its statement failed and
+# with it the ingest. It runs under at least this much (docs/benchmarks.md).
+RANKS_MEMORY_BYTES = 1 << 30
+_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+
+
+@contextmanager
+def _memory_at_least(db: Any, nbytes: int) -> Iterator[None]:
+    """DuckDB's memory limit raised to ``nbytes`` for the block where it is lower."""
+    before = db.scalar("current_memory_limit")
+    number, _, unit = str(before).partition(" ")
+    try:
+        current = float(number) * _UNITS.get(unit, 1)
+    except ValueError:
+        current = float("inf")  # not a size DuckDB states (e.g. no limit): left as it is
+    if current >= nbytes:
+        yield
+        return
+    db.con.execute(f"SET memory_limit = '{nbytes}B'")
+    try:
+        yield
+    finally:
+        db.con.execute(f"SET memory_limit = '{before}'")
 
 
 CURVE_SUMS = ("allocated_bytes", "reserved_bytes", "active_blocks", "block_bytes")
