@@ -1,4 +1,4 @@
-"""The many-ranks views over 256 ranks: collective_skew and stragglers (goal < 1 s).
+"""The many-ranks views over 256 ranks (goal < 1 s each), and the ranks screen's reads.
 
 Input: the real 2-rank NCCL fixture replicated to TLVIEW_BENCH_RANKS ranks (default 256)
 by tests/fixtures/gen/make_rank_traces.py's ``as_rank``: rank r is a copy of real rank
@@ -38,6 +38,13 @@ QUERIES = {
     "clock_offsets": "SELECT * FROM clock_offsets",
     "collective_ranks": "SELECT * FROM collective_ranks",
     "rank_wait (with late_nodes)": "SELECT * FROM rank_wait",
+    "rank_traces": "SELECT * FROM rank_traces",
+    "rank_runs": "SELECT * FROM rank_runs",
+    "_arrivals": "SELECT * FROM _arrivals",
+    "collective_unmatched": "SELECT * FROM collective_unmatched",
+    "late_arrivals": "SELECT * FROM late_arrivals",
+    "collective_nodes": "SELECT * FROM collective_nodes",
+    "whatif_stragglers": "SELECT * FROM whatif_stragglers",
 }
 BASELINES = {
     "events scan": "SELECT count(*), sum(dur_ns) FROM gpu_activity",
@@ -126,9 +133,45 @@ def main() -> list[Result]:
     for b in BASELINES:
         results.append(Result(f"{b} (baseline)", label, size,
                               min(x.extra["baseline_s"][b] for x in results if x.extra), 0))
+    results.extend(screen_results(db, label, size))
     if REPORT_RANKS:
         results.append(ingest_with_report(REPORT_RANKS))
     return results
+
+
+def screen(db: str) -> dict[str, float]:
+    """What the ranks screen reads, as its workers read it, in a fresh process: opening
+    the database, the runs and the run of the first trace, then the first run's view
+    (collectives, strips, stragglers: then the screen shows the collectives), then its
+    what-if and the targets of Enter, read after it. Seconds from the opening (the
+    application has its modules imported when the screen opens)."""
+    from tlview.store import open_database
+    from tlview.store import rank_queries as rq
+
+    out: dict[str, float] = {}
+    t0 = time.perf_counter()
+    with open_database(db, read_only=True) as d:
+        runs = rq.runs(d)
+        rq.run_of(d, 1)  # as the screen opened from a trace does
+        out["runs_s"] = time.perf_counter() - t0
+        rq.run_view(d, runs[0])
+        out["collectives_s"] = time.perf_counter() - t0
+        rq.worst_whatif(d, runs[0].run)
+        out["whatif_s"] = time.perf_counter() - t0
+        rq.late_targets(d, runs[0].run)
+        out["targets_s"] = time.perf_counter() - t0
+    return out
+
+
+def screen_results(db: Path, label: str, size: int) -> list[Result]:
+    """The ranks screen's reads (``screen``), three fresh processes: the best of each."""
+    got = [run_child("bench.bench_ranks:screen", str(db)) for _ in range(3)]
+    best = {k: min(g["result"][k] for g in got) for k in got[0]["result"]}
+    rss = max(g["peak_rss_mb"] for g in got)
+    return [Result(f"ranks screen: {what} shown (from its start)", label, size, best[k], rss,
+                   extra={"all_s": [g["result"][k] for g in got]})
+            for what, k in (("runs", "runs_s"), ("collectives", "collectives_s"),
+                            ("what-if", "whatif_s"), ("Enter's targets", "targets_s"))]
 
 
 def ingest_cli(folder: str, db: str) -> dict[str, Any]:

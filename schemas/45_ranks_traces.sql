@@ -32,15 +32,18 @@
 --   'order'      the collective name and its order among calls of that name and group.
 -- Point-to-point calls (send/recv) are never matched (collective_unmatched lists them).
 
--- rank_traces: each profiler trace that names a distributed rank, and its run.
---   rank: distributedInfo.rank, else the Rank its record_param_comms events state;
---   world_size: distributedInfo.world_size, else the largest group size of its calls;
---   base_ns: the trace's baseTimeNanoseconds (0 when absent); n_collectives: its
---   NCCL/RCCL kernels; first_ns / last_ns: their extent on the trace's own clock, Unix ns;
---   run: see Runs above (NULL: no collective kernel, so no run can be told);
---   status: ok | duplicate (another trace of this rank overlaps it: a run of its own) |
---   rank_out_of_range (rank >= world_size) | no_collectives.
-CREATE OR REPLACE VIEW rank_traces AS
+-- The caches. What the views below derive from the events is kept by the store in
+-- tables once the database holds a run of two or more traces (store/caches.py: rebuilt
+-- whole, inside the ingest's transaction, whenever an ingest adds a profiler trace; the
+-- matching spans every rank): _cache_rank_traces (_rank_traces_derived),
+-- _cache_pg_ranks (_pg_ranks_derived) and _cache_arrivals (_arrivals_derived), which
+-- rank_traces, _pg_ranks, _arrivals and _collective_ranks read, so that every view and
+-- query of the ranks reads the matching instead of deriving it again (seconds at a
+-- thousand ranks). Until then (a trace alone, which the matching has nothing to match
+-- for; a shard set read in place) each is a view of its derivation.
+
+-- _rank_traces_derived: rank_traces (below), computed from the events.
+CREATE OR REPLACE VIEW _rank_traces_derived AS
 WITH t AS (
     SELECT timeline_id, name, source_path,
            TRY_CAST(json_extract(attrs, '$.rank') AS INTEGER) AS info_rank,
@@ -91,6 +94,19 @@ SELECT r.timeline_id, runs.run, r.rank, r.world_size, r.name, r.source_path, r.b
             WHEN r.rank < 0 OR r.rank >= r.world_size THEN 'rank_out_of_range'
             WHEN runs.copy > 1 THEN 'duplicate' ELSE 'ok' END AS status
 FROM r LEFT JOIN runs USING (timeline_id);
+
+CREATE VIEW IF NOT EXISTS _cache_rank_traces AS SELECT * FROM _rank_traces_derived;
+
+-- rank_traces: each profiler trace that names a distributed rank, and its run.
+--   rank: distributedInfo.rank, else the Rank its record_param_comms events state;
+--   world_size: distributedInfo.world_size, else the largest group size of its calls;
+--   base_ns: the trace's baseTimeNanoseconds (0 when absent); n_collectives: its
+--   NCCL/RCCL kernels; first_ns / last_ns: their extent on the trace's own clock, Unix ns;
+--   run: see Runs above (NULL: no collective kernel, so no run can be told);
+--   status: ok | duplicate (another trace of this rank overlaps it: a run of its own) |
+--   rank_out_of_range (rank >= world_size) | no_collectives.
+CREATE OR REPLACE VIEW rank_traces AS
+SELECT * FROM _cache_rank_traces;
 
 -- rank_runs: per run, which ranks it holds and which it lacks.
 --   ranks / missing: the ranks with a trace / those of 0 .. world_size-1 without one;

@@ -23,12 +23,19 @@ FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') 
       WHERE format IN ('kineto', 'jax_trace')
         AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1);
 
-CREATE OR REPLACE VIEW _pg_ranks AS
+-- _pg_ranks_derived: _pg_ranks computed from the events (cached with the matching, so
+-- that the hashes the cache holds and their texts come from one computation).
+CREATE OR REPLACE VIEW _pg_ranks_derived AS
 SELECT DISTINCT hash(r) AS pg_hash, r AS pg_ranks
 FROM (SELECT json_extract_string(attrs, '$.args."Process Group Ranks"') AS r
       FROM measured WHERE category IN ('comm', 'comm_call')
       UNION ALL
       SELECT pg_ranks FROM _trace_pg);
+
+CREATE VIEW IF NOT EXISTS _cache_pg_ranks AS SELECT * FROM _pg_ranks_derived;
+
+CREATE OR REPLACE VIEW _pg_ranks AS
+SELECT * FROM _cache_pg_ranks;
 
 -- _comm_args: a collective record's args (a kernel's or its record_param_comms event's),
 -- read in one JSON pass: [collective name, group name, group description, group ranks,
@@ -178,7 +185,7 @@ FROM k;
 -- rank it shares a collective with (point-to-point calls aside); a rank with no lower
 -- partner is a reference (offset 0): in a run with a world process group, its lowest
 -- rank. Ends are own-clock Unix ns (base_ns + ts_ns + dur_ns).
-CREATE OR REPLACE VIEW _collective_ranks AS
+CREATE OR REPLACE VIEW _collective_ranks_derived AS
 WITH RECURSIVE m AS MATERIALIZED (
     SELECT * FROM _collective_match
 ), lowest AS (
@@ -218,6 +225,26 @@ FROM m
 JOIN chain c ON c.run = m.run AND c.rank = m.rank
 LEFT JOIN edge e ON e.run = m.run AND e.rank = m.rank
 LEFT JOIN spread s ON s.run = m.run AND s.rank = m.rank;
+
+-- _arrivals: collective_ranks with, per instance, its latest arrival, size and order of
+-- arrival (late_order 1: the last rank; ties: the lowest rank); _arrivals_derived computes
+-- it from the events (the caches: see above).
+CREATE OR REPLACE VIEW _arrivals_derived AS
+SELECT *, max(start_ns) OVER w AS last_arrival_ns, count(*) OVER w AS n_ranks,
+       row_number() OVER (PARTITION BY run, collective_id ORDER BY start_ns DESC, rank)
+           AS late_order
+FROM _collective_ranks_derived
+WINDOW w AS (PARTITION BY run, collective_id);
+
+CREATE VIEW IF NOT EXISTS _cache_arrivals AS SELECT * FROM _arrivals_derived;
+
+CREATE OR REPLACE VIEW _arrivals AS
+SELECT * FROM _cache_arrivals;
+
+-- _collective_ranks: collective_ranks with the group's ranks as their hash (pg_hash, in
+-- _pg_ranks), as the views below read it.
+CREATE OR REPLACE VIEW _collective_ranks AS
+SELECT * EXCLUDE (last_arrival_ns, n_ranks, late_order) FROM _cache_arrivals;
 
 -- collective_ranks, as described above: _collective_ranks (which the other views read)
 -- with the group's ranks as text in place of their hash.

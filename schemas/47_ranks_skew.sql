@@ -27,15 +27,6 @@ SELECT t.run, t.rank, t.timeline_id, COALESCE(c.reference_rank, t.rank) AS refer
 FROM rank_traces t LEFT JOIN c ON c.run = t.run AND c.rank = t.rank
 WHERE t.run IS NOT NULL;
 
--- _arrivals: collective_ranks with, per instance, its latest arrival, size and order of
--- arrival (late_order 1: the last rank; ties: the lowest rank).
-CREATE OR REPLACE VIEW _arrivals AS
-SELECT *, max(start_ns) OVER w AS last_arrival_ns, count(*) OVER w AS n_ranks,
-       row_number() OVER (PARTITION BY run, collective_id ORDER BY start_ns DESC, rank)
-           AS late_order
-FROM _collective_ranks
-WINDOW w AS (PARTITION BY run, collective_id);
-
 -- collective_skew: per collective instance, how its ranks arrived.
 --   n_ranks: ranks with a call in it; group_size: the ranks its process group has;
 --   complete: every rank of the group is there; consistent: they agree on collective

@@ -130,3 +130,56 @@ WHERE caused_wait_order = 1 AND caused_wait_ns > 0;
 SELECT run, step, rank, n_late, saved_ns, measured_ns, modelled_ns
 FROM whatif_stragglers WHERE run = $1
 ORDER BY saved_ns DESC, step, rank LIMIT 1;
+
+-- The ranks' caches (store/caches.py RANK_CACHES), rebuilt whole: the matching spans every
+-- rank. Each is a view of its derivation (schemas/45_ranks_traces.sql to 47_ranks_skew.sql) until the database holds a
+-- run of two or more traces, then a table made from it (with the derivation's columns as
+-- they are now: a table made by an older tlview is made again, whole).
+
+-- name: rank_caches_are_tables
+SELECT count(*) = 3 FROM duckdb_tables()
+WHERE schema_name = 'main'
+  AND table_name IN ('_cache_rank_traces', '_cache_pg_ranks', '_cache_arrivals');
+
+-- name: rank_cache_rows_among
+-- Whether the cached matching holds rows of the timelines $1 (a list of ids): timelines
+-- whose events changed.
+SELECT EXISTS (SELECT 1 FROM _cache_rank_traces WHERE list_contains($1::INTEGER[], timeline_id));
+
+-- name: rank_trace_count
+-- How many profiler traces the database holds (a run of several needs two).
+SELECT count(*) FROM timeline_records WHERE format IN ('kineto', 'jax_trace');
+
+-- name: rank_runs_of_several
+-- Whether some run holds two or more traces (then the matching is cached).
+SELECT EXISTS (SELECT 1 FROM rank_traces WHERE run IS NOT NULL GROUP BY run HAVING count(*) > 1);
+
+-- name: cache_drop_rank_traces
+DROP TABLE IF EXISTS _cache_rank_traces;
+
+-- name: cache_view_drop_rank_traces
+DROP VIEW IF EXISTS _cache_rank_traces;
+
+-- name: cache_make_rank_traces
+CREATE TABLE _cache_rank_traces AS
+SELECT * FROM _rank_traces_derived ORDER BY timeline_id;
+
+-- name: cache_drop_pg_ranks
+DROP TABLE IF EXISTS _cache_pg_ranks;
+
+-- name: cache_view_drop_pg_ranks
+DROP VIEW IF EXISTS _cache_pg_ranks;
+
+-- name: cache_make_pg_ranks
+CREATE TABLE _cache_pg_ranks AS SELECT * FROM _pg_ranks_derived;
+
+-- name: cache_drop_arrivals
+DROP TABLE IF EXISTS _cache_arrivals;
+
+-- name: cache_view_drop_arrivals
+DROP VIEW IF EXISTS _cache_arrivals;
+
+-- name: cache_make_arrivals
+-- Stored by run and collective: the views read one run, or group by collective.
+CREATE TABLE _cache_arrivals AS
+SELECT * FROM _arrivals_derived ORDER BY run, collective_id, rank;

@@ -64,3 +64,12 @@ GROUP BY kind ORDER BY kind;
 
 -- name: migrate_events_drop
 DROP TABLE _events_v3;
+
+-- name: migrate_rank_cache_tables
+-- The ranks' cache tables (store/caches.py RANK_CACHES), dropped before the views are made
+-- again: the views then read their derivations as they are now, and the caches are made
+-- again from them (a table of an older derivation's columns would not match the views).
+-- A cache still a view of its derivation is not listed (DROP TABLE would fail on it).
+SELECT table_name FROM duckdb_tables()
+WHERE schema_name = 'main'
+  AND table_name IN ('_cache_rank_traces', '_cache_pg_ranks', '_cache_arrivals');

@@ -3,12 +3,14 @@
 The events table is the truth; ``_cache_*`` tables hold exactly what the
 ``_*_derived`` views compute from it, per timeline. They are refreshed for every
 timeline an ingest touched, inside the ingest's transaction (so they can never
-disagree with committed events), and rebuilt whole when the schema changes.
+disagree with committed events), and rebuilt whole when the schema changes. The ranks'
+caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +22,12 @@ from .db import insert_arrow
 # Dependency order: buffers, then the curve computed from them, then its peak; the
 # allocator snapshot caches (schemas/50_allocator_events.sql) depend on the events alone.
 CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
+# The many-ranks matching (schemas/45-47_ranks_*.sql), across every profiler trace: rebuilt
+# whole, after the per-timeline caches, whenever the timelines refreshed hold a profiler
+# trace or rows of it; views of their derivations until a run holds two or more traces
+# (a trace alone would pay the matching at each ingest, seconds per GB, for nothing to
+# match). In dependency order: the traces' runs, the groups' ranks, the matching.
+RANK_CACHES = ("rank_traces", "pg_ranks", "arrivals")
 
 
 def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
@@ -51,6 +59,56 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
         # Stored alignments of two runs (schemas/60_diff_timelines.sql) are derived from both
         # timelines' events: recomputed with them.
         diff.refresh_pairs(db, lo, hi)
+    refresh_ranks(db, ids)
+
+
+def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:
+    """Rebuild the ranks' caches (``RANK_CACHES``) if ``timeline_ids`` hold a profiler
+    trace or rows of them; make them tables the first time a run holds two or more traces.
+    Their sources rows must be in: rank_traces reads the timelines view, which joins them
+    (an ingest refreshes its caches after its sources row)."""
+    ids = sorted(set(timeline_ids))
+    if not ids:
+        return
+    tables = db.scalar("rank_caches_are_tables")
+    if tables:
+        if not (db.scalar("rank_traces_among", ids) or db.scalar("rank_cache_rows_among", ids)):
+            return
+    elif not (db.scalar("rank_traces_among", ids) and db.scalar("rank_trace_count") > 1
+              and db.scalar("rank_runs_of_several")):
+        return
+    with db.one_thread(), _memory_at_least(db, RANKS_MEMORY_BYTES):
+        for name in RANK_CACHES:  # made again whole: the derivation's columns as they are now
+            db.con.execute(db.queries[f"cache_drop_{name}" if tables else f"cache_view_drop_{name}"])
+            db.con.execute(db.queries[f"cache_make_{name}"])
+
+
+# The matching of 1,024 ranks (24,576 collective calls) holds ~500 MB of DuckDB's buffers on
+# one thread (its JSON: each call's group ranks are ~5 KB of text there): more than an
+# ingest's cap (store/writer.py INGEST_MEMORY_LIMIT), under which its statement failed and
+# with it the ingest. It runs under at least this much (docs/benchmarks.md).
+RANKS_MEMORY_BYTES = 1 << 30
+_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+          "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+
+
+@contextmanager
+def _memory_at_least(db: Any, nbytes: int) -> Iterator[None]:
+    """DuckDB's memory limit raised to ``nbytes`` for the block where it is lower."""
+    before = db.scalar("current_memory_limit")
+    number, _, unit = str(before).partition(" ")
+    try:
+        current = float(number) * _UNITS.get(unit, 1)
+    except ValueError:
+        current = float("inf")  # not a size DuckDB states (e.g. no limit): left as it is
+    if current >= nbytes:
+        yield
+        return
+    db.con.execute(f"SET memory_limit = '{nbytes}B'")
+    try:
+        yield
+    finally:
+        db.con.execute(f"SET memory_limit = '{before}'")
 
 
 CURVE_SUMS = ("allocated_bytes", "reserved_bytes", "active_blocks", "block_bytes")

@@ -23,12 +23,15 @@ from . import storage
 from .locks import DatabaseLocked, lock_error
 
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
 #     frames and stacks tables; allocator caches (schemas/50_allocator_events.sql).
 # v4: one table per event kind (events_<kind>, only its columns); `events` is their
 #     union, a view with v3's columns (schemas/00_tables.sql, queries_schema.sql).
+# v5: the many-ranks matching cached, once a run holds several traces (_cache_rank_traces,
+#     _cache_pg_ranks, _cache_arrivals: store/caches.py, schemas/45_ranks_traces.sql to
+#     47_ranks_skew.sql).
 
 
 class SchemaError(Exception):

@@ -98,7 +98,7 @@ class RunView:
     collectives: tuple[CollectiveRow, ...]
     stragglers: tuple[StragglerRow, ...]
     buckets: int  # the strips' length: min(ranks, STRIP_BUCKETS)
-    whatif: WhatIf | None = None  # the step a straggler cost the most
+    whatif: WhatIf | None = None  # the step a straggler cost the most (read after the rest)
 
 
 @frozen
@@ -160,7 +160,9 @@ def run_view(db: Database, info: RunInfo) -> RunView:
         for (cid, key, method, kind, name, pg, step, n_ranks, group, complete, first, skew, last,
              comm, nbytes, busbw) in db.query("tui_rank_collectives", info.run))
     stragglers = tuple(StragglerRow(*r) for r in db.query("tui_rank_stragglers", info.run))
-    return RunView(info, rows, stragglers, n, worst_whatif(db, info.run))
+    # without the what-if (worst_whatif): its replay over every rank's kernels takes the
+    # longest, so the screen reads it after showing the rest
+    return RunView(info, rows, stragglers, n)
 
 
 def worst_whatif(db: Database, run: int) -> WhatIf | None:

@@ -205,6 +205,8 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
         wide = bool(_scalar(con, "events_is_a_table"))  # v2/v3: moved to events_<kind>
         if wide:
             con.execute(_QUERIES["migrate_events_rename"])
+        for (table,) in con.execute(_QUERIES["migrate_rank_cache_tables"]).fetchall():
+            con.execute(_QUERIES["cache_drop_" + table.removeprefix("_cache_")])  # made again
         con.execute(schema_sql())
         if wide:
             _split_events(con, path)

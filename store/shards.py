@@ -448,11 +448,6 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
                    f"FROM read_parquet($files, hive_partitioning = true){where}")
             con.execute(sql, {**{k: v for k, v in params.items() if f"${k}" in sql},
                               "files": files})
-    if lean:
-        caches.refresh(db, [bases[k - k0] + j for k in lean  # type: ignore[operator]
-                            for j in range(len(n_tl.get(k, ())))])
-    elif tid > first_tid:
-        diff.refresh_pairs(db, first_tid, tid - 1)
     rows = {r[0]: r[1:] for r in con.execute(
         "SELECT source_id, path, size, sha256, format, tool_version, attrs FROM "
         "read_parquet($1, hive_partitioning = true)",
@@ -471,6 +466,16 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
         counts = json.loads(row[5]).get("counts", {}) if row[5] else {}
         out.append(IngestSummary(sid, {name: base + j for j, name in enumerate(n_tl.get(k, []))},
                                  counts))
+    # The caches after the sources rows (the ranks' caches read them): the lean shards'
+    # computed here; the complete shards' were read, all but the ranks', which span them.
+    if lean:
+        caches.refresh(db, [bases[k - k0] + j for k in lean  # type: ignore[operator]
+                            for j in range(len(n_tl.get(k, ())))])
+    elif tid > first_tid:
+        diff.refresh_pairs(db, first_tid, tid - 1)
+    if len(lean) < len(keys):
+        caches.refresh_ranks(db, [bases[k - k0] + j for k in keys if k not in lean  # type: ignore[operator]
+                                  for j in range(len(n_tl.get(k, ())))])
     runs.assign_unassigned(db)  # their runs, where no registered root holds them
     return out
 

@@ -186,8 +186,7 @@ def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batc
         raise
     txn.restore_threads()  # (not on the way out of an error: the rollback restores them)
     append_side_tables(db, rows)
-    caches.refresh(db, rows.tids.values())
-    # The source row goes in last, so that it can carry the ingest's own summary.
+    # The source row goes in last of the rows, so that it can carry the ingest's own summary.
     con.execute(
         db.queries["insert_source"],
         [source_id, source.path, source.size, sha256() if sha256 else source.sha256,
@@ -195,6 +194,7 @@ def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batc
          source.tool_version, _dt.datetime.now(),
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(rows.counts)})],
     )
+    caches.refresh(db, rows.tids.values())  # after the source row: the ranks' caches read it
     runs.assign_unassigned(db)  # the source's run, where no registered root holds it
     return IngestSummary(source_id, rows.tids, dict(rows.counts))
 

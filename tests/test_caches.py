@@ -75,6 +75,42 @@ def test_every_fixture_caches_equal_the_views(all_fixtures):
         assert_caches_are_the_views(db.con)
 
 
+# The ranks' caches span the profiler traces (store/caches.py RANK_CACHES): rebuilt whole.
+RANK_PAIRS = (("_cache_rank_traces", "_rank_traces_derived"),
+              ("_cache_arrivals", "_arrivals_derived"), ("_cache_pg_ranks", "_pg_ranks_derived"))
+
+
+def test_the_ranks_caches_equal_their_derivations(all_fixtures):
+    """Every fixture ingested one after another (each rank trace its own ingest): the
+    matching cached after the last one is the one derived from all of them."""
+    with open_database(all_fixtures, read_only=True) as db:
+        assert db.con.execute("SELECT count(DISTINCT run), count(DISTINCT timeline_id) "
+                              "FROM _cache_arrivals").fetchone() >= (2, 4)
+        for cached, derived in RANK_PAIRS:
+            assert db.con.execute(f"SELECT count(*) FROM {cached}").fetchone()[0] > 0, cached
+            assert differences(db.con, cached, derived) == 0, cached
+
+
+def test_a_trace_alone_is_not_matched_at_its_ingest(tmp_path):
+    """One rank's trace: the ranks' caches stay views of their derivations (the matching
+    would cost its ingest seconds per GB for nothing to match); its partner's trace
+    ingested after it: tables holding the matching of both."""
+    from conftest import ingest_into
+
+    path = tmp_path / "r.duckdb"
+    ingest_into(path, FIXTURES / "ranks" / "skew" / "rank1.pt.trace.json.gz")
+    with open_database(path, read_only=True) as db:
+        assert not db.scalar("rank_caches_are_tables")
+        assert db.con.execute("SELECT count(*) FROM _arrivals").fetchone()[0] == 24
+    ingest_into(path, FIXTURES / "profile" / "coll" / "rank0" / "rank0.pt.trace.json.gz")
+    with open_database(path, read_only=True) as db:
+        assert db.scalar("rank_caches_are_tables")
+        assert db.con.execute("SELECT count(*), count(DISTINCT rank) FROM _cache_arrivals"
+                              ).fetchone() == (48, 2)
+        for cached, derived in RANK_PAIRS:
+            assert differences(db.con, cached, derived) == 0, cached
+
+
 def test_rebuilt_at_once_the_caches_are_unchanged(all_fixtures, tmp_path):
     """All timelines refreshed in one run (what `tlview migrate` does)."""
     path = tmp_path / "copy.duckdb"
@@ -86,6 +122,8 @@ def test_rebuilt_at_once_the_caches_are_unchanged(all_fixtures, tmp_path):
         db.con.execute("COMMIT")
         assert_caches_are_the_views(db.con)
         after = db.con.execute("SELECT * FROM _cache_buffers ORDER BY rowid").fetchall()
+        for cached, derived in RANK_PAIRS:
+            assert differences(db.con, cached, derived) == 0, cached
     assert sorted(after, key=repr) == sorted(before, key=repr)
 
 

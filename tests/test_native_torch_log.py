@@ -270,8 +270,8 @@ def test_python_when_disabled(tmp_path, monkeypatch):
 def event_rows(out: list[Any]) -> list[tuple[Any, ...]]:
     """The events-table rows (less source and seq; the timeline by key) of records and
     EventColumns, as the writer makes them: attrs JSON text, lists for reads/writes."""
-    from tlview.store.convert import EVENT_COLUMNS, event_tuple
     from tlview.ingest.records import EVENT_KINDS, EventColumns
+    from tlview.store.convert import EVENT_COLUMNS, event_tuple
 
     names = EVENT_COLUMNS[3:]
     rows: list[tuple[Any, ...]] = []

@@ -108,6 +108,11 @@ class TestRanksScreen:
             assert isinstance(screen, RanksScreen)
             assert screen.view is not None and len(screen.view.collectives) == 24
             assert screen.targets is not None and len(screen.targets) == 24
+            # the what-if, read after the run (its replay takes the longest): the costliest
+            (worst,) = view(coll_tree, "SELECT run, step, rank, n_late, saved_ns, measured_ns, "
+                                       "modelled_ns FROM whatif_stragglers "
+                                       "ORDER BY saved_ns DESC, step, rank LIMIT 1")
+            assert screen.view.whatif == rq.WhatIf(*worst)
             text = screen_text(app)
             assert "run 1: 2 of 2 ranks (0-1)" in text
             assert "straggler rank 1: 1.60 ms caused (16.7% of the others' step)" in text

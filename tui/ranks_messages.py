@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.message import Message
-from tlview.store.rank_queries import Arrival, LateTarget, RunInfo, RunView
+from tlview.store.rank_queries import Arrival, LateTarget, RunInfo, RunView, WhatIf
 
 
 class RunsLoaded(Message):
@@ -19,6 +19,15 @@ class RunLoaded(Message):
     def __init__(self, view: RunView) -> None:
         super().__init__()
         self.view = view
+
+
+class WhatIfLoaded(Message):
+    """The step of the run a straggler cost the most (None: none), read after the run."""
+
+    def __init__(self, run: int, whatif: WhatIf | None) -> None:
+        super().__init__()
+        self.run = run
+        self.whatif = whatif
 
 
 class ArrivalsLoaded(Message):

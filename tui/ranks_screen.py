@@ -15,6 +15,7 @@ collective at the cursor as it moves, the jump targets once, off the first draw'
 
 from __future__ import annotations
 
+import attrs
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -171,6 +172,8 @@ class RanksScreen(Screen[None]):
         view = self.reader.run("ranks", rq.run_view, info)
         if view is not None:
             self.post_message(m.RunLoaded(view))
+            whatif = self.reader.run("ranks-whatif", rq.worst_whatif, info.run)
+            self.post_message(m.WhatIfLoaded(info.run, whatif))
             targets = self.reader.run("ranks-targets", rq.late_targets, info.run)
             if targets is not None:
                 self.post_message(m.TargetsLoaded(info.run, targets))
@@ -220,6 +223,13 @@ class RanksScreen(Screen[None]):
             [straggler_cells(s) for s in self.view.stragglers], cursor=0,
             marks=frozenset(i for i, s in enumerate(self.view.stragglers)
                             if s.caused_wait_order == 1 and s.caused_wait_ns > 0))
+
+    @on(m.WhatIfLoaded)
+    def on_whatif_loaded(self, event: m.WhatIfLoaded) -> None:
+        if self.view is None or event.run != self.view.info.run or event.whatif is None:
+            return
+        self.view = attrs.evolve(self.view, whatif=event.whatif)
+        self._status()
 
     @on(m.TargetsLoaded)
     def on_targets_loaded(self, event: m.TargetsLoaded) -> None:
