@@ -239,9 +239,7 @@ FROM p;
 --   others' hangs usually follow from it); reason: the row in words.
 CREATE OR REPLACE VIEW hang_verdict AS
 WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compares
-    -- (source_id, seq: the event's own row, for the words of the few that disagree)
-    SELECT incident, process_group, rank, timeline_id, source_id, seq AS row_seq, seq_id,
-           step, ts_ns, completed,
+    SELECT incident, process_group, rank, timeline_id, seq_id, step, ts_ns, completed,
            state, op, COALESCE(is_p2p, false) AS is_p2p,
            hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
     FROM _fr_entries
@@ -285,21 +283,18 @@ WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compa
     WHERE p.call_diff OR p.state_diff OR NOT p.all_done
        OR p.issued < len(g.ranks_with_dump)
     QUALIFY row_number() OVER (PARTITION BY p.incident, p.process_group ORDER BY p.seq) = 1
-), pick AS MATERIALIZED (  -- the entries of those ids (first alone: a few per rank)
-    SELECT e.* FROM e
-    JOIN first f ON f.incident = e.incident AND f.process_group = e.process_group
-     AND f.seq = e.seq_id
-    WHERE NOT e.is_p2p
 ), sig AS MATERIALIZED (  -- the calls of those ids, in words
     SELECT e.incident, e.process_group, e.rank, e.seq_id AS seq,
            string_agg(e.op, ' + ' ORDER BY e.step) AS ops,
-           string_agg(x.in_sizes, ' + ' ORDER BY e.step) AS in_sizes,
-           string_agg(x.out_sizes, ' + ' ORDER BY e.step) AS out_sizes,
-           string_agg(x.in_dtypes, ' + ' ORDER BY e.step) AS in_dtypes,
-           string_agg(x.out_dtypes, ' + ' ORDER BY e.step) AS out_dtypes,
+           string_agg(e.in_sizes, ' + ' ORDER BY e.step) AS in_sizes,
+           string_agg(e.out_sizes, ' + ' ORDER BY e.step) AS out_sizes,
+           string_agg(e.in_dtypes, ' + ' ORDER BY e.step) AS in_dtypes,
+           string_agg(e.out_dtypes, ' + ' ORDER BY e.step) AS out_dtypes,
            min(e.state) AS state, bool_and(e.completed) AS completed
-    FROM pick e
-    JOIN events_collective_recorded x ON x.source_id = e.source_id AND x.seq = e.row_seq
+    FROM _fr_entries e
+    JOIN first f ON f.incident = e.incident AND f.process_group = e.process_group
+     AND f.seq = e.seq_id
+    WHERE NOT COALESCE(e.is_p2p, false)
     GROUP BY e.incident, e.process_group, e.rank, e.seq_id
 ), sig_h AS (
     SELECT *, hash(ops, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h FROM sig
