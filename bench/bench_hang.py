@@ -2,10 +2,11 @@
 the verdict out (goal: < 30 s, RSS < 500 MB on the 2-core machine).
 
 Input: the real 2,000-entry dump of tests/fixtures/flight_recorder/gloo_long (rank 0 of a
-gloo job whose ring wrapped), in each form, rewritten as rank r of TLVIEW_BENCH_HANG_RANKS
-ranks (default 1,024): the file named ``fr_trace_rank_<r>`` as torch names it, the default
-group's ranks in pg_config set to 0..N-1, every entry's enqueue time moved by a random
-offset within +-1 ms (seeded), and the hang injected: rank N-1 (the last) loses its newest
+gloo job whose ring wrapped), in each form (``TLVIEW_BENCH_HANG_FORMS``, default
+json,pickle), rewritten as rank r of TLVIEW_BENCH_HANG_RANKS ranks (default 1,024): the
+file named ``fr_trace_rank_<r>`` as torch names it, the default group's ranks in
+pg_config set to 0..N-1, every entry's enqueue time moved by a random offset within
++-1 ms (seeded), and the hang injected: rank N-1 (the last) loses its newest
 entry, so it never issued the collective every other rank waits in. The pickle is read
 back through tlview's own restricted reader (never pickle.load) and written by Python's
 pickler at protocol 2, as torch's C++ pickler writes it; the JSON as nlohmann writes it
@@ -36,6 +37,7 @@ from typing import Any
 from .harness import OUT, ROOT, Result, run_child
 
 RANKS = int(os.environ.get("TLVIEW_BENCH_HANG_RANKS", "1024"))
+FORMS = os.environ.get("TLVIEW_BENCH_HANG_FORMS", "json,pickle").split(",")
 SOURCE = ROOT / "tests" / "fixtures" / "flight_recorder" / "gloo_long"
 
 
@@ -135,7 +137,7 @@ def verdict(db: str) -> dict[str, Any]:
 def main() -> list[Result]:
     OUT.mkdir(parents=True, exist_ok=True)
     results: list[Result] = []
-    for form in ("json", "pickle"):
+    for form in FORMS:
         folder = dumps(form, RANKS)
         size = sum(p.stat().st_size for p in folder.iterdir())
         db = str(OUT / f"hang{RANKS}_{form}.duckdb")

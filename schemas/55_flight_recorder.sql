@@ -197,19 +197,26 @@ WITH e AS (
            NULLIF(s.last_completed, -1) AS s_done
     FROM a LEFT JOIN events_process_group_status s
       ON s.timeline_id = a.timeline_id AND s.pg_id = a.pg_id
+), q AS MATERIALIZED (
+    SELECT *, COALESCE(s_enq, max_seq) AS enq_seq, COALESCE(s_done, max_completed) AS done_seq
+    FROM p
+), ops AS (  -- the ops of those two ids (one join, not a query per row)
+    SELECT x.timeline_id, x.process_group, x.seq_id,
+           string_agg(x.op, ' + ' ORDER BY x.step) AS ops
+    FROM e x JOIN q ON x.timeline_id = q.timeline_id AND x.process_group = q.process_group
+     AND (x.seq_id = q.enq_seq OR x.seq_id = q.done_seq)
+    GROUP BY x.timeline_id, x.process_group, x.seq_id
 )
-SELECT p.incident, p.rank, p.timeline_id, p.process_group, p.pg_desc,
-       COALESCE(p.s_enq, p.max_seq) AS last_enqueued_seq,
-       (SELECT string_agg(op, ' + ' ORDER BY step) FROM e x WHERE x.timeline_id = p.timeline_id
-          AND x.process_group = p.process_group
-          AND x.seq_id = COALESCE(p.s_enq, p.max_seq)) AS last_enqueued_op,
-       COALESCE(p.s_start, p.max_started) AS last_started_seq,
-       COALESCE(p.s_done, p.max_completed) AS last_completed_seq,
-       (SELECT string_agg(op, ' + ' ORDER BY step) FROM e x WHERE x.timeline_id = p.timeline_id
-          AND x.process_group = p.process_group
-          AND x.seq_id = COALESCE(p.s_done, p.max_completed)) AS last_completed_op,
-       p.first_seq, p.n_entries, p.pending, p.stuck_since_ns
-FROM p;
+SELECT q.incident, q.rank, q.timeline_id, q.process_group, q.pg_desc,
+       q.enq_seq AS last_enqueued_seq, oe.ops AS last_enqueued_op,
+       COALESCE(q.s_start, q.max_started) AS last_started_seq,
+       q.done_seq AS last_completed_seq, od.ops AS last_completed_op,
+       q.first_seq, q.n_entries, q.pending, q.stuck_since_ns
+FROM q
+LEFT JOIN ops oe ON oe.timeline_id = q.timeline_id AND oe.process_group = q.process_group
+ AND oe.seq_id = q.enq_seq
+LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.process_group
+ AND od.seq_id = q.done_seq;
 
 -- hang_verdict: per incident and process group, the first collective where the ranks
 -- disagree, one row per member rank.
@@ -238,7 +245,7 @@ FROM p;
 --   root: true for the group whose collective was issued first in the incident (the
 --   others' hangs usually follow from it); reason: the row in words.
 CREATE OR REPLACE VIEW hang_verdict AS
-WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compares
+WITH e AS (  -- the entries: only what the verdict compares
     SELECT incident, process_group, rank, timeline_id, seq_id, step, ts_ns, completed,
            state, op, COALESCE(is_p2p, false) AS is_p2p,
            hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
