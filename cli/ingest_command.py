@@ -130,10 +130,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 except duckdb.Error as e:
                     say(f"ranks: not reported ({str(e).splitlines()[0]})")
                 _tick(phases, "rank report", t)
+                t = time.perf_counter()
                 try:  # incidents of the new Flight Recorder dumps
                     print_hang_report(db, new_ids, out=say)
                 except duckdb.Error as e:
                     say(f"hang: not reported ({str(e).splitlines()[0]})")
+                _tick(phases, "hang report", t)
             except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: rolled back by now
                 _say_interrupted(e, db, first_new)
                 return exit_code(e)

@@ -5,7 +5,7 @@ store/parsed_files.py); this process alone writes the database, appending the fi
 their order, so that every source and timeline id, every row and every message is the
 serial ingest's. A file reaches the writer whole (a bad file fails in its worker and
 never reaches the database), so many files share one transaction: the writer appends
-each as it comes while the workers parse the next ones, and computes the caches, commits
+them, a few MB at a time, while the workers parse the next ones, and computes the caches, commits
 and queries the summaries once for them all (``GroupWriter``). A transaction that fails
 is retried file by file.
 """
@@ -160,6 +160,11 @@ def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
 # it commits: a transaction that fails is written again, file by file. An interrupt loses
 # the open transaction's files; TLVIEW_INGEST_GROUP_MB sets it (0: a file per transaction).
 GROUP_BYTES = int(float(os.environ.get("TLVIEW_INGEST_GROUP_MB", "256")) * (1 << 20))
+# Parsed files wait for the writer's next append until they hold this many bytes (or the
+# group closes): an append costs ~0.1 s of statements whatever it holds (an INSERT per
+# table, the runs' assignment), which a thousand small dumps paid each
+# (docs/benchmarks.md); the files wait on disk, not in memory.
+APPEND_BYTES = 16 << 20
 WRITE_ERRORS = (duckdb.Error, OSError, pa.ArrowException, ShardError)
 
 
@@ -179,7 +184,8 @@ class GroupWriter:
     """The one writer: parsed files appended in file order, many to a transaction.
 
     Each file is checked (the serial ingest's re-ingest checks, inside the transaction:
-    they see the files before it) and appended as it comes; at ``close`` (the group's
+    they see the files before it) as it comes, and appended with the next ones once they
+    hold ``APPEND_BYTES`` (one statement per table for them all); at ``close`` (the group's
     streams reach ``GROUP_BYTES``, or the last file came) the caches of all its new
     timelines are computed, the transaction commits, and what the serial ingest would
     have printed comes out in its order, the summaries from one query. A transaction that
@@ -192,6 +198,8 @@ class GroupWriter:
         self.report, self.report_error = report, report_error
         self.items: list[_File | IngestError] = []  # in file order
         self.nbytes = 0
+        self.pending: list[_File] = []  # checked, not yet appended (APPEND_BYTES)
+        self.pending_bytes = 0
         self.txn: IngestTransaction | None = None
         self.broken = False  # the group's transaction failed: rewrite file by file
 
@@ -200,8 +208,7 @@ class GroupWriter:
 
     def add(self, ready: list[tuple[dict[str, Any], Path]]) -> None:
         """Tasks' results (``parse_file``'s) with their folders, in file order: checked
-        one by one, appended together."""
-        pending: list[_File] = []
+        one by one, appended together once they hold ``APPEND_BYTES`` (``flush``)."""
         for r, folder in ready:
             if r["status"] == "failed":
                 self.items.append(error_of(r))
@@ -211,17 +218,21 @@ class GroupWriter:
             self.items.append(f)
             if self.broken:
                 continue
-            if any(p.result["sha256"] == r["sha256"] for p in pending):
-                self._append(pending)  # the check must see the file of the same bytes
-                pending = []
+            if any(p.result["sha256"] == r["sha256"] for p in self.pending):
+                self.flush()  # the check must see the file of the same bytes
             go, f.note = self.check(self.db, r["path"], r["sha256"])
             if go and r["status"] != "skipped":
-                pending.append(f)
+                self.pending.append(f)
+                self.pending_bytes += r["parsed"]["nbytes"]
                 self.nbytes += r["parsed"]["nbytes"]
                 if self.nbytes >= GROUP_BYTES:
-                    self._append(pending)
-                    pending = []
                     self.close()
+                elif self.pending_bytes >= APPEND_BYTES:
+                    self.flush()
+
+    def flush(self) -> None:
+        """Append the files checked and not yet appended."""
+        pending, self.pending, self.pending_bytes = self.pending, [], 0
         self._append(pending)
 
     def _append(self, files: list[_File]) -> None:
@@ -267,6 +278,7 @@ class GroupWriter:
 
     def close(self) -> None:
         """Commit the group (or write its files again one by one), print its report."""
+        self.flush()
         files = [f for f in self.items if isinstance(f, _File)]
         if not self.broken:
             try:

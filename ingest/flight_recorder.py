@@ -47,22 +47,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from .cuda_snapshot import Interner
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
 from .pickle_stream import TOP, PickleStream
 from .records import (
-    CollectiveRecorded,
+    EventColumns,
     ProcessGroupProgress,
     ProcessGroupRecorded,
     Record,
     Timeline,
     TimelineNote,
+    columns_wanted,
+    dumps,
 )
 
 FORMAT = "flight_recorder"
 KNOWN_MAJORS = (1, 2)
 ENTRIES = ("entries",)
+BATCH = 20_000  # entries per EventColumns (the writer's batch size)
 
 # Entry keys read into columns; every other key goes to attrs.
 _COLUMNS = {
@@ -89,6 +94,7 @@ def rank_from_name(name: str) -> int | None:
 
 
 _INT64 = (-(1 << 63), 1 << 63)
+_LO, _HI = _INT64
 
 
 def _int(v: Any) -> int | None:
@@ -150,6 +156,39 @@ def _pg(v: Any) -> tuple[str | None, str | None]:
     return (None if v is None else str(v), None)
 
 
+# An entry's fields by how they are read: (column, key).
+_INT_FIELDS = (("step", "record_id"), ("pg_id", "pg_id"), ("p2p_seq_id", "p2p_seq_id"),
+               ("op_id", "op_id"), ("ts_ns", "time_created_ns"), ("timeout_ms", "timeout_ms"))
+_TIME_FIELDS = (("started_ns", "time_discovered_started_ns"),
+                ("completed_ns", "time_discovered_completed_ns"))
+_TEXT_FIELDS = (("in_sizes", "input_sizes"), ("out_sizes", "output_sizes"),
+                ("in_dtypes", "input_dtypes"), ("out_dtypes", "output_dtypes"))
+_BOOL_FIELDS = (("is_p2p", "is_p2p"), ("retired", "retired"))
+# The columns of collective_recorded events and their Arrow types (its table's).
+_I64, _STR, _BOOL = pa.int64(), pa.string(), pa.bool_()
+_TYPES = (("step", _I64), ("op", _STR), ("ts_ns", _I64), ("dur_ns", _I64), ("attrs", _STR),
+          ("stack_id", pa.int32()), ("process_group", _STR), ("pg_desc", _STR),
+          ("pg_id", _I64), ("seq_id", _I64), ("p2p_seq_id", _I64), ("op_id", _I64),
+          ("is_p2p", _BOOL), ("state", _STR), ("started_ns", _I64), ("completed_ns", _I64),
+          ("in_sizes", _STR), ("out_sizes", _STR), ("in_dtypes", _STR), ("out_dtypes", _STR),
+          ("timeout_ms", _I64), ("retired", _BOOL))
+_ATTRS: dict[tuple[tuple[str, Any, type], ...], str] = {}  # an entry's other keys repeat
+
+
+def _attrs_text(extra: dict[str, Any]) -> str:
+    """The attrs JSON of an entry's other keys (the writer's text: ``dumps``)."""
+    try:  # (a value's type in the key: True and 1 are equal, their text is not)
+        key = tuple((k, v, type(v)) for k, v in extra.items())
+        got = _ATTRS.get(key)
+    except TypeError:  # a list among them: not kept
+        return dumps(extra)  # type: ignore[return-value]
+    if got is None:
+        got = dumps(extra)
+        if len(_ATTRS) < 100_000:
+            _ATTRS[key] = got  # type: ignore[assignment]
+    return got  # type: ignore[return-value]
+
+
 class _Dump:
     """One dump as it is read: its timeline key, frames, what the note will say."""
 
@@ -164,6 +203,7 @@ class _Dump:
         self.unknown_entry_keys: dict[str, int] = {}
         self.old_seq_ids = 0
         self.bad: IngestError | None = None
+        self.cols: dict[str, list[Any]] = {name: [] for name, _ in _TYPES}
 
     def timeline(self) -> Timeline:
         name = Path(self.path).name
@@ -174,49 +214,83 @@ class _Dump:
         return Timeline(key=self.key, name=f"{title} flight recorder ({name})",
                         format=FORMAT, device=None, attrs=attrs)
 
-    def entry(self, e: Any) -> list[Record]:
-        """The records of one entry (its newly interned frames first)."""
+    def entry(self, e: Any) -> None:
+        """Add one entry's row to the columns (its frames interned); ``rows`` hands them
+        over. Column by column as the writer's table holds them (collective_recorded's
+        fields, store/records.py): a thousand dumps of thousands of entries each made a
+        record object per entry, then a row of it (docs/benchmarks.md)."""
         if type(e) is not dict:  # said once the dump is read: a refusal comes first
             if self.bad is None:
                 self.bad = IngestError(self.path, None, f"entry {self.n_entries} is a "
                                        f"{type(e).__name__}, expected a dict with record_id, "
                                        "process_group, collective_seq_id, profiling_name, ...")
             self.n_entries += 1
-            return []
-        extra = {}
-        for k, v in e.items():
+            return
+        get = e.get
+        extra = None
+        for k in e:
             if k not in _COLUMNS:
                 key = str(k)
-                extra[key] = _plain(v)
+                if extra is None:
+                    extra = {}
+                v = e[k]
+                extra[key] = v if type(v) is str else _plain(v)
                 if key not in ("thread_name", "thread_id", "seq_id"):
                     self.unknown_entry_keys[key] = self.unknown_entry_keys.get(key, 0) + 1
-        seq = _int(e.get("collective_seq_id"))
+        c = self.cols
+        v = get("collective_seq_id")
+        seq = v if type(v) is int and _LO <= v < _HI else _int(v)
         if seq is None and "seq_id" in e:  # dumps before the collective/p2p split
             seq = _int(e["seq_id"])
             self.old_seq_ids += 1
-        name, desc = _pg(e.get("process_group"))
-        dur = e.get("duration_ms")
-        stack_id = self.interner.stack(e.get("frames")) if e.get("frames") is not None \
-            else None
-        rec = CollectiveRecorded(
-            timeline=self.key, step=_int(e.get("record_id")),
-            op=None if e.get("profiling_name") is None else str(e["profiling_name"]),
-            process_group=name, pg_desc=desc, pg_id=_int(e.get("pg_id")), seq_id=seq,
-            p2p_seq_id=_int(e.get("p2p_seq_id")), op_id=_int(e.get("op_id")),
-            is_p2p=e["is_p2p"] if type(e.get("is_p2p")) is bool else None,
-            state=None if e.get("state") is None else str(e["state"]),
-            ts_ns=_int(e.get("time_created_ns")),
-            started_ns=_time_ns(e.get("time_discovered_started_ns")),
-            completed_ns=_time_ns(e.get("time_discovered_completed_ns")),
-            dur_ns=_int(round(dur * 1e6)) if isinstance(dur, (int, float)) and not
-            isinstance(dur, bool) and math.isfinite(dur) else None,
-            in_sizes=_text(e.get("input_sizes")), out_sizes=_text(e.get("output_sizes")),
-            in_dtypes=_text(e.get("input_dtypes")), out_dtypes=_text(e.get("output_dtypes")),
-            timeout_ms=_int(e.get("timeout_ms")),
-            retired=e["retired"] if type(e.get("retired")) is bool else None,
-            stack_id=stack_id, attrs=extra)
+        c["seq_id"].append(seq)
+        for col, key in _INT_FIELDS:
+            v = get(key)
+            c[col].append(v if type(v) is int and _LO <= v < _HI else _int(v))
+        for col, key in _TIME_FIELDS:
+            v = get(key)
+            c[col].append(v if type(v) is int and _LO <= v < _HI and v else _time_ns(v))
+        for col, key in _TEXT_FIELDS:
+            v = get(key)
+            c[col].append(None if v is None else _text(v))
+        for col, key in _BOOL_FIELDS:
+            v = get(key)
+            c[col].append(v if type(v) is bool else None)
+        v = get("profiling_name")
+        c["op"].append(None if v is None else str(v))
+        v = get("state")
+        c["state"].append(None if v is None else str(v))
+        name, desc = _pg(get("process_group"))
+        c["process_group"].append(name)
+        c["pg_desc"].append(desc)
+        dur = get("duration_ms")  # (plain data: a bool's type is neither)
+        c["dur_ns"].append(_int(round(dur * 1e6)) if (type(dur) is float or type(dur) is int)
+                           and math.isfinite(dur) else None)
+        frames = get("frames")
+        c["stack_id"].append(None if frames is None else self.interner.stack(frames))
+        c["attrs"].append(None if extra is None else _attrs_text(extra))
         self.n_entries += 1
-        return [*self.interner.take(), rec]
+
+    def n_rows(self) -> int:
+        """Entries added and not yet handed over."""
+        return len(self.cols["op"])
+
+    def rows(self) -> list[Record]:
+        """The entries added since the last call: their newly interned frames and stacks,
+        then the entries as one EventColumns where the writer reads (``columns_wanted``),
+        else as records (the same rows: EventColumns.records)."""
+        out: list[Record] = list(self.interner.take())
+        n = len(self.cols["op"])
+        if n:
+            cols = {"kind": pa.repeat(pa.scalar("collective_recorded"), n)}
+            cols.update((name, pa.array(self.cols[name], type=t)) for name, t in _TYPES)
+            self.cols = {name: [] for name, _ in _TYPES}
+            batch = EventColumns(timelines=(self.key,), n=n, columns=cols)
+            if columns_wanted():
+                out.append(batch)
+            else:
+                out += batch.records()
+        return out
 
     def tail(self, top: dict[str, Any]) -> list[Record]:
         """The groups, their progress and the note, from the dump's other keys."""
@@ -339,10 +413,12 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
                     if "entries" in item and not isinstance(item["entries"], list):
                         raise IngestError(path, None, "entries is a "
                                           f"{type(item['entries']).__name__}, expected a list")
-                    yield from dump.interner.take()
+                    yield from dump.rows()
                     yield from dump.tail(item)
                 else:
-                    yield from dump.entry(item)
+                    dump.entry(item)
+                    if dump.n_rows() >= BATCH:
+                        yield from dump.rows()
         except (EOFError, zlib.error, gzip.BadGzipFile) as e:
             raise IngestError(path, None, f"corrupt gzip data ({e})") from None
 
@@ -370,7 +446,10 @@ def _parse_json(path: str) -> Iterator[Record]:
     dump = _Dump(path, "json")
     yield dump.timeline()
     for entry in entries:
-        yield from dump.entry(entry)
+        dump.entry(entry)
+        if dump.n_rows() >= BATCH:
+            yield from dump.rows()
+    yield from dump.rows()
     yield from dump.tail(top)
 
 

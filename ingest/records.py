@@ -12,6 +12,7 @@ kept in ``size_expr`` and the buffer is reported, never counted as zero.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -505,3 +506,15 @@ def columns_accepted() -> Iterator[None]:
 def columns_wanted() -> bool:
     """Is this thread inside :func:`columns_accepted`?"""
     return getattr(_COLUMNS, "on", False)
+
+
+# json.dumps(value, default=str, separators=(",", ":")) without making an encoder per
+# call (a fifth of the rows' cost): the same text, byte for byte.
+_ENCODER = json.JSONEncoder(default=str, separators=(",", ":"))
+
+
+def dumps(value: Any) -> str | None:
+    """JSON for an attrs column (None stays NULL)."""
+    if value is None:
+        return None
+    return _ENCODER.encode(value)

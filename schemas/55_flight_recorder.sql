@@ -49,14 +49,19 @@ WITH RECURSIVE d AS (
                       min(timeout_ms) AS min_timeout_ms, arg_max(step, ts_ns) AS last_step
                FROM events_collective_recorded GROUP BY timeline_id) e USING (timeline_id)
     WHERE t.format = 'flight_recorder'
-), pairs AS (  -- two dumps of one rank overlapping in time; a: the older of the two
+), pairs0 AS MATERIALIZED (  -- two dumps of one rank overlapping in time; a: the older
     SELECT a.timeline_id AS a, b.timeline_id AS b, b.source_path AS b_path,
-           EXISTS (SELECT 1 FROM events_collective_recorded e
-                   WHERE e.timeline_id = b.timeline_id AND e.step = a.last_step
-                     AND e.ts_ns = a.last_ns) AS same_ring
+           a.last_step, a.last_ns
     FROM d a JOIN d b ON a.rank = b.rank AND a.timeline_id <> b.timeline_id
      AND a.first_ns <= b.last_ns AND b.first_ns <= a.last_ns
      AND [a.last_ns, a.n_entries, a.timeline_id] < [b.last_ns, b.n_entries, b.timeline_id]
+), pairs AS (  -- same_ring: b holds a's newest entry (a join, not EXISTS: DuckDB would
+    -- match every entry of every dump against the pairs, which are usually none)
+    SELECT p.a, p.b, p.b_path, r.a IS NOT NULL AS same_ring
+    FROM pairs0 p LEFT JOIN (
+        SELECT DISTINCT p.a, p.b FROM pairs0 p JOIN events_collective_recorded e
+          ON e.timeline_id = p.b AND e.step = p.last_step AND e.ts_ns = p.last_ns
+    ) r ON r.a = p.a AND r.b = p.b
 ), conf AS (  -- dumps in a pair of two rings: both conflict
     SELECT t AS timeline_id, list(DISTINCT p ORDER BY p) AS conflict_with,
            bool_or(o < t) AS shadowed
@@ -75,16 +80,24 @@ WITH RECURSIVE d AS (
     FROM d LEFT JOIN conf c USING (timeline_id)
     WHERE d.last_ns IS NOT NULL AND NOT COALESCE(c.shadowed, false)
       AND d.timeline_id NOT IN (SELECT timeline_id FROM sup)
-), walk(i, timeline_id, incident, ranks, last_ns) AS (
-    SELECT i, timeline_id, 1, [rank], last_ns FROM o WHERE i = 1
+), ob AS (  -- where an incident may end: after a gap, or at a rank seen before (prev)
+    SELECT i, timeline_id,
+           last_ns - lag(last_ns) OVER (ORDER BY i) > gap_ns AS gap,
+           CASE WHEN rank IS NOT NULL THEN lag(i) OVER (PARTITION BY rank ORDER BY i) END
+               AS prev
+    FROM o
+), starts(s, incident) AS (
+    -- the dumps that begin an incident, walked from one to the next (as many steps as
+    -- incidents): the first dump after s past a gap, or whose rank an earlier dump from
+    -- s on already has
+    SELECT 1, 1 WHERE EXISTS (SELECT 1 FROM o)
     UNION ALL
-    SELECT o.i, o.timeline_id,
-           w.incident + CASE WHEN list_contains(w.ranks, o.rank)
-                              OR o.last_ns - w.last_ns > o.gap_ns THEN 1 ELSE 0 END,
-           CASE WHEN list_contains(w.ranks, o.rank) OR o.last_ns - w.last_ns > o.gap_ns
-                THEN [o.rank] ELSE list_append(w.ranks, o.rank) END,
-           o.last_ns
-    FROM walk w JOIN o ON o.i = w.i + 1
+    SELECT min(ob.i), any_value(st.incident) + 1
+    FROM starts st JOIN ob ON ob.i > st.s AND (ob.gap OR ob.prev >= st.s)
+    GROUP BY st.s
+), walk AS (
+    SELECT ob.timeline_id, max(st.incident) AS incident
+    FROM ob JOIN starts st ON st.s <= ob.i GROUP BY ob.timeline_id
 ), placed AS (
     SELECT timeline_id, incident FROM walk
     UNION ALL  -- a dump left out of the walk joins the incident of a twin in it
@@ -126,10 +139,13 @@ LEFT JOIN events_process_group_status s
 --   missing highest rank cannot be seen then); members_from: pg_config | entries | dumps;
 --   ranks_with_dump: members whose dump is usable; missing: members without one.
 CREATE OR REPLACE VIEW fr_groups AS
-WITH g AS (
-    SELECT incident, process_group, any_value(pg_desc) AS pg_desc,
-           list(DISTINCT rank ORDER BY rank) AS entry_ranks
-    FROM _fr_entries GROUP BY incident, process_group
+WITH g AS (  -- (each dump's groups first: the entries are not joined one by one)
+    SELECT f.incident, x.process_group, any_value(x.pg_desc) AS pg_desc,
+           list(DISTINCT f.rank ORDER BY f.rank) AS entry_ranks
+    FROM (SELECT timeline_id, process_group, any_value(pg_desc) AS pg_desc
+          FROM events_collective_recorded GROUP BY timeline_id, process_group) x
+    JOIN fr_dumps f ON f.timeline_id = x.timeline_id AND f.status = 'ok'
+    GROUP BY f.incident, x.process_group
 ), cfg AS (
     SELECT f.incident, p.process_group, list(DISTINCT r.r ORDER BY r.r) AS cfg_ranks
     FROM events_process_group p JOIN fr_dumps f USING (timeline_id),
@@ -181,19 +197,26 @@ WITH e AS (
            NULLIF(s.last_completed, -1) AS s_done
     FROM a LEFT JOIN events_process_group_status s
       ON s.timeline_id = a.timeline_id AND s.pg_id = a.pg_id
+), q AS MATERIALIZED (
+    SELECT *, COALESCE(s_enq, max_seq) AS enq_seq, COALESCE(s_done, max_completed) AS done_seq
+    FROM p
+), ops AS (  -- the ops of those two ids (one join, not a query per row)
+    SELECT x.timeline_id, x.process_group, x.seq_id,
+           string_agg(x.op, ' + ' ORDER BY x.step) AS ops
+    FROM e x JOIN q ON x.timeline_id = q.timeline_id AND x.process_group = q.process_group
+     AND (x.seq_id = q.enq_seq OR x.seq_id = q.done_seq)
+    GROUP BY x.timeline_id, x.process_group, x.seq_id
 )
-SELECT p.incident, p.rank, p.timeline_id, p.process_group, p.pg_desc,
-       COALESCE(p.s_enq, p.max_seq) AS last_enqueued_seq,
-       (SELECT string_agg(op, ' + ' ORDER BY step) FROM e x WHERE x.timeline_id = p.timeline_id
-          AND x.process_group = p.process_group
-          AND x.seq_id = COALESCE(p.s_enq, p.max_seq)) AS last_enqueued_op,
-       COALESCE(p.s_start, p.max_started) AS last_started_seq,
-       COALESCE(p.s_done, p.max_completed) AS last_completed_seq,
-       (SELECT string_agg(op, ' + ' ORDER BY step) FROM e x WHERE x.timeline_id = p.timeline_id
-          AND x.process_group = p.process_group
-          AND x.seq_id = COALESCE(p.s_done, p.max_completed)) AS last_completed_op,
-       p.first_seq, p.n_entries, p.pending, p.stuck_since_ns
-FROM p;
+SELECT q.incident, q.rank, q.timeline_id, q.process_group, q.pg_desc,
+       q.enq_seq AS last_enqueued_seq, oe.ops AS last_enqueued_op,
+       COALESCE(q.s_start, q.max_started) AS last_started_seq,
+       q.done_seq AS last_completed_seq, od.ops AS last_completed_op,
+       q.first_seq, q.n_entries, q.pending, q.stuck_since_ns
+FROM q
+LEFT JOIN ops oe ON oe.timeline_id = q.timeline_id AND oe.process_group = q.process_group
+ AND oe.seq_id = q.enq_seq
+LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.process_group
+ AND od.seq_id = q.done_seq;
 
 -- hang_verdict: per incident and process group, the first collective where the ranks
 -- disagree, one row per member rank.
@@ -222,7 +245,7 @@ FROM p;
 --   root: true for the group whose collective was issued first in the incident (the
 --   others' hangs usually follow from it); reason: the row in words.
 CREATE OR REPLACE VIEW hang_verdict AS
-WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compares
+WITH e AS (  -- the entries: only what the verdict compares
     SELECT incident, process_group, rank, timeline_id, seq_id, step, ts_ns, completed,
            state, op, COALESCE(is_p2p, false) AS is_p2p,
            hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
@@ -243,20 +266,32 @@ WITH e AS MATERIALIZED (  -- the entries, read once: only what the verdict compa
     FROM c GROUP BY ALL
 ), lo AS (  -- the window's start: every member's ring holds ids from here
     SELECT incident, process_group, max(first) AS lo_seq FROM mine GROUP BY ALL
+), mem AS MATERIALIZED (  -- per rank and group: the window's start, and whether the rank
+    -- is a member with a usable dump
+    SELECT mi.incident, mi.process_group, mi.rank, lo.lo_seq,
+           list_contains(g.ranks_with_dump, mi.rank) AS member
+    FROM mine mi JOIN lo USING (incident, process_group)
+    JOIN grp g USING (incident, process_group)
 ), per_seq AS (
-    SELECT c.incident, c.process_group, c.seq, list(c.rank) AS issued,
-           count(DISTINCT c.h) > 1 AS call_diff, count(DISTINCT c.state) > 1 AS state_diff,
+    -- issued: how many of those members issued the id (c holds one row per rank and id;
+    -- counted, not listed: a list per id, searched for every member, cost ranks squared)
+    SELECT c.incident, c.process_group, c.seq, count(*) FILTER (WHERE m.member) AS issued,
+           -- (two values differ where the least and the greatest do: no DISTINCT, whose
+           -- per-id sets of 2M calls overran the ingest's 256MB)
+           min(c.h) <> max(c.h) AS call_diff,
+           COALESCE(min(c.state) <> max(c.state), false) AS state_diff,
            bool_and(c.completed) AS all_done, min(c.ts_ns) AS since_ns
-    FROM c JOIN lo USING (incident, process_group) WHERE c.seq >= lo.lo_seq
+    FROM c JOIN mem m ON m.incident = c.incident AND m.process_group = c.process_group
+     AND m.rank = c.rank
+    WHERE c.seq >= m.lo_seq
     GROUP BY ALL
 ), first AS (
     SELECT p.*, g.members, g.ranks_with_dump,
-           len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
-               AS rank_gone,
+           p.issued < len(g.ranks_with_dump) AS rank_gone,
            len(g.missing) > 0 AND NOT p.all_done AS dump_gone
     FROM per_seq p JOIN grp g USING (incident, process_group)
     WHERE p.call_diff OR p.state_diff OR NOT p.all_done
-       OR len(list_filter(g.ranks_with_dump, lambda r: NOT list_contains(p.issued, r))) > 0
+       OR p.issued < len(g.ranks_with_dump)
     QUALIFY row_number() OVER (PARTITION BY p.incident, p.process_group ORDER BY p.seq) = 1
 ), sig AS MATERIALIZED (  -- the calls of those ids, in words
     SELECT e.incident, e.process_group, e.rank, e.seq_id AS seq,
