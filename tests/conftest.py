@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from tlview.ingest import native, records_for
-from tlview.store import open_database, write_records
+from tlview.ingest.discover import discover
+from tlview.store import Database, open_database, write_records
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"
@@ -49,3 +50,70 @@ def ingest_into(db_path: Path, *inputs: Path, fmt: str | None = None) -> list[in
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "t.duckdb"
+
+
+def fixture_inputs() -> list[tuple[str, str]]:
+    """(path relative to fixtures, format) of every recognised input below fixtures/, but
+    the generators' (gen/) and the fuzzing's reproducers (fuzz/, test_fuzz_findings)."""
+    out = []
+    for path, fmt in discover(FIXTURES):
+        rel = Path(path).relative_to(FIXTURES).as_posix()
+        if rel.startswith(("gen/", "fuzz/")):
+            continue
+        out.append((rel, fmt))
+    return out
+
+
+class IngestedFixtures:
+    """Fixtures ingested into one database of this test process, each once, on first
+    ask: with the compiled core (``parser="compiled"``) or the Python parsers.
+
+    The events digest of every fixture (test_events_digest) and the caches of every
+    fixture (test_caches) read the same database instead of one new database per test:
+    an ingest's rows, and so its digest, do not depend on the sources beside it.
+    Nothing may change the database but ``source_id``; a test that writes copies it
+    (``copy_to``).
+    """
+
+    def __init__(self, path: Path, parser: str) -> None:
+        self.path = path
+        self.parser = parser
+        self.source_ids: dict[str, int] = {}
+        self.db: Database = open_database(path)
+
+    def source_id(self, rel: str, fmt: str | None = None) -> int:
+        """The source id of fixture ``rel`` (relative to fixtures/), ingested if not yet."""
+        if rel not in self.source_ids:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("TLVIEW_NATIVE", "1" if self.parser == "compiled" else "0")
+                summary = write_records(self.db, records_for(FIXTURES / rel, fmt))
+            self.source_ids[rel] = summary.source_id
+        return self.source_ids[rel]
+
+    def every_fixture(self) -> IngestedFixtures:
+        """All of fixture_inputs() ingested."""
+        for rel, fmt in fixture_inputs():
+            self.source_id(rel, fmt)
+        return self
+
+    def copy_to(self, path: Path) -> Path:
+        """A copy of the database file as it is now, to change."""
+        self.db.con.execute("CHECKPOINT")
+        path.write_bytes(self.path.read_bytes())
+        return path
+
+
+@pytest.fixture(scope="session")
+def ingested_fixtures(tmp_path_factory):
+    """``parser -> IngestedFixtures`` ("compiled" or "python"), opened on first use."""
+    made: dict[str, IngestedFixtures] = {}
+
+    def get(parser: str) -> IngestedFixtures:
+        if parser not in made:
+            folder = tmp_path_factory.mktemp(f"fixtures_{parser}")
+            made[parser] = IngestedFixtures(folder / "all.duckdb", parser)
+        return made[parser]
+
+    yield get
+    for f in made.values():
+        f.db.close()

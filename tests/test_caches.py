@@ -9,12 +9,8 @@ values freed before they start, steps with no node, buffers of no step.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import FIXTURES
-from test_events_digest import fixture_inputs
-from tlview.ingest.source import records_for
+from conftest import native_built
 from tlview.store import caches, open_database, write_records
 from tlview.store.records import (
     BufferAllocated,
@@ -58,27 +54,28 @@ def assert_caches_are_the_views(con) -> None:
     assert all(s == sorted(s) for s in by_tl.values())
 
 
+# Beside test_events_digest's tests of the same parser, which ingest the same database.
+pytestmark = pytest.mark.xdist_group("fixtures_compiled")
+
+
 @pytest.fixture(scope="module")
-def all_fixtures(tmp_path_factory) -> Path:
-    """Every recognised fixture ingested into one database."""
-    path = tmp_path_factory.mktemp("caches") / "all.duckdb"
-    with open_database(path) as db:
-        for rel, fmt in fixture_inputs():
-            write_records(db, records_for(FIXTURES / rel, fmt))
-    return path
+def all_fixtures(ingested_fixtures):
+    """Every recognised fixture ingested into one database (the events digest test's,
+    conftest.ingested_fixtures: its compiled parser, the default where the core is
+    built)."""
+    return ingested_fixtures("compiled" if native_built() else "python").every_fixture()
 
 
 def test_every_fixture_caches_equal_the_views(all_fixtures):
-    with open_database(all_fixtures, read_only=True) as db:
-        assert db.con.execute("SELECT count(DISTINCT timeline_id) FROM _cache_buffers"
-                              ).fetchone()[0] >= 20
-        assert_caches_are_the_views(db.con)
+    con = all_fixtures.db.con
+    assert con.execute("SELECT count(DISTINCT timeline_id) FROM _cache_buffers"
+                       ).fetchone()[0] >= 20
+    assert_caches_are_the_views(con)
 
 
 def test_rebuilt_at_once_the_caches_are_unchanged(all_fixtures, tmp_path):
     """All timelines refreshed in one run (what `tlview migrate` does)."""
-    path = tmp_path / "copy.duckdb"
-    path.write_bytes(all_fixtures.read_bytes())
+    path = all_fixtures.copy_to(tmp_path / "copy.duckdb")
     with open_database(path) as db:
         before = db.con.execute("SELECT * FROM _cache_buffers ORDER BY rowid").fetchall()
         db.con.execute("BEGIN")
