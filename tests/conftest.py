@@ -117,3 +117,22 @@ def ingested_fixtures(tmp_path_factory):
     yield get
     for f in made.values():
         f.db.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (``-n``, with pyproject's ``--dist loadgroup``) the tests of a module
+    that builds something once for many tests (a module- or class-scoped fixture of its
+    own, often a database) run in one worker, so it is built once, not once per worker.
+    Tests that name an xdist_group keep theirs; the others are spread one by one."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        module = item.nodeid.split("::")[0]
+        shared = any(d.scope in ("module", "class") and d.baseid.startswith(module)
+                     for defs in info.name2fixturedefs.values() for d in defs)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(Path(module).stem))
