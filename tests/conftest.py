@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,6 +49,30 @@ def ingest_into(db_path: Path, *inputs: Path, fmt: str | None = None) -> list[in
             summary = write_records(db, records_for(p, fmt))
             tids.extend(summary.timeline_ids.values())
     return tids
+
+
+def tlview_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`tlview ARGS` run by ``tlview.cli.main`` in this process, as a finished process: its
+    exit status (argparse's SystemExit too), standard output and error. For the commands
+    whose test needs nothing of a process of their own (a terminal, signals, a pipe, the
+    entry point): a new interpreter costs a second or more of imports each time."""
+    from tlview.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as mp:
+        if cwd is not None:
+            mp.chdir(cwd)
+        for k, v in (env or {}).items():
+            mp.setenv(k, v)
+        mp.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return subprocess.CompletedProcess(["tlview", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
