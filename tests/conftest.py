@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import subprocess
@@ -80,11 +81,19 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "t.duckdb"
 
 
+@functools.cache
+def discovered_fixtures() -> tuple[tuple[str, str], ...]:
+    """``discover(FIXTURES)``: (path, format) of every recognised input below fixtures/,
+    surveyed once per test process (it reads the head of ~1,200 files: seconds)."""
+    return tuple(discover(FIXTURES))
+
+
+@functools.cache
 def fixture_inputs() -> list[tuple[str, str]]:
     """(path relative to fixtures, format) of every recognised input below fixtures/, but
     the generators' (gen/) and the fuzzing's reproducers (fuzz/, test_fuzz_findings)."""
     out = []
-    for path, fmt in discover(FIXTURES):
+    for path, fmt in discovered_fixtures():
         rel = Path(path).relative_to(FIXTURES).as_posix()
         if rel.startswith(("gen/", "fuzz/")):
             continue
