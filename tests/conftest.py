@@ -76,6 +76,15 @@ def tlview_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None 
     return subprocess.CompletedProcess(["tlview", *args], code, out.getvalue(), err.getvalue())
 
 
+@pytest.fixture(scope="session")
+def seed000(tmp_path_factory) -> Path:
+    """Seed 000 alone in a database, made once per test process for the files that only
+    read it (the terminal UI's); a test that writes makes its own."""
+    path = tmp_path_factory.mktemp("seed000") / "000.duckdb"
+    ingest_into(path, SEED_000)
+    return path
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "t.duckdb"
