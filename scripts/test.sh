@@ -14,5 +14,10 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+# Compiled bytecode is written and reused (the __pycache__ folders are ignored by git),
+# also where the environment turns it off: each of the two workers, and every tlview
+# process a test starts, would compile tlview and the assertion-rewritten test modules
+# anew (~6 CPU-s of a worker's 13 s of collection).
+unset PYTHONDONTWRITEBYTECODE
 # Two workers (TLVIEW_TEST_WORKERS=0: one process, e.g. to debug a test).
 exec .venv/bin/python -m pytest -q -n "${TLVIEW_TEST_WORKERS:-2}" "$@"

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from tlview.ingest import native, records_for
-from tlview.store import open_database, write_records
+from tlview.ingest.discover import discover
+from tlview.store import Database, open_database, write_records
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"
@@ -46,6 +52,133 @@ def ingest_into(db_path: Path, *inputs: Path, fmt: str | None = None) -> list[in
     return tids
 
 
+def tlview_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`tlview ARGS` run by ``tlview.cli.main`` in this process, as a finished process: its
+    exit status (argparse's SystemExit too), standard output and error. For the commands
+    whose test needs nothing of a process of their own (a terminal, signals, a pipe, the
+    entry point): a new interpreter costs a second or more of imports each time."""
+    from tlview.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as mp:
+        if cwd is not None:
+            mp.chdir(cwd)
+        for k, v in (env or {}).items():
+            mp.setenv(k, v)
+        mp.setattr(sys, "stdin", io.StringIO(stdin or ""))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        try:
+            code = main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return subprocess.CompletedProcess(["tlview", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="session")
+def seed000(tmp_path_factory) -> Path:
+    """Seed 000 alone in a database, made once per test process for the files that only
+    read it (the terminal UI's); a test that writes makes its own."""
+    path = tmp_path_factory.mktemp("seed000") / "000.duckdb"
+    ingest_into(path, SEED_000)
+    return path
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "t.duckdb"
+
+
+@functools.cache
+def discovered_fixtures() -> tuple[tuple[str, str], ...]:
+    """``discover(FIXTURES)``: (path, format) of every recognised input below fixtures/,
+    surveyed once per test process (it reads the head of ~1,200 files: seconds)."""
+    return tuple(discover(FIXTURES))
+
+
+@functools.cache
+def fixture_inputs() -> list[tuple[str, str]]:
+    """(path relative to fixtures, format) of every recognised input below fixtures/, but
+    the generators' (gen/) and the fuzzing's reproducers (fuzz/, test_fuzz_findings)."""
+    out = []
+    for path, fmt in discovered_fixtures():
+        rel = Path(path).relative_to(FIXTURES).as_posix()
+        if rel.startswith(("gen/", "fuzz/")):
+            continue
+        out.append((rel, fmt))
+    return out
+
+
+class IngestedFixtures:
+    """Fixtures ingested into one database of this test process, each once, on first
+    ask: with the compiled core (``parser="compiled"``) or the Python parsers.
+
+    The events digest of every fixture (test_events_digest) and the caches of every
+    fixture (test_caches) read the same database instead of one new database per test:
+    an ingest's rows, and so its digest, do not depend on the sources beside it.
+    Nothing may change the database but ``source_id``; a test that writes copies it
+    (``copy_to``).
+    """
+
+    def __init__(self, path: Path, parser: str) -> None:
+        self.path = path
+        self.parser = parser
+        self.source_ids: dict[str, int] = {}
+        self.db: Database = open_database(path)
+
+    def source_id(self, rel: str, fmt: str | None = None) -> int:
+        """The source id of fixture ``rel`` (relative to fixtures/), ingested if not yet."""
+        if rel not in self.source_ids:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("TLVIEW_NATIVE", "1" if self.parser == "compiled" else "0")
+                summary = write_records(self.db, records_for(FIXTURES / rel, fmt))
+            self.source_ids[rel] = summary.source_id
+        return self.source_ids[rel]
+
+    def every_fixture(self) -> IngestedFixtures:
+        """All of fixture_inputs() ingested."""
+        for rel, fmt in fixture_inputs():
+            self.source_id(rel, fmt)
+        return self
+
+    def copy_to(self, path: Path) -> Path:
+        """A copy of the database file as it is now, to change."""
+        self.db.con.execute("CHECKPOINT")
+        path.write_bytes(self.path.read_bytes())
+        return path
+
+
+@pytest.fixture(scope="session")
+def ingested_fixtures(tmp_path_factory):
+    """``parser -> IngestedFixtures`` ("compiled" or "python"), opened on first use."""
+    made: dict[str, IngestedFixtures] = {}
+
+    def get(parser: str) -> IngestedFixtures:
+        if parser not in made:
+            folder = tmp_path_factory.mktemp(f"fixtures_{parser}")
+            made[parser] = IngestedFixtures(folder / "all.duckdb", parser)
+        return made[parser]
+
+    yield get
+    for f in made.values():
+        f.db.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (``-n``, with pyproject's ``--dist loadgroup``) the tests of a module
+    that builds something once for many tests (a module- or class-scoped fixture of its
+    own, often a database) run in one worker, so it is built once, not once per worker.
+    Tests that name an xdist_group keep theirs; the others are spread one by one."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        module = item.nodeid.split("::")[0]
+        shared = any(d.scope in ("module", "class") and d.baseid.startswith(module)
+                     for defs in info.name2fixturedefs.values() for d in defs)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(Path(module).stem))

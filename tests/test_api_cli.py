@@ -1,4 +1,7 @@
-"""The command line and the scripting API, end to end on a real database file."""
+"""The command line and the scripting API, end to end on a real database file.
+
+The commands run in this process (conftest.tlview_main); test_cli_commands runs the
+entry point in a process of its own."""
 
 from __future__ import annotations
 
@@ -9,11 +12,8 @@ import sys
 import duckdb
 import tlview.api as tl
 from conftest import SEED_000, SEED_002, ingest_into
+from conftest import tlview_main as run
 from reference_ir import reference
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tlview", *args], capture_output=True, text=True)
 
 
 def test_ingest_prints_summary_and_skips_duplicates(tmp_path):

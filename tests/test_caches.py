@@ -9,11 +9,8 @@ values freed before they start, steps with no node, buffers of no step.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from conftest import FIXTURES
-from test_events_digest import fixture_inputs
+from conftest import FIXTURES, native_built
 from tlview.ingest.records import (
     BufferAllocated,
     BufferFreed,
@@ -21,7 +18,6 @@ from tlview.ingest.records import (
     Source,
     Timeline,
 )
-from tlview.ingest.source import records_for
 from tlview.store import caches, open_database, write_records
 
 PAIRS = (("_cache_buffers", "_buffers_derived"),
@@ -58,21 +54,23 @@ def assert_caches_are_the_views(con) -> None:
     assert all(s == sorted(s) for s in by_tl.values())
 
 
+# Beside test_events_digest's tests of the same parser, which ingest the same database.
+pytestmark = pytest.mark.xdist_group("fixtures_compiled")
+
+
 @pytest.fixture(scope="module")
-def all_fixtures(tmp_path_factory) -> Path:
-    """Every recognised fixture ingested into one database."""
-    path = tmp_path_factory.mktemp("caches") / "all.duckdb"
-    with open_database(path) as db:
-        for rel, fmt in fixture_inputs():
-            write_records(db, records_for(FIXTURES / rel, fmt))
-    return path
+def all_fixtures(ingested_fixtures):
+    """Every recognised fixture ingested into one database (the events digest test's,
+    conftest.ingested_fixtures: its compiled parser, the default where the core is
+    built)."""
+    return ingested_fixtures("compiled" if native_built() else "python").every_fixture()
 
 
 def test_every_fixture_caches_equal_the_views(all_fixtures):
-    with open_database(all_fixtures, read_only=True) as db:
-        assert db.con.execute("SELECT count(DISTINCT timeline_id) FROM _cache_buffers"
-                              ).fetchone()[0] >= 20
-        assert_caches_are_the_views(db.con)
+    con = all_fixtures.db.con
+    assert con.execute("SELECT count(DISTINCT timeline_id) FROM _cache_buffers"
+                       ).fetchone()[0] >= 20
+    assert_caches_are_the_views(con)
 
 
 # The ranks' caches span the profiler traces (store/caches.py RANK_CACHES): rebuilt whole.
@@ -83,12 +81,12 @@ RANK_PAIRS = (("_cache_rank_traces", "_rank_traces_derived"),
 def test_the_ranks_caches_equal_their_derivations(all_fixtures):
     """Every fixture ingested one after another (each rank trace its own ingest): the
     matching cached after the last one is the one derived from all of them."""
-    with open_database(all_fixtures, read_only=True) as db:
-        assert db.con.execute("SELECT count(DISTINCT run), count(DISTINCT timeline_id) "
-                              "FROM _cache_arrivals").fetchone() >= (2, 4)
-        for cached, derived in RANK_PAIRS:
-            assert db.con.execute(f"SELECT count(*) FROM {cached}").fetchone()[0] > 0, cached
-            assert differences(db.con, cached, derived) == 0, cached
+    con = all_fixtures.db.con
+    assert con.execute("SELECT count(DISTINCT run), count(DISTINCT timeline_id) "
+                       "FROM _cache_arrivals").fetchone() >= (2, 4)
+    for cached, derived in RANK_PAIRS:
+        assert con.execute(f"SELECT count(*) FROM {cached}").fetchone()[0] > 0, cached
+        assert differences(con, cached, derived) == 0, cached
 
 
 def test_a_trace_alone_is_not_matched_at_its_ingest(tmp_path):
@@ -113,8 +111,7 @@ def test_a_trace_alone_is_not_matched_at_its_ingest(tmp_path):
 
 def test_rebuilt_at_once_the_caches_are_unchanged(all_fixtures, tmp_path):
     """All timelines refreshed in one run (what `tlview migrate` does)."""
-    path = tmp_path / "copy.duckdb"
-    path.write_bytes(all_fixtures.read_bytes())
+    path = all_fixtures.copy_to(tmp_path / "copy.duckdb")
     with open_database(path) as db:
         before = db.con.execute("SELECT * FROM _cache_buffers ORDER BY rowid").fetchall()
         db.con.execute("BEGIN")

@@ -1,7 +1,10 @@
-"""The `tlview` command as a person meets it: run as a subprocess, as from a shell.
+"""The `tlview` command as a person meets it, from a shell.
 
 Missing or wrong databases, bad files among good ones, locks held by other tlview
 processes, closed pipes, help and version, queries from files, migrate, --write.
+The commands run in this process (conftest.tlview_main: exit status, stdout, stderr)
+but where the process is what is tested: the entry point (`python -m tlview`), a
+terminal or a pipe, and a second tlview that waits.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import FIXTURES, SEED_002, ingest_into
+from conftest import FIXTURES, SEED_002, ingest_into, tlview_main
 from tlview.ingest import formats
 from tlview.store import Database
 from tlview.store.db import SCHEMA_VERSION
@@ -32,11 +35,13 @@ MLP_TRAIN = FIXTURES / "torch" / "mlp_train"
 ESC = "\x1b"
 
 
-def tlview(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-           stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+tlview = tlview_main
+
+
+def tlview_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m tlview ARGS` in a process of its own, its output through pipes."""
     return subprocess.run([sys.executable, "-m", "tlview", *args], capture_output=True,
-                          text=True, cwd=cwd, env={**os.environ, **(env or {})}, input=stdin,
-                          timeout=timeout)
+                          text=True, timeout=timeout)
 
 
 def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
@@ -59,23 +64,23 @@ def count(db: Path, sql: str) -> int:
 
 
 def test_no_database_says_ingest_first(tmp_path):
-    err = one_line_error(tlview(cwd=tmp_path, timeout=30))
+    err = one_line_error(tlview(cwd=tmp_path))
     assert "no database here (./tlview.duckdb)" in err and "`tlview ingest FILE...` first" in err
     assert not (tmp_path / "tlview.duckdb").exists()
 
 
 def test_a_dump_given_as_the_database_says_ingest_it(tmp_path):
-    err = one_line_error(tlview(str(SEED_002), cwd=tmp_path, timeout=30))
+    err = one_line_error(tlview(str(SEED_002), cwd=tmp_path))
     assert f"{SEED_002} is a dump (inductor_ir), not a database" in err
     assert f"`tlview ingest {SEED_002}` first" in err
-    err = one_line_error(tlview(str(MLP_TRAIN), cwd=tmp_path, timeout=30))
+    err = one_line_error(tlview(str(MLP_TRAIN), cwd=tmp_path))
     assert "is a folder, not a database" in err
 
 
 def test_the_ui_never_draws_into_a_pipe(tmp_path):
     db = tmp_path / "u.duckdb"
     ingest_into(db, SEED_002)
-    err = one_line_error(tlview(str(db), timeout=30))
+    err = one_line_error(tlview_process(str(db), timeout=30))
     assert "needs a terminal" in err and f"tlview info --db {db}" in err
 
 
@@ -465,7 +470,7 @@ def test_help_documents_every_option_with_its_default_and_the_formats():
 def test_version():
     from tlview import __version__
 
-    p = tlview("--version")
+    p = tlview_process("--version")
     assert p.returncode == 0 and p.stdout.startswith(f"tlview {__version__} (duckdb ")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import FIXTURES, ingest_into
+from conftest import FIXTURES, ingest_into, tlview_main
 from reference_snapshot import active_blocks, live_at, load, replay
 from tlview.ingest.cuda_snapshot import parse_snapshot
 from tlview.ingest.formats import detect_format
@@ -390,13 +390,9 @@ def test_parser_records_are_the_events(tmp_path):
 def test_cli_ingest_prints_peaks_site_and_ooms(tmp_path):
     """`tlview ingest` on a snapshot: events, the peaks exactly and in binary units with
     their time and top site, and the OOM with what was asked and free."""
-    import subprocess
-    import sys
-
     snap = load(SNAP / "frag_oom.pickle")
     ref = replay(snap)
-    p = subprocess.run([sys.executable, "-m", "tlview", "ingest", str(SNAP / "frag_oom.pickle"),
-                        "--db", str(tmp_path / "c.duckdb")], capture_output=True, text=True)
+    p = tlview_main("ingest", str(SNAP / "frag_oom.pickle"), "--db", str(tmp_path / "c.duckdb"))
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith("timeline "))  # after

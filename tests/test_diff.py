@@ -16,11 +16,10 @@ import json
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, SEED_000, ingest_into
+from conftest import FIXTURES, SEED_000, ingest_into, tlview_main
 from reference_ir import reference as reference_ir
 from reference_snapshot import live_at as snapshot_live_at
 from reference_snapshot import load as load_snapshot
@@ -357,8 +356,8 @@ def test_a_read_only_session_aligns_in_temporary_tables(db, tmp_path):
 # ----- the command -----
 
 def _tlview(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tlview", *args], capture_output=True,
-                          text=True, timeout=120)
+    """`tlview ARGS` in this process, as a finished process (conftest.tlview_main)."""
+    return tlview_main(*args)
 
 
 def _main(capsys, *args: str) -> tuple[int, str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import FIXTURES, SEED_002, SEED_003, ingest_into
+from conftest import FIXTURES, SEED_002, SEED_003, ingest_into, tlview_main
 from tlview.ingest.discover import discover
 from tlview.store import open_database
 from tlview.store.db import SCHEMA_VERSION
@@ -192,13 +192,12 @@ def test_a_file_in_the_newer_format_still_opens_and_migrate_rewrites_it(tmp_path
     _newer_format_database(db)
     p = cli(db, "SELECT 1")
     assert p.returncode != 0 and "version number" in p.stderr  # the CLI's refusal
-    run = [sys.executable, "-m", "tlview"]
-    info = subprocess.run([*run, "info", "--db", str(db)], capture_output=True, text=True)
+    info = tlview_main("info", "--db", str(db))
     assert info.returncode == 0 and "peak 1,114,112 B" in info.stdout, info.stderr
-    mig = subprocess.run([*run, "migrate", "--db", str(db)], capture_output=True, text=True)
+    mig = tlview_main("migrate", "--db", str(db))
     assert mig.returncode == 0, mig.stderr
     assert "rewritten from DuckDB storage v2.0.0+ to v1.4.0+" in mig.stdout
     assert cli_rows(db, "SELECT peak_bytes FROM peak_memory") == [{"peak_bytes": 1_114_112}]
-    again = subprocess.run([*run, "migrate", "--db", str(db)], capture_output=True, text=True)
+    again = tlview_main("migrate", "--db", str(db))
     assert again.stdout.strip() == f"{db}: schema v{SCHEMA_VERSION}, storage v1.4.0+, up to date"
     assert not list(tmp_path.glob("*.converting*"))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import SEED_001, SEED_002, SEED_003, ingest_into
+from conftest import SEED_001, SEED_002, SEED_003, ingest_into, tlview_main
 from tlview.ingest import IngestError
 
 
@@ -123,10 +121,7 @@ def test_unknown_fields_kept(db_path, tmp_path):
 def test_cli_error_is_one_line_nonzero(tmp_path):
     bad = tmp_path / "garbage.txt"
     bad.write_text("hello world\nthis is not a dump\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tlview", "ingest", str(bad), "--db", str(tmp_path / "x.duckdb")],
-        capture_output=True, text=True,
-    )
+    proc = tlview_main("ingest", str(bad), "--db", str(tmp_path / "x.duckdb"))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "garbage.txt:1" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -13,19 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SEED_000, SEED_001, SEED_002, needs_native
+from conftest import FIXTURES, SEED_000, SEED_001, SEED_002, discovered_fixtures, needs_native
 from fuzzing import MUTATIONS, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tlview.ingest import IngestError, inductor_ir, lines
-from tlview.ingest.discover import discover
 from tlview.ingest.records import EventColumns
 from tlview.store import open_database, write_records
 from tlview.store.digest import source_digest
 
 pytestmark = needs_native("InductorIrParser")
 
-IR_FIXTURES = sorted(Path(p) for p, fmt in discover(FIXTURES)
+IR_FIXTURES = sorted(Path(p) for p, fmt in discovered_fixtures()
                      if fmt == "inductor_ir" and "/gen/" not in str(p))
 SMALL = [SEED_001, SEED_002,
          FIXTURES / "torch/mlp_dynamic/0_backward.ir_post_fusion.txt",

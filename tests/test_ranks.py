@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import reference_ranks as ref
-from conftest import FIXTURES, ingest_into
+from conftest import FIXTURES, ingest_into, tlview_main
 from tlview.store import open_database
 
 COLL = FIXTURES / "profile" / "coll"
@@ -42,10 +40,9 @@ gen = _gen()
 
 
 def cli_ingest(path: Path, db: Path) -> subprocess.CompletedProcess[str]:
-    """`tlview ingest PATH --db DB` as a user runs it (its report on stdout)."""
-    return subprocess.run([sys.executable, "-m", "tlview", "ingest", str(path), "--db", str(db)],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "TLVIEW_LOCK_WAIT": "0"})
+    """`tlview ingest PATH --db DB` as a user runs it (its report on stdout), in this
+    process (conftest.tlview_main)."""
+    return tlview_main("ingest", str(path), "--db", str(db), env={"TLVIEW_LOCK_WAIT": "0"})
 
 
 def rows(db_path: Path, sql: str) -> list[dict]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import SEED_000, SEED_002, ingest_into
+from conftest import SEED_000, SEED_002, ingest_into, tlview_main
 from test_ir_bad_input import snapshot
 from tlview.store import SchemaError, open_database
 from tlview.store.db import SCHEMA_VERSION
@@ -87,10 +87,8 @@ def test_second_writer_and_reader_get_lock_message(tmp_path):
     proc = start_ingest(big_ir(tmp_path), db)
     try:
         wait_until_writing(proc, db)
-        no_wait = {**os.environ, "TLVIEW_LOCK_WAIT": "0"}
         for args in (["ingest", str(SEED_000)], ["sql", "SELECT 1"], ["info"]):
-            p = subprocess.run([sys.executable, "-m", "tlview", *args, "--db", str(db)],
-                               capture_output=True, text=True, env=no_wait)
+            p = tlview_main(*args, "--db", str(db), env={"TLVIEW_LOCK_WAIT": "0"})
             assert p.returncode == 2, p.stdout
             # The holder named by its command line, and what it does with the file.
             assert f"locked by process {proc.pid} (" in p.stderr, p.stderr
@@ -126,11 +124,9 @@ def test_older_schema_refused_read_only_then_migrated(tmp_path):
     _set_version(db, 0)
     with pytest.raises(SchemaError, match="tlview migrate"):
         open_database(db, read_only=True)
-    p = subprocess.run([sys.executable, "-m", "tlview", "sql", "--db", str(db), "SELECT 1"],
-                       capture_output=True, text=True)
+    p = tlview_main("sql", "--db", str(db), "SELECT 1")
     assert p.returncode == 2 and "tlview migrate" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "tlview", "migrate", "--db", str(db)],
-                       capture_output=True, text=True)
+    p = tlview_main("migrate", "--db", str(db))
     assert p.returncode == 0, p.stderr
     assert "migrated from schema v0" in p.stdout
     with open_database(db, read_only=True) as d:
@@ -157,12 +153,10 @@ def test_not_a_tlview_database(tmp_path):
 
 
 def test_missing_database_read_only(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "tlview", "info", "--db", str(tmp_path / "no.duckdb")],
-                       capture_output=True, text=True)
+    p = tlview_main("info", "--db", str(tmp_path / "no.duckdb"))
     assert p.returncode == 2 and "no such database" in p.stderr
 
 
 def test_progress_off_when_not_a_tty(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "tlview", "ingest", str(SEED_002), "--db",
-                        str(tmp_path / "p.duckdb")], capture_output=True, text=True)
+    p = tlview_main("ingest", str(SEED_002), "--db", str(tmp_path / "p.duckdb"))
     assert p.returncode == 0 and p.stderr == ""

@@ -15,7 +15,7 @@ from typing import Any
 
 import duckdb
 import pytest
-from conftest import FIXTURES, ingest_into
+from conftest import FIXTURES, ingest_into, tlview_main
 from tlview.ingest.cuda_snapshot import Interner
 from tlview.ingest.errors import IngestError
 from tlview.ingest.pickle_stream import TOP, PickleStream, load_plain
@@ -28,7 +28,8 @@ SNAP = FIXTURES / "snapshot"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tlview", *args], capture_output=True, text=True)
+    """`tlview ARGS` in this process, as a finished process (conftest.tlview_main)."""
+    return tlview_main(*args)
 
 
 def frames(*names: str) -> list[dict[str, Any]]:

@@ -26,13 +26,6 @@ from tui_text import screen_text
 
 
 @pytest.fixture(scope="module")
-def seed000(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tui") / "000.duckdb"
-    ingest_into(path, SEED_000)
-    return path
-
-
-@pytest.fixture(scope="module")
 def two_timelines(tmp_path_factory):
     path = tmp_path_factory.mktemp("tui") / "two.duckdb"
     ingest_into(path, SEED_000, SEED_001)

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import duckdb
 import pytest
-from conftest import SEED_000, SEED_004, ingest_into
+from conftest import SEED_004, ingest_into
 from tlview.store import memory_holders as mh
 from tlview.store.memory_holders import Holder
 from tlview.tui.app import TlviewApp
@@ -20,13 +20,6 @@ from tlview.tui.holders_screen import HoldersScreen
 from tlview.tui.timeline_screen import TimelineScreen
 from tui_helpers import asynctest, press, settle, type_text
 from tui_text import screen_text
-
-
-@pytest.fixture(scope="module")
-def seed000(tmp_path_factory):
-    path = tmp_path_factory.mktemp("holders") / "000.duckdb"
-    ingest_into(path, SEED_000)
-    return path
 
 
 @pytest.fixture(scope="module")

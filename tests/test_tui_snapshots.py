@@ -8,7 +8,7 @@ change, and look at the SVGs before committing them.
 from __future__ import annotations
 
 import pytest
-from conftest import SEED_000, SEED_001, ingest_into
+from conftest import SEED_001, ingest_into
 from tlview.tui.app import TlviewApp
 from tui_helpers import press, settle
 
@@ -21,13 +21,6 @@ def keys(*names: str):
         await press(pilot, *names)
 
     return run_before
-
-
-@pytest.fixture(scope="module")
-def seed000(tmp_path_factory):
-    path = tmp_path_factory.mktemp("snap") / "000.duckdb"
-    ingest_into(path, SEED_000)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -10,20 +10,13 @@ import threading
 
 import duckdb
 import pytest
-from conftest import FIXTURES, SEED_000, SEED_003, ingest_into
+from conftest import FIXTURES, SEED_003, ingest_into
 from tlview.tui.app import TlviewApp
 from tlview.tui.timeline_screen import TimelineScreen
 from tui_helpers import asynctest, press, settle, wait_for
 from tui_text import screen_text
 
 XLA_MLP = FIXTURES / "xla" / "module_0032.jit_mlp_train_step.cpu_after_optimizations-buffer-assignment.txt"
-
-
-@pytest.fixture(scope="module")
-def seed000(tmp_path_factory):
-    path = tmp_path_factory.mktemp("warts") / "000.duckdb"
-    ingest_into(path, SEED_000)
-    return path
 
 
 @pytest.fixture(scope="module")
