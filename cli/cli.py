@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="ingest a file again even if it is already in the database "
                      "(default: skip it)")
     ing.add_argument("-v", "--verbose", action="store_true",
-                     help="list every file a folder skips and why (default: counts by kind)")
+                     help="list every file a folder skips and why (default: counts by kind), "
+                     "and say each file as it is committed")
     add_parallel_options(ing)
     ing.add_argument("--shards", metavar="DIR",
                      help="with several files: the workers write each file as a Parquet "

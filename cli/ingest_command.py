@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +113,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 else:
                     for path, fmt in plan.files:
                         try:
-                            new_ids += ingest_one(db, path, fmt, force=args.force, again=again)
+                            new_ids += ingest_one(db, path, fmt, force=args.force, again=again,
+                                                  verbose=args.verbose)
                             ingested += 1
                         except (IngestError, OSError) as e:
                             err = e if isinstance(e, IngestError) else _unreadable(path, e)
@@ -201,7 +203,8 @@ def _ingest_parallel(db: Database, files: tuple[tuple[str, str | None], ...],
 
     return ingest_files(db, files, submit, force=args.force,
                         shards=getattr(args, "shards", None), check=check,
-                        report=report_ingests, report_error=say_err)
+                        report=partial(report_ingests, verbose=args.verbose),
+                        report_error=say_err)
 
 
 def _say_again(again: list[tuple[str, str]]) -> None:
@@ -299,7 +302,8 @@ def _report_skipped(folder: Path, skipped: tuple[Skipped, ...],
 
 
 def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
-               again: list[tuple[str, str]] | None = None) -> list[int]:
+               again: list[tuple[str, str]] | None = None, verbose: bool = False
+               ) -> list[int]:
     """Ingest one file in one transaction and print a summary; returns new timeline ids.
     A file ingested before is skipped, its note kept in ``again`` (else said)."""
     progress = stderr_progress(Path(path).name)
@@ -312,7 +316,7 @@ def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
         _, note = check_again(db, path, later(), force=True, source_id=summary.source_id)
         if note:
             say(note)
-        return report_ingest(db, path, summary)
+        return report_ingest(db, path, summary, verbose=verbose)
     sha = file_sha256(path)
     go, note = check_again(db, path, sha, force=force)
     if not go and note and again is not None:
@@ -323,7 +327,7 @@ def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
     if not go:
         return []
     summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
-    return report_ingest(db, path, summary)
+    return report_ingest(db, path, summary, verbose=verbose)
 
 
 def check_again(db: Database, path: str, sha: str, *, force: bool,
@@ -343,16 +347,16 @@ def check_again(db: Database, path: str, sha: str, *, force: bool,
     return True, None
 
 
-def report_ingests(db: Database, done: list[tuple[str, IngestSummary, str | None]]
-                   ) -> list[int]:
+def report_ingests(db: Database, done: list[tuple[str, IngestSummary, str | None]], *,
+                   verbose: bool = False) -> list[int]:
     """Print, file by file, the note of each ``(path, summary, note)`` and whether it
-    recorded nothing; their new timeline ids (listed at the end: print_ingested)."""
+    recorded nothing (with ``verbose``, that it was committed); their new timeline ids
+    (listed at the end: print_ingested)."""
     tids = [t for _, s, _ in done for t in s.timeline_ids.values()]
     for path, summary, note in done:
         if note:
             say(note)
-        if not summary.timeline_ids:
-            _say_no_timeline(path, summary)
+        _say_committed(path, summary, verbose)
     return tids
 
 
@@ -361,13 +365,23 @@ def _say_no_timeline(path: str, summary: IngestSummary) -> None:
         "(nothing was captured in it)")
 
 
-def report_ingest(db: Database, path: str, summary: IngestSummary) -> list[int]:
-    """Say if an ingest of ``path`` recorded nothing; its new timeline ids (listed at the
-    end: print_ingested)."""
-    tids = list(summary.timeline_ids.values())
-    if not tids:
+def report_ingest(db: Database, path: str, summary: IngestSummary, *,
+                  verbose: bool = False) -> list[int]:
+    """Say if an ingest of ``path`` recorded nothing (with ``verbose``, that it was
+    committed); its new timeline ids (listed at the end: print_ingested)."""
+    _say_committed(path, summary, verbose)
+    return list(summary.timeline_ids.values())
+
+
+def _say_committed(path: str, summary: IngestSummary, verbose: bool) -> None:
+    """A file's line as it is committed: none unless it recorded nothing or ``verbose``
+    asks (the timelines are listed once at the end, by run: print_ingested)."""
+    n = len(summary.timeline_ids)
+    if not n:
         _say_no_timeline(path, summary)
-    return tids
+    elif verbose:
+        say(f"committed {path}: source {summary.source_id}, "
+            f"{n} timeline{'s' if n != 1 else ''}")
 
 
 def _say_interrupted(e: KeyboardInterrupt, db: Database, first_new: int) -> None:

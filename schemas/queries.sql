@@ -308,9 +308,6 @@ SELECT current_setting('memory_limit');
 -- name: current_threads
 SELECT current_setting('threads');
 
--- name: current_disabled_optimizers
-SELECT current_setting('disabled_optimizers');
-
 -- Content digests of one source: what an ingest wrote, independent of ids and of when
 -- (tests and benchmarks compare them before and after a change to an ingester). NULL
 -- columns are left out of each row's JSON, so a column added to the table later leaves

@@ -874,13 +874,6 @@ def find_run(db: Database, name: str | None) -> tuple[int, int]:
     return int(ids[0]), len(runs)
 
 
-# DuckDB optimizer passes the report turns off: on the stacks of views it asks
-# (planned_vs_actual_calls, memory_estimate_vs_measured) projection_pullup alone took
-# 2.7 of the 8 CPU seconds of the report of tests/fixtures/runs/compiled_train, for no
-# faster execution (docs/benchmarks.md, "tlview report").
-SLOW_OPTIMIZERS = ("projection_pullup",)
-
-
 def build_report(db: Database, run_id: int, words: Words,
                  sections: Sequence[SectionBuilder] | None = None) -> Report:
     """The report of run ``run_id``: every section that has data, the headline their
@@ -892,9 +885,8 @@ def build_report(db: Database, run_id: int, words: Words,
     formats = {f: n for f, n in db.query("report_formats", run_id)}
     ctx = Context(db, run, render_sql(db.queries["report_run"], [run_id]), words, formats)
     try:
-        with db.without_optimizers(*SLOW_OPTIMIZERS):
-            built = [s for b in (SECTIONS if sections is None else sections)
-                     if (s := b(ctx)) is not None]
+        built = [s for b in (SECTIONS if sections is None else sections)
+                 if (s := b(ctx)) is not None]
     finally:
         for q in ctx.scratch:
             db.sql(db.queries[q])

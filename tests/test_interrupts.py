@@ -71,15 +71,16 @@ def test_many_files_with_workers(sig, tmp_path):
     env = dict(os.environ, TLVIEW_INGEST_GROUP_MB="0",  # a transaction per file
                TMPDIR=str(tmp))  # the workers' parsed files, in tempfile's folder
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tlview", "ingest", "--db", str(db), "-j", "2", *files],
+        [sys.executable, "-m", "tlview", "ingest", "--verbose", "--db", str(db), "-j", "2",
+         *files],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         # a process group of its own, as a terminal's foreground job; SIGINT as a
         # terminal leaves it (a background shell ignores it, and children inherit that)
         start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout is not None
-    for line in proc.stdout:  # the first file's summary: printed once it is committed
-        if line.startswith("timeline "):
+    for line in proc.stdout:  # the first file's line (--verbose): said once it is committed
+        if line.startswith("committed "):
             break
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)  # Ctrl-C: the whole group, workers included
