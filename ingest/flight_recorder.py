@@ -127,16 +127,19 @@ def _text(v: Any) -> str | None:
     key = (type(v), repr(v))
     got = _TEXTS.get(key)
     if got is None:
-        got = json.dumps(_plain(v), separators=(",", ":"))
+        got = json.dumps(_plain(v), separators=(",", ":"), default=str)  # as the writer's
         if len(_TEXTS) < 100_000:
             _TEXTS[key] = got
     return got
 
 
 def _plain(v: Any) -> Any:
-    """Tuples as lists, bytes as text: what JSON can hold."""
+    """Tuples and sets as lists, bytes as text: what JSON can hold (any other object
+    becomes its text, as in the writer's attrs)."""
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
+    if isinstance(v, (set, frozenset)):  # not what torch writes; a mutated dump's
+        return sorted((_plain(x) for x in v), key=repr)
     if isinstance(v, dict):
         return {str(k): _plain(x) for k, x in v.items()}
     if isinstance(v, (bytes, bytearray)):
