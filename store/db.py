@@ -77,9 +77,8 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect(path, read_only=read_only, config=config)
         con.execute("SET enable_progress_bar = false")  # never draw on a user's terminal
         # DuckDB's projection_pullup pass changes no result, only the plan; on the deep
-        # stacks of views tlview asks it cost half the planning of the heaviest
-        # (estimate_vs_measured 5.4 -> 2.8 CPU-s, node_times 1.8 -> 1.3 on compiled_train)
-        # for no faster run. A plain duckdb CLI keeps it (same rows, slower to plan).
+        # stacks of views tlview asks it costs much of the planning for no faster run
+        # (figures: docs/postmortem.md). A plain duckdb CLI keeps it (same rows).
         con.execute("SET disabled_optimizers = ?", [",".join(SLOW_OPTIMIZERS)])
         return con
     except duckdb.IOException as e:
