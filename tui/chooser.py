@@ -31,7 +31,7 @@ from .title_bar import TitleBar
 # profiler trace...): the format is left to the filter.
 COLUMNS = (Column("id", right=True), Column("steps", right=True), Column("peak", right=True),
            Column("at", right=True), Column("device"),
-           Column("name", least=12, flex=True), Column("source", least=12, flex=True))
+           Column("name", least=12, flex=True, first=True), Column("source", least=12, flex=True))
 WITH_RUN = COLUMNS[:5] + (Column("run", most=16),) + COLUMNS[5:]  # several runs
 
 KEYS = (

@@ -127,7 +127,7 @@ class HoldersScreen(Screen[None]):
     def _title(self) -> None:
         info = self.timeline
         self.query_one(TitleBar).show(
-            f"tlview  {info.name}  who holds the memory at step {self.step:,} of "
+            f"tlview  {info.title or info.name}  who holds the memory at step {self.step:,} of "
             f"{info.n_steps:,}")
 
     # -- reads ----------------------------------------------------------------------------

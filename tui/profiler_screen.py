@@ -47,7 +47,7 @@ from .measured_curve import MeasuredCurve
 from .prompts import Prompt
 from .reader import Reader
 from .row_list import Column, RowList
-from .title_bar import TitleBar
+from .title_bar import TitleBar, timeline_heading
 
 KEYS = (
     ("<- ->  h l", "cursor one column back / on in time (Shift, H L: ten)"),
@@ -157,8 +157,7 @@ class ProfilerScreen(Screen[None]):
         self.query_one("#kernel").border_title = " kernel at the cursor "
         self.query_one("#steps-table").border_title = " profiler steps "
         info = self.timeline
-        self.query_one(TitleBar).show(
-            f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]")
+        self.query_one(TitleBar).show(timeline_heading(info))
         self.query_one(KernelLanes).show(None, None, f"reading the trace{self.glyphs.ellipsis}")
         self.query_one(MeasuredCurve).show(None, "")
         self.load_overview(info.timeline_id, self.start_seq, self.node_seqs)

@@ -31,6 +31,7 @@ class Column:
     flex: bool = False  # takes the room left (several share it)
     most: int = 60  # widest, unless flex
     cut_left: bool = False  # too long: keep the end (paths)
+    first: bool = False  # flex: served whole before the other flex columns get the rest
 
 
 class RowList(Widget, can_focus=True):
@@ -142,11 +143,18 @@ class RowList(Widget, can_focus=True):
                 break
             out.append(w)
             used += w + 1
+        flex = [i for i in flex if i < len(out)]
         if flex:
             room = max(0, width - used - len(flex))
-            want = [self._natural[i] for i in flex if i < len(out)]
-            share = _share(room, want, [self.columns[i].least for i in flex if i < len(out)])
-            for i, w in zip([i for i in flex if i < len(out)], share):
+            rest = [i for i in flex if not self.columns[i].first]
+            for i in flex:  # a first column as wide as it wants, the others' least kept
+                if self.columns[i].first and rest:
+                    spare = room - sum(self.columns[j].least for j in rest)
+                    out[i] = max(self.columns[i].least, min(self._natural[i], spare))
+                    room -= out[i]
+            share = _share(max(0, room), [self._natural[i] for i in rest or flex],
+                           [self.columns[i].least for i in rest or flex])
+            for i, w in zip(rest or flex, share):
                 out[i] = w
         return out
 

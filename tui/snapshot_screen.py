@@ -35,7 +35,7 @@ from .reader import Reader
 from .row_list import RowList
 from .site_rows import COLUMNS, SiteLine, site_rows
 from .snapshot_event import at_event, describe, header
-from .title_bar import TitleBar
+from .title_bar import TitleBar, timeline_heading
 
 SITES_LIMIT = 500  # sites listed at the cursor; the rest are summed in one row
 
@@ -132,9 +132,7 @@ class SnapshotScreen(Screen[None]):
         where = ""
         if self.overview is not None:
             where = f"  {at_event(self.cursor)} of {self.overview.n_events:,}"
-        self.query_one(TitleBar).show(
-            f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]"
-            f"{where}")
+        self.query_one(TitleBar).show(timeline_heading(info) + where)
 
     # -- reads ----------------------------------------------------------------------------
 

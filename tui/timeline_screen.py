@@ -41,7 +41,7 @@ from .memory_status import MemoryStatus
 from .node_detail import NodeDetailPanel
 from .prompts import Prompt
 from .reader import Reader
-from .title_bar import TitleBar
+from .title_bar import TitleBar, timeline_heading
 
 KEYS = (
     ("j k  Down Up", "next / previous step (also -> and <-)"),
@@ -313,7 +313,7 @@ class TimelineScreen(Screen[None]):
         self.query_one(ExecutionList).cursor = step
         self.query_one(MemoryCurve).cursor = step
         self.query_one(TitleBar).show(
-            f"tlview  {info.name}  [{info.format}{', ' + info.device if info.device else ''}]",
+            timeline_heading(info),
             keep=f"step {step:,} of {info.n_steps:,}")
         if info.n_steps:
             # Draw the cursor first; then read what is at it (skipped if it moved on).

@@ -6,7 +6,17 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from tlview.store.timeline_queries import TimelineInfo
+
 from .cell_text import fit
+
+
+def timeline_heading(info: TimelineInfo) -> str:
+    """A timeline's screen title: its title as the chooser and the report name it
+    (``run · 0_forward · output code``), not the name its reader gave it, then what
+    it was read as and on which device."""
+    where = info.format + (", " + info.device if info.device else "")
+    return f"tlview  {info.title or info.name}  [{where}]"
 
 
 class TitleBar(Static):
