@@ -143,3 +143,26 @@ class TestFilterAndSource:
             assert "jobB/rank0/output_code.py" in lines[1]
             await press(pilot, "escape")
             assert len(app.screen.shown) == 1004
+
+
+def test_the_name_is_served_before_the_source():
+    """At 80 columns the name (a `first` flex column) keeps its whole text and the
+    source takes what is left; with a run column too there is no room for both, so the
+    source keeps its least (12) and the name the rest. Shared evenly (without `first`),
+    the name was cut at 24 columns in the one-run chooser."""
+    from tlview.tui.chooser import COLUMNS, WITH_RUN
+    from tlview.tui.row_list import RowList
+
+    name = "0_backward · output code (2 sources)"
+    source = "model__0_backward_3.1/output_code.py"
+    figures = ("7", "49", "15.1 MiB", "28", "cuda:0")
+    rows = RowList(COLUMNS)
+    rows.set_rows((figures + (name, source),))
+    widths = rows.widths(80)
+    fixed = sum(max(len(c.title), len(f)) for c, f in zip(COLUMNS, figures)) + len(figures)
+    assert widths[5] == len(name)  # the source the rest (less a space kept per column)
+    assert widths[6] == 80 - fixed - len(name) - 2
+    rows = RowList(WITH_RUN)
+    rows.set_rows((figures + ("compiled_train", name, source),))
+    widths = rows.widths(80)
+    assert widths[7] == 12 and widths[6] == 80 - sum(widths[:6]) - 6 - 12 - 2

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
-
 from tlview.store.timeline_queries import TimelineInfo
 
 from .cell_text import fit
