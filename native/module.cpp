@@ -4,6 +4,8 @@
 // a Python parser that stays the specification (ingest/native.py explains the contract).
 #include <Python.h>
 
+#include "json_dom.hpp"
+
 namespace tlv {
 int add_chrome_trace(PyObject* module);
 int add_cuda_snapshot(PyObject* module);
@@ -34,7 +36,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         return nullptr;
     }
     // Bumped whenever any parser's output changes, so a stale build is never used.
-    if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 3) < 0 ||
+        PyModule_AddIntConstant(m, "JSON_MAX_DEPTH", tlv::kJsonMaxDepth) < 0) {
         Py_DECREF(m);
         return nullptr;
     }
