@@ -9,8 +9,6 @@
 namespace tlv {
 int add_chrome_trace(PyObject* module);
 int add_cuda_snapshot(PyObject* module);
-int add_torch_log(PyObject* module);
-int add_event_sink(PyObject* module);
 int add_xla_buffer_assignment(PyObject* module);
 int add_inductor_ir(PyObject* module);
 }  // namespace tlv
@@ -30,7 +28,6 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject* m = PyModule_Create(&native_module);
     if (!m) return nullptr;
     if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0 ||
-        tlv::add_torch_log(m) < 0 || tlv::add_event_sink(m) < 0 ||
         tlv::add_xla_buffer_assignment(m) < 0 || tlv::add_inductor_ir(m) < 0) {
         Py_DECREF(m);
         return nullptr;
