@@ -11,13 +11,12 @@ times, alternately, and the medians compared; the event counts of both must be e
 Inputs (the other benchmarks' builders, from the real fixtures):
 * Kineto (chrome_trace), the scheduler IR (inductor_ir), XLA (xla_buffer_assignment),
   the allocator snapshot (cuda_snapshot): ``TLVIEW_BENCH_TWINS_MB`` (default 20; the
-  snapshot half of it);
-* torch logs, glog and short (torch_log: their dress) and TORCH_TRACE (torch_log's
-  trace_groups): the same size. The event sink (``EventSink``, native/event_sink.cpp)
-  serves both and goes with them.
+  snapshot half of it).
 
-The torch logs' FX graph and output-code twins (torch_fx, wrapper_module, torch_wrapper)
-were removed after this bench's run of 2026-11-28 (docs/benchmarks.md).
+The torch logs' twins were removed after this bench's runs of 2026-11-28
+(docs/benchmarks.md): the FX graph and output-code readers (torch_fx, wrapper_module,
+torch_wrapper) first, then torch_log (the dress, TORCH_TRACE's payload runs) with the
+event sink that served it (bench/results/2026-11-28-twins-torch_log.txt).
 """
 
 from __future__ import annotations
@@ -34,10 +33,6 @@ from .harness import OUT, Result, run_child
 SIZE_MB = float(os.environ.get("TLVIEW_BENCH_TWINS_MB", "20"))
 RUNS = int(os.environ.get("TLVIEW_BENCH_TWINS_RUNS", "3"))
 
-# The entry points each twin adds to the core ("*": the format has no other twin; the
-# core is left out whole).
-TORCH_LOG = "TorchLogUndress"
-TRACE = "trace_groups"
 
 
 class _Without:
@@ -85,7 +80,7 @@ def _cpu() -> float:
 
 
 def _inputs() -> dict[str, Path]:
-    from . import bench_kineto, bench_snapshot, bench_torch_trace, bench_wrapper, bench_xla
+    from . import bench_kineto, bench_snapshot, bench_xla
     from .scale import scaled_ir
 
     return {
@@ -93,21 +88,16 @@ def _inputs() -> dict[str, Path]:
         "scheduler IR": scaled_ir(SIZE_MB),
         "XLA": bench_xla.build(SIZE_MB),
         "snapshot": bench_snapshot.scaled_snapshot(SIZE_MB / 2),
-        "torch log glog": bench_wrapper.scaled_log("glog", SIZE_MB),
-        "torch log short": bench_wrapper.scaled_log("short", SIZE_MB),
-        "TORCH_TRACE": bench_torch_trace.scaled_log(SIZE_MB),
     }
 
 
-# (twin, input, hidden on the measured side, hidden on both sides)
+# (twin, input, hidden on the measured side, hidden on both sides); "*": the format has no
+# other twin, the core is left out whole
 CASES = [
     ("chrome_trace", "Kineto", "*", ""),
     ("inductor_ir", "scheduler IR", "*", ""),
     ("xla_buffer_assignment", "XLA", "*", ""),
     ("cuda_snapshot", "snapshot", "*", ""),
-    ("torch_log", "torch log glog", TORCH_LOG, ""),
-    ("torch_log", "torch log short", TORCH_LOG, ""),
-    ("TORCH_TRACE (trace_groups)", "TORCH_TRACE", TRACE, ""),
 ]
 
 

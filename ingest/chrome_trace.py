@@ -34,6 +34,14 @@ CHUNK = 1 << 20
 MAX_VALUE = 256 << 20
 EVENTS_KEY = "traceEvents"
 _WS = re.compile(r"[ \t\n\r]*")
+# Arrays and objects within one another in one value, at most: the level past it is
+# refused ("nested too deeply", at the value's first line), by this reader and by the
+# compiled one (native/json_dom.hpp, the core's JSON_MAX_DEPTH; a test holds them equal).
+# Python's json has no bound of its own, only the interpreter's recursion limit, which it
+# meets somewhere between about 900 and 1000 levels depending on how deep the caller's
+# stack is; this bound lies well below it. Events nest a few levels.
+MAX_DEPTH = 512
+_DEPTH_TOKENS = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 _SEP = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
 
 
@@ -42,6 +50,30 @@ class BadEvent(ValueError):
 
 
 _EXACT_FLOAT_US = float(2**43)  # below this a double tells apart every 0.001 us
+
+
+def too_deep(text: str, start: int, end: int) -> bool:
+    """Does ``text[start:end]`` (one JSON value, or what was read of it before an error)
+    open more than MAX_DEPTH arrays and objects within one another? Brackets inside
+    strings are text. Cheap unless the text holds more than MAX_DEPTH brackets."""
+    if end - start <= MAX_DEPTH or \
+            text.count("[", start, end) + text.count("{", start, end) <= MAX_DEPTH:
+        return False
+    depth = 0
+    in_string = False
+    for m in _DEPTH_TOKENS.finditer(text, start, end):
+        c = m.group()
+        if c == '"':
+            in_string = not in_string
+        elif in_string or len(c) == 2:  # text, or an escape
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
 
 
 def us_to_ns(value: Any) -> int:
@@ -166,6 +198,8 @@ class _Reader:
                 # cut by the chunk boundary: read on. Anywhere else it is bad input.
                 cut = e.pos >= len(self.text) - 16 or e.msg.startswith("Unterminated")
                 if not cut or self.eof or len(self.text) - self.pos > MAX_VALUE:
+                    if too_deep(self.text, self.pos, e.pos):  # too deep before the error
+                        raise self.fail(f"nested too deeply: expected {what}") from None
                     where = self.line_base + self.text.count("\n", 0, e.pos)
                     reason = "the file ends" if self.eof and cut else e.msg
                     raise IngestError(self.path, where, f"{reason}: expected {what}") from None
@@ -178,6 +212,8 @@ class _Reader:
             if end >= len(self.text) and not self.eof and not isinstance(obj, dict | list | str):
                 self.fill()  # a number at the window's end may go on in the next chunk
                 continue
+            if too_deep(self.text, self.pos, end):
+                raise self.fail(f"nested too deeply: expected {what}")
             self.start = self.pos
             self.pos = end
             return obj
@@ -264,6 +300,9 @@ def _events(r: _Reader) -> Iterator[tuple[str, Any, str | None]]:
             event = r.value("an event object")
             raw = r.text[r.start:r.pos]
         else:
+            if end - start > 2 * MAX_DEPTH and too_deep(r.text, start, end):
+                r.pos = start
+                raise r.fail("nested too deeply: expected an event object")
             raw = r.text[start:end]
             r.start = start
             r.pos = end

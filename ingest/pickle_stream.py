@@ -28,6 +28,16 @@ itself). Dict keys and set members are checked as they are added: at most
 ``MAX_NESTING`` deep and ``MAX_KEY_VALUES`` values (Python hashes and compares them
 whole). So every reader of the values may recurse, and no input makes it run away.
 
+A memo read puts a container in a second place without copying it, and every reader
+(``_plain``, ``json.dumps``) writes it out once per place: a list of two reads of a list
+of two reads of ... is 40 bytes that expand to 2**40 values. So the values handed over are
+counted as their readers will see them, each shared container once per place (the same
+walk: ``checked`` keeps each container's count), and their running total may not pass
+``MAX_VALUES_FLOOR + MAX_VALUES_PER_BYTE`` x the offset read so far: an ``IngestError``
+at the opcode that hands the value over. Plain data holds at most one value per opcode
+byte; torch's snapshots and Flight Recorder dumps hold under one per byte counted so
+(0.2 to 0.97 on every pickle among the test fixtures).
+
 Paths are known for the top object, its dict values and the items of those that are lists
 (two levels: where a snapshot's streamed lists lie). Only pickle protocols 2 to 5 are read
 (torch writes 2 from C++, 4 or 5 from Python). Items of a streamed list must be
@@ -63,6 +73,8 @@ TOP = ("<top>",)  # the path under which the finished top object is yielded, las
 MAX_PATH_DEPTH = 2  # paths are tracked this deep: a streamed list lies at most this deep
 MAX_NESTING = 100  # containers within containers in one value (torch writes fewer than 10)
 MAX_KEY_VALUES = 10_000  # values in one dict key or set member (torch's keys are text)
+MAX_VALUES_FLOOR = 1_000_000  # values handed over (shared containers once per place), at
+MAX_VALUES_PER_BYTE = 16  # most this floor plus this many per byte read so far
 
 # Opcodes refused at once, with the reason.
 _CODE_OPCODES = {
@@ -117,6 +129,7 @@ class PickleStream:
         self.base = 0  # file offset of buf[0]
         self.eof = False
         self.memo: list[Any] = []
+        self.values = 0  # handed over so far, each shared container once per place
 
     def error(self, at: int, message: str) -> IngestError:
         """An error at file offset ``at``."""
@@ -249,9 +262,9 @@ class PickleStream:
             # Items of a streamed list: the previous item is complete once another begins.
             if streamed and stack and op not in _NO_PUSH:
                 info = markinfo[-1]
-                checked: dict[int, int] = {}
+                checked: dict[int, list[int]] = {}
                 for item in stack:
-                    self._check_plain(item, at, checked)
+                    self._spend(self._check_plain(item, at, checked), at)
                     yield (*info[0], info[2]), item
                     info[2] += 1
                 stack.clear()
@@ -303,7 +316,7 @@ class PickleStream:
                 if closing[1]:  # the last items of a streamed batch
                     checked = {}
                     for item in stack:
-                        self._check_plain(item, at, checked)
+                        self._spend(self._check_plain(item, at, checked), at)
                         yield (*closing[0], closing[2]), item
                         closing[2] += 1
                     stack.clear()
@@ -348,7 +361,7 @@ class PickleStream:
                 v = stack.pop()
                 if id(stack[-1]) in streamed_ids:  # a streamed list of one item
                     checked = {}
-                    self._check_plain(v, at, checked)
+                    self._spend(self._check_plain(v, at, checked), at)
                     yield (*paths[id(stack[-1])][0], 0), v
                     self._compact(memo, pending_from if pending_from >= 0 else len(memo),
                                   compact, at, checked)
@@ -463,7 +476,7 @@ class PickleStream:
                 if len(stack) != 1:
                     raise self.error(at, f"STOP with {len(stack)} values on the stack, "
                                      "expected 1")
-                self._check_plain(stack[0], at, {})
+                self._spend(self._check_plain(stack[0], at, {}), at)
                 yield TOP, stack[0]
                 return
             elif op in _CODE_OPCODES:
@@ -495,38 +508,47 @@ class PickleStream:
         return int.from_bytes(self._raw(n, width), "little", signed=True)
 
     def _compact(self, memo: list[Any], start: int, compact: Callable[[Any], Any], at: int,
-                 checked: dict[int, int]) -> None:
+                 checked: dict[int, list[int]]) -> None:
         """The memo's containers from ``start`` on (an item's, handed over) replaced by
-        what ``compact`` makes of them; it reads them, so they are checked first."""
+        what ``compact`` makes of them; it reads them, so they are checked first (and
+        counted, unless the item handed over held them)."""
         for i in range(start, len(memo)):
-            if type(memo[i]) in _CONTAINERS:
-                self._check_plain(memo[i], at, checked)
+            if type(memo[i]) in _CONTAINERS and id(memo[i]) not in checked:
+                self._spend(self._check_plain(memo[i], at, checked), at)
         for i in range(start, len(memo)):
             v = memo[i]
             if type(v) in _CONTAINERS:
                 memo[i] = compact(v)
 
-    def _check_plain(self, value: Any, at: int, checked: dict[int, int]) -> None:
-        """``value`` holds containers at most MAX_NESTING deep and none inside itself.
+    def _check_plain(self, value: Any, at: int, checked: dict[int, list[int]]) -> int:
+        """``value`` holds containers at most MAX_NESTING deep and none inside itself;
+        the values it holds as its readers see them (itself, and each shared container
+        once per place).
 
         Depth first, without recursion; ``checked`` maps the containers already checked
-        (by id: the caller holds them) to their height, so that one shared many times is
-        walked once."""
-        if type(value) not in _NESTED or id(value) in checked:
-            return
-        work: list[list[Any]] = [[value, _members(value), 0]]
+        (by id: the caller holds them) to their height and count, so that one shared many
+        times is walked once."""
+        if type(value) not in _NESTED:
+            return 1
+        known = checked.get(id(value))
+        if known is not None:
+            return known[1]
+        # [container, its members, height, values]
+        work: list[list[Any]] = [[value, _members(value), 0, 1 + _size(value)]]
         on_path = {id(value)}
         while work:
             top = work[-1]
             for x in top[1]:
                 if type(x) not in _NESTED:
                     continue
-                height = checked.get(id(x))
-                if height is not None:
+                known = checked.get(id(x))
+                if known is not None:
+                    height = known[0]
                     if len(work) + height > MAX_NESTING:
                         raise self._too_deep(at)
                     if height > top[2]:
                         top[2] = height
+                    top[3] += known[1] - 1
                     continue
                 if id(x) in on_path:
                     raise self.error(at, f"a {_type_name(x)} that contains itself: {_PLAIN}, "
@@ -534,14 +556,28 @@ class PickleStream:
                 if len(work) == MAX_NESTING:
                     raise self._too_deep(at)
                 on_path.add(id(x))
-                work.append([x, _members(x), 0])
+                work.append([x, _members(x), 0, 1 + _size(x)])
                 break
             else:
                 work.pop()
                 on_path.discard(id(top[0]))
-                height = checked[id(top[0])] = top[2] + 1
-                if work and height > work[-1][2]:
-                    work[-1][2] = height
+                height = top[2] + 1
+                checked[id(top[0])] = [height, top[3]]
+                if work:
+                    if height > work[-1][2]:
+                        work[-1][2] = height
+                    work[-1][3] += top[3] - 1
+        return top[3]
+
+    def _spend(self, values: int, at: int) -> None:
+        """Count ``values`` handed over at ``at``; past the bound, the file is refused."""
+        self.values += values
+        limit = MAX_VALUES_FLOOR + MAX_VALUES_PER_BYTE * at
+        if self.values > limit:
+            raise self.error(at, f"memo reads repeat containers into more than {limit:,} "
+                             f"values by this byte ({MAX_VALUES_FLOOR:,} plus "
+                             f"{MAX_VALUES_PER_BYTE} per byte read): {_PLAIN}, each "
+                             "written out where it is used)")
 
     def _too_deep(self, at: int) -> IngestError:
         return self.error(at, f"data nested deeper than {MAX_NESTING} levels: {_PLAIN} "
@@ -613,6 +649,11 @@ def _clean(s: str) -> str:
 
 def _type_name(v: Any) -> str:
     return type(v).__name__
+
+
+def _size(v: Any) -> int:
+    """How many members ``_members`` gives."""
+    return 2 * len(v) if type(v) is dict else len(v)
 
 
 def _members(v: Any) -> Iterator[Any]:

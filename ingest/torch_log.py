@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from .errors import IngestError
-from .records import Record, TimelineNote, columns_wanted
+from .records import Record, TimelineNote
 
 FORMAT = "torch_log"
 
@@ -92,38 +92,6 @@ def _short_meta(m: re.Match[str]) -> dict[str, Any]:
     if m["logger"].rsplit(".", 1)[-1].startswith("__"):
         meta["log"] = m["logger"].rsplit(".", 1)[-1][2:]
     return meta
-
-
-def _undress_slow(raw: str) -> tuple[Any, ...]:
-    """What undress's patterns say of one line: the compiled undress asks this of lines
-    with a non-ASCII character (the patterns' \\d, \\s and \\w are Unicode classes).
-
-    (glog: None or (text start, record key pieces, meta), short: None or (text start,
-    meta), a Python warning line?, blank?, a traceback's first line?)
-    """
-    glog = short = None
-    if raw[:1] in "[VIWEC" and raw[:1]:
-        m = _GLOG.match(raw)
-        if m:
-            end = m.end() + (raw[m.end():m.end() + 1] == " ")
-            glog = (end, (m["rank"], m["level"], m["time"], m["pid"], m["src"], m["lineno"],
-                          m["cid"], m["artifact"]), _glog_meta(m))
-    if glog is None and raw[:1] in "DIWEC" and raw[:1]:
-        m = _SHORT.match(raw)
-        if m:
-            short = (m.end(), _short_meta(m))
-    return (glog, short, _PY_WARNING.match(raw) is not None, not raw.strip(),
-            raw.startswith(_TRACEBACK))
-
-
-def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
-    """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
-    tests/test_native_torch_log.py)."""
-    u = core.TorchLogUndress(LogLine, _undress_slow)
-    number = 1
-    for parts in chunks:
-        yield from u.feed(parts, number)
-        number += len(parts)
 
 
 def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
@@ -392,20 +360,9 @@ def sibling_graph(path: str) -> dict[str, Any] | None:
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
-    from . import native
-    from .lines import read_chunks, read_lines
+    from .lines import read_lines
 
-    core = native.module()
-    if core is None or not hasattr(core, "TorchLogUndress"):  # not built, or built before
-        return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
-
-    loglines = undress_native(core, read_chunks(path, progress))
-    if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
-        from .event_sink import columnar
-
-        return columnar(core, lambda sink: parse_log_lines(
-            loglines, path, graph=sibling_graph(path)))
-    return parse_log_lines(loglines, path, graph=sibling_graph(path))
+    return parse_torch_log(read_lines(path, progress), path, graph=sibling_graph(path))
 
 
 def _spec() -> Any:

@@ -59,7 +59,6 @@ from .records import (
     Record,
     Timeline,
     TimelineNote,
-    columns_wanted,
 )
 from .torch_log import LogLine, _Names
 
@@ -129,7 +128,6 @@ class _RankNames(_Names):
 
 
 Done = Callable[["_Payload"], Iterator[Record]]
-RunSink = Callable[[list[str], Any], list[Record]]  # (texts, numbers) -> records
 Sink = Callable[[int, str], "list[Record] | None"]
 
 
@@ -138,17 +136,16 @@ class _Payload:
     (``keep``: all of it, a JSON payload to decode; up to ``cap`` bytes otherwise)."""
 
     __slots__ = ("kind", "name", "expect", "md5", "n", "nbytes", "start", "sink", "keep",
-                 "cap", "done", "run")
+                 "cap", "done")
 
     def __init__(self, kind: str, name: str | None, expect: str | None, start: int, *,
                  sink: Sink | None = None, keep: bool = False, cap: int | None = None,
-                 done: Done | None = None, run: RunSink | None = None) -> None:
+                 done: Done | None = None) -> None:
         self.kind, self.name, self.expect, self.start = kind, name, expect, start
         self.md5 = hashlib.md5(usedforsecurity=False)
         self.n = 0  # payload lines read
         self.nbytes = 0  # bytes of the payload text (newlines between lines included)
         self.sink = sink
-        self.run = run  # ``sink`` for a run of lines at once (parse_groups), if any
         self.keep: list[str] | None = [] if keep else None
         self.cap = cap
         self.done = done
@@ -239,58 +236,6 @@ class TraceParser:
                 yield from self._end_payload()
             self.last = number
             yield from self._record(number, line)
-        if self.payload is not None:
-            yield from self._end_payload()
-        yield from self._finish()
-
-    def parse_groups(self, groups: Iterable[tuple[Any, ...]]) -> Iterator[Record]:
-        """:meth:`parse`, over the compiled core's grouping of the lines (native
-        ``trace_groups``): record lines, and runs of payload lines handled at once (their
-        md5 over the run's bytes, kept text by the run) instead of line by line."""
-        for item in groups:
-            if len(item) == 2:
-                number, line = item
-                if self.payload is not None:
-                    yield from self._end_payload()
-                self.last = number
-                yield from self._record(number, line)
-                continue
-            first, texts, data, numbers = item
-            p = self.payload
-            if p is None:
-                self.n_stray += len(texts)
-                continue
-            before = p.n
-            if p.n:
-                p.md5.update(b"\n")
-                p.nbytes += 1
-            p.md5.update(data)
-            p.n += len(texts)
-            if p.sink is not None:
-                p.nbytes += len(data)
-                nums = numbers or range(first, first + len(texts))
-                if p.run is not None:
-                    yield from p.run(texts, nums)
-                    continue
-                for number, text in zip(nums, texts):
-                    out = p.sink(number, text)
-                    if out:
-                        yield from out
-            elif p.keep is not None and p.cap is None:
-                p.nbytes += len(data)
-                p.keep.extend(texts)
-            elif p.keep is not None:
-                cap = p.cap
-                assert cap is not None  # the branch above took the uncapped payloads
-                nbytes = p.nbytes - (1 if before else 0)
-                for i, text in enumerate(texts):  # kept while the payload is within its cap
-                    nbytes += (1 if before or i else 0) + len(text.encode())
-                    if nbytes > cap:
-                        break
-                    p.keep.append(text)
-                p.nbytes += len(data)
-            else:
-                p.nbytes += len(data)
         if self.payload is not None:
             yield from self._end_payload()
         yield from self._finish()
@@ -456,9 +401,6 @@ class TraceParser:
         def sink(n: int, text: str) -> list[Record]:
             return parser.feed(LogLine(n, text, 0, None))
 
-        def run(texts: list[str], numbers: Any) -> list[Record]:
-            return [r for n, t in zip(numbers, texts) for r in sink(n, t)]
-
         def done(p: _Payload) -> Iterator[Record]:
             yield from parser.finish()
             c = self.compiles.setdefault(_compile_key(env), _Compile())
@@ -469,8 +411,7 @@ class TraceParser:
                 note = TimelineNote(note.timeline, {**note.attrs, "payload_md5_mismatch": True})
             c.fx_notes.setdefault(graph, []).append(note)
 
-        return _Payload(kind, None, env.get("has_payload"), number, sink=sink, done=done,
-                        run=run)
+        return _Payload(kind, None, env.get("has_payload"), number, sink=sink, done=done)
 
     def _on_inductor_output_code(self, env: dict[str, Any], meta: Any, number: int,
                                  prefix: dict[str, Any]) -> Generator[Record, None, _Payload]:
@@ -506,14 +447,6 @@ class TraceParser:
                                        rec.attrs.get("provenance")))
             return out
 
-        def run(texts: list[str], numbers: Any) -> list[Record]:
-            k = 0
-            out: list[Record] = []
-            if "w" not in state:  # the first line makes the parser
-                out += sink(numbers[0], texts[0])
-                k = 1
-            return out + [r for n, t in zip(numbers[k:], texts[k:]) for r in sink(n, t)]
-
         def done(p: _Payload) -> Iterator[Record]:
             w = state.get("w")
             if w is None:
@@ -526,7 +459,7 @@ class TraceParser:
             self.wrapper = w
 
         return _Payload("inductor_output_code", None, env.get("has_payload"), number,
-                        sink=sink, done=done, run=run)
+                        sink=sink, done=done)
 
     def _graph_for(self, c: _Compile, aot: str) -> dict[str, Any] | None:
         """The FX graph summary for a wrapper: its AOT graph, then the post-grad graph."""
@@ -809,27 +742,9 @@ def sniff(head: str, path: str) -> bool:
 
 
 def parse_file(path: str, progress: Any = None) -> Iterator[Record]:
-    from . import native
-    from .lines import read_chunks, read_lines
+    from .lines import read_lines
 
-    core = native.module()
-    if core is None or not hasattr(core, "trace_groups"):  # not built, or built before
-        return parse_torch_trace(read_lines(path, progress), path)
-    if columns_wanted() and hasattr(core, "EventSink"):  # the writer reads: rows as columns
-        from .event_sink import columnar
-
-        return columnar(core, lambda sink: TraceParser(path).parse_groups(
-            trace_groups(core, read_chunks(path, progress))))
-    return TraceParser(path).parse_groups(trace_groups(core, read_chunks(path, progress)))
-
-
-def trace_groups(core: Any, chunks: Iterable[list[str]]) -> Iterator[tuple[Any, ...]]:
-    """The lines of ``lines.read_chunks`` grouped by the compiled core (record lines and
-    payload runs; see :meth:`TraceParser.parse_groups`)."""
-    number = 1
-    for parts in chunks:
-        yield from core.trace_groups(parts, number)
-        number += len(parts)
+    return parse_torch_trace(read_lines(path, progress), path)
 
 
 def _spec() -> Any:

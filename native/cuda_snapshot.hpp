@@ -307,17 +307,27 @@ struct Parser {
     void hashable(const Val& k, int64_t at);
 
     // pickle_stream.PickleStream._check_plain: containers at most kMaxNesting deep, none
-    // inside itself. Depth first without recursion; `checked` (cleared for each hand-over)
-    // holds the containers already checked and their height.
-    std::unordered_map<const Obj*, int> checked;
+    // inside itself; returns the values v holds as its readers see them (itself, and each
+    // shared container once per place). Depth first without recursion; `checked` (cleared
+    // for each hand-over) holds the containers already checked, their height and count.
+    struct Checked {
+        int height;
+        uint64_t values;
+    };
+    std::unordered_map<const Obj*, Checked> checked;
     struct Walk {
         const Obj* o;
         size_t next;
         int height;
+        uint64_t values;
     };
     std::vector<Walk> walk;
     std::unordered_set<const Obj*> on_path;
-    void check_plain(const Val& v, int64_t at);
+    uint64_t check_plain(const Val& v, int64_t at);
+    // pickle_stream.PickleStream._spend: `values` more handed over at `at`; past
+    // kValuesFloor + kValuesPerByte * at the file is refused (a memo-read bomb).
+    uint64_t values_handed = 0;
+    void spend(uint64_t values, int64_t at);
 
     // -- after an item: the memo keeps stand-ins (Interner.compact) -----------------------
     static bool is_frame_dict(const Val& v, const Parser& P);

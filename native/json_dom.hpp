@@ -9,6 +9,7 @@
 // next chunk has arrived.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,13 @@
 namespace tlv {
 
 struct NeedMore {};
+
+// Arrays and objects within one another in one value, at most (chrome_trace.MAX_DEPTH,
+// exported as the module's JSON_MAX_DEPTH; a test holds them equal). Python's json has
+// no bound of its own but the interpreter's recursion limit, reached somewhere between
+// 900 and 1000 levels depending on the caller's stack: both readers refuse the level
+// past this one, well below it, at the value's start.
+constexpr int kJsonMaxDepth = 512;
 
 struct JsonError {
     size_t pos;  // offset in the data where the problem is
@@ -60,7 +68,6 @@ class JsonDoc {
    public:
     std::string_view data;
     bool eof = false;
-    int max_depth = 900;
     std::vector<JNode> nodes;
 
     // Parse the value at `pos` (no leading whitespace); returns the offset after it.
@@ -161,9 +168,10 @@ class JsonDoc {
         return p + word.size();
     }
 
+    // `depth`: the arrays and objects around the value at p.
     size_t value(size_t p, int depth) {
-        if (depth > max_depth) fail(p, "nested too deeply");
         char c = at(p);
+        if ((c == '{' || c == '[') && depth >= kJsonMaxDepth) fail(p, "nested too deeply");
         switch (c) {
             case '"': return string(p);
             case '{': return object(p, depth);

@@ -4,11 +4,11 @@
 // a Python parser that stays the specification (ingest/native.py explains the contract).
 #include <Python.h>
 
+#include "json_dom.hpp"
+
 namespace tlv {
 int add_chrome_trace(PyObject* module);
 int add_cuda_snapshot(PyObject* module);
-int add_torch_log(PyObject* module);
-int add_event_sink(PyObject* module);
 int add_xla_buffer_assignment(PyObject* module);
 int add_inductor_ir(PyObject* module);
 }  // namespace tlv
@@ -28,13 +28,13 @@ PyMODINIT_FUNC PyInit__native(void) {
     PyObject* m = PyModule_Create(&native_module);
     if (!m) return nullptr;
     if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0 ||
-        tlv::add_torch_log(m) < 0 || tlv::add_event_sink(m) < 0 ||
         tlv::add_xla_buffer_assignment(m) < 0 || tlv::add_inductor_ir(m) < 0) {
         Py_DECREF(m);
         return nullptr;
     }
     // Bumped whenever any parser's output changes, so a stale build is never used.
-    if (PyModule_AddIntConstant(m, "ABI", 2) < 0) {
+    if (PyModule_AddIntConstant(m, "ABI", 3) < 0 ||
+        PyModule_AddIntConstant(m, "JSON_MAX_DEPTH", tlv::kJsonMaxDepth) < 0) {
         Py_DECREF(m);
         return nullptr;
     }

@@ -744,12 +744,19 @@ void Parser::hashable(const Val& k, int64_t at) {
     }
 }
 
-void Parser::check_plain(const Val& v, int64_t at) {
-    if (!v.container() || checked.count(v.o.get())) return;
+static uint64_t members(const Obj* o) {  // pickle_stream._size
+    return o->kind == T::Dict ? 2 * (uint64_t)o->items.size() : (uint64_t)o->items.size();
+}
+
+uint64_t Parser::check_plain(const Val& v, int64_t at) {
+    if (!v.container()) return 1;
+    auto known = checked.find(v.o.get());
+    if (known != checked.end()) return known->second.values;
     walk.clear();
     on_path.clear();
-    walk.push_back({v.o.get(), 0, 0});
+    walk.push_back({v.o.get(), 0, 0, 1 + members(v.o.get())});
     on_path.insert(v.o.get());
+    uint64_t values = 0;
     while (!walk.empty()) {
         const Obj* o = walk.back().o;
         bool dict = o->kind == T::Dict;
@@ -761,8 +768,9 @@ void Parser::check_plain(const Val& v, int64_t at) {
             if (!x.container()) continue;
             auto it = checked.find(x.o.get());
             if (it != checked.end()) {
-                if ((int)walk.size() + it->second > kMaxNesting) fail_at(at, too_deep());
-                walk.back().height = std::max(walk.back().height, it->second);
+                if ((int)walk.size() + it->second.height > kMaxNesting) fail_at(at, too_deep());
+                walk.back().height = std::max(walk.back().height, it->second.height);
+                walk.back().values = add_values(walk.back().values, it->second.values - 1);
                 continue;
             }
             if (on_path.count(x.o.get()))
@@ -774,15 +782,30 @@ void Parser::check_plain(const Val& v, int64_t at) {
         }
         if (down) {
             on_path.insert(down->o.get());
-            walk.push_back({down->o.get(), 0, 0});
+            walk.push_back({down->o.get(), 0, 0, 1 + members(down->o.get())});
             continue;
         }
         int height = walk.back().height + 1;
+        values = walk.back().values;
         walk.pop_back();
         on_path.erase(o);
-        checked[o] = height;
-        if (!walk.empty()) walk.back().height = std::max(walk.back().height, height);
+        checked[o] = {height, values};
+        if (!walk.empty()) {
+            walk.back().height = std::max(walk.back().height, height);
+            walk.back().values = add_values(walk.back().values, values - 1);
+        }
     }
+    return values;
+}
+
+void Parser::spend(uint64_t values, int64_t at) {
+    values_handed = add_values(values_handed, values);
+    uint64_t limit = kValuesFloor + kValuesPerByte * (uint64_t)at;
+    if (values_handed <= limit) return;
+    fail_at(at, "memo reads repeat containers into more than " + grouped((int64_t)limit) +
+                    " values by this byte (" + grouped((int64_t)kValuesFloor) + " plus " +
+                    std::to_string(kValuesPerByte) + " per byte read): " + kPlain +
+                    ", each written out where it is used)");
 }
 
 }  // namespace tlv::snapshot

@@ -36,6 +36,15 @@ constexpr size_t kBatchRows = 16384;  // rows in flight (parse thread, queue, IN
 // (Parser::check_plain, Parser::hashable), so the readers below may recurse.
 constexpr int kMaxNesting = 100;
 constexpr size_t kMaxKeyValues = 10000;
+// pickle_stream.MAX_VALUES_FLOOR, MAX_VALUES_PER_BYTE: the values handed over, each shared
+// container once per place, at most this floor plus this many per byte read so far
+// (Parser::spend); counts saturate at kValuesSaturated, far above any bound.
+constexpr uint64_t kValuesFloor = 1000000;
+constexpr uint64_t kValuesPerByte = 16;
+constexpr uint64_t kValuesSaturated = uint64_t(1) << 62;
+inline uint64_t add_values(uint64_t a, uint64_t b) {
+    return a >= kValuesSaturated || b >= kValuesSaturated - a ? kValuesSaturated : a + b;
+}
 constexpr size_t kIndexFrom = 16;  // a dict's keys or a set's members hashed from this many on
 const char* const kPlain =
     "expected the plain data torch writes (dicts, lists, text and numbers";

@@ -227,6 +227,9 @@ bool Parser::fast_entry() {
     if (p >= end || (B[p] != 0x7D && B[p] != 0x65)) return false;
     View o{fast_keys, fast_vals, n};
     if (o.get(k_filename) && o.get(k_line) && o.get(k_name)) return false;  // a frame
+    // check_plain's count of this dict: itself, its keys and values, a new frames list's
+    // frames (each a stand-in)
+    spend(1 + 2 * (uint64_t)n + (frames_at >= 0 ? (uint64_t)nf : 0), base + (int64_t)p);
     // The generic machine's handle(): the device, declared, then the entry.
     first_item = false;
     const Val& index = m.path.k[1];

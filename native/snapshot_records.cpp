@@ -14,8 +14,9 @@ void Parser::compact_memo(size_t start, int64_t at) {
         uint64_t s = memo.get(k);
         if ((s & 7) != 4) continue;
         const Val& v = side[s >> 3];
-        if (v.t == T::List || v.t == T::Dict || v.t == T::Set || v.t == T::Tuple)
-            check_plain(v, at);
+        if ((v.t == T::List || v.t == T::Dict || v.t == T::Set || v.t == T::Tuple) &&
+            !checked.count(v.o.get()))
+            spend(check_plain(v, at), at);
     }
     for (size_t k = start; k < memo.size(); ++k) {
         uint64_t s = memo.get(k);
@@ -123,7 +124,7 @@ Head Parser::head_of(const Path& p, const Parser& P) {
 }
 
 void Parser::handle(const Path& p, const Val& value, int64_t at) {
-    check_plain(value, at);
+    spend(check_plain(value, at), at);
     bool top_item = p.n == -1;
     if (first_item) {
         first_item = false;

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 import cattrs
 import pyarrow as pa
-from tlview.ingest.records import EVENT_KINDS, Event, dumps  # noqa: F401 (dumps: the writer's attrs text, re-exported)
+from tlview.ingest.records import EVENT_KINDS, Event, dumps
 
 # Column order of the events table (schemas/00_tables.sql), with Arrow types.
 EVENT_SCHEMA = pa.schema([

@@ -21,9 +21,10 @@ from typing import Any
 import attrs
 import pyarrow as pa
 import pyarrow.compute as pc
+from tlview.ingest.records import dumps
 
 from . import runs
-from .convert import KIND_SCHEMAS, dumps
+from .convert import KIND_SCHEMAS
 from .db import Database, insert_arrow
 from .writer import SIDE_TABLES, IngestSummary, SourceRows, _in_background
 

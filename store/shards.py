@@ -37,9 +37,10 @@ import attrs
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+from tlview.ingest.records import dumps
 
 from . import caches, diff, runs
-from .convert import EVENT_SCHEMA, KIND_SCHEMAS, dumps
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS
 from .db import _QUERIES, SCHEMA_VERSION, Database, _schema_files
 from .schema import _template_path, open_database
 from .writer import IngestSummary, ingest_transaction

@@ -38,10 +38,11 @@ from tlview.ingest.records import (
     Timeline,
     TimelineNote,
     columns_accepted,
+    dumps,
 )
 
 from . import caches, runs
-from .convert import EVENT_SCHEMA, KIND_SCHEMAS, OWNED_COLUMNS, dumps, kind_row
+from .convert import EVENT_SCHEMA, KIND_SCHEMAS, OWNED_COLUMNS, kind_row
 from .db import Database, insert_arrow
 
 BATCH = 20_000

@@ -200,7 +200,7 @@ def feed_lines(parser: Any, texts: list[str], numbers: list[int],
 def same_result(want: tuple[Any, ...], got: tuple[Any, ...]) -> None:
     """Two ``feed_lines`` outcomes agree: equal records with equal attrs JSON (key order
     included), equal note and state, or equal errors."""
-    from tlview.store.convert import dumps
+    from tlview.ingest.records import dumps
 
     assert got[0] == want[0], (got[:1], want)
     if want[0] == "error":

@@ -17,7 +17,7 @@ import pytest
 from conftest import FIXTURES, SEED_002, ingest_into, native_built
 from test_ir_bad_input import snapshot
 from tlview.cli import main
-from tlview.ingest.pickle_stream import MAX_NESTING
+from tlview.ingest.pickle_stream import MAX_NESTING, MAX_VALUES_FLOOR, MAX_VALUES_PER_BYTE
 from tlview.store import open_database
 from tlview.store.digest import source_digest
 
@@ -132,6 +132,62 @@ def test_bad_snapshot_is_one_line(name, mode, one_seed, tmp_path, capsys, monkey
     assert code == 2
     _same_error(err, f"tlview: {path}: {REJECTED[name]}\n", mode)
     assert snapshot(db) == before
+
+
+def _bomb(at: int) -> str:
+    """The refusal of a memo-read bomb at byte ``at`` (the bound's rule, pickle_stream)."""
+    limit = MAX_VALUES_FLOOR + MAX_VALUES_PER_BYTE * at
+    return (f"byte {at:,}: memo reads repeat containers into more than {limit:,} values by "
+            f"this byte ({MAX_VALUES_FLOOR:,} plus {MAX_VALUES_PER_BYTE} per byte read): "
+            "expected the plain data torch writes (dicts, lists, text and numbers, each "
+            "written out where it is used)")
+
+
+class TestMemoBombs:
+    """A real snapshot given a list that repeats one list through pickle's memo
+    (fixtures/gen/make_memo_bombs.py): a few KB that every reader of the values wrote out
+    to 2**42 values (at the top) or 2**18 per trace entry that reads it (both parsers ran
+    past any time limit, the Python one past 40 s on the smaller). Each is refused where
+    the values handed over pass the bound, one line and exit 2, the database as it was."""
+
+    def _refused(self, name: str, mode: str, one_seed: Path, tmp_path: Path,
+                 capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch) -> str:
+        _use(mode, mp)
+        db = tmp_path / "db.duckdb"
+        shutil.copy(one_seed, db)
+        before = snapshot(db)
+        code, seconds = _ingest(db, FUZZ / name)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert seconds < 20
+        assert snapshot(db) == before
+        return err
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_at_the_top(self, mode, one_seed, tmp_path, capsys, monkeypatch):
+        path = FUZZ / "snapshot_memo_bomb_top.pickle.gz"
+        stop = len(gzip.decompress(path.read_bytes())) - 1  # the top object: at STOP
+        err = self._refused(path.name, mode, one_seed, tmp_path, capsys, monkeypatch)
+        _same_error(err, f"tlview: {path}: {_bomb(stop)}\n", mode)
+
+    def test_read_by_entries(self, one_seed, tmp_path, capsys, monkeypatch):
+        """Each entry under the bound, their sum past it: refused inside the trace, at the
+        same byte by both parsers (the compiled one counts the entries it reads on its
+        fast path as the Python reader counts them)."""
+        import pickletools
+
+        name = "snapshot_memo_bomb_entries.pickle.gz"
+        data = gzip.decompress((FUZZ / name).read_bytes())
+        errs = {mode: self._refused(name, mode, one_seed, tmp_path, capsys, monkeypatch)
+                for mode in MODES}
+        at = int(errs["python"].split(": byte ")[1].split(":")[0].replace(",", ""))
+        _same_error(errs["python"], f"tlview: {FUZZ / name}: {_bomb(at)}\n", "python")
+        _same_error(errs["compiled"], errs["python"], "compiled")
+        ops = [(op.name, pos) for op, _, pos in pickletools.genops(data)]
+        # an opcode that hands an entry over (the next one's dict, or the batch's end),
+        # inside the trace: not at STOP, where the top object (its copy) is handed over
+        assert at in {pos for op, pos in ops if op in ("EMPTY_DICT", "APPENDS")}
+        assert ops[-1][0] == "STOP" and at < ops[-1][1]
 
 
 def test_long_chain_of_mutations(tmp_path, capsys):

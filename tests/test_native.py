@@ -191,3 +191,93 @@ def test_core_is_built():
         pytest.fail(f"the compiled ingest core is not built or fails to import: {e}")
     assert getattr(_native, "ABI", None) == native.ABI, \
         "the compiled ingest core is out of date (rebuild: pip install -e .)"
+
+
+class TestNestingDepth:
+    """Arrays and objects within one another: Python's json refused them only at the
+    interpreter's recursion limit (between about 900 and 1000 levels, by the caller's
+    stack) and the compiled reader past 901, so the two disagreed between. Both refuse
+    the level past MAX_DEPTH, as IngestError at the value's first line: in an event, in a
+    top-level value, before a syntax error further in; brackets in strings are text."""
+
+    @staticmethod
+    def trace_with(src: Path, tmp_path: Path, text: str, key: str | None) -> tuple[Path, int]:
+        """``src`` (a real trace) with ``text`` as the first event, or as the top-level
+        value of ``key``, on lines of its own; the file and that value's first line."""
+        import gzip
+
+        data = gzip.decompress(src.read_bytes()).decode()
+        at = data.index('"traceEvents"')
+        if key is None:
+            at = data.index("[", at) + 1
+            insert = f"\n{text},\n"
+        else:
+            insert = f'"{key}":\n{text},\n'
+        p = tmp_path / "deep.json"
+        p.write_text(data[:at] + insert + data[at:])
+        return p, data.count("\n", 0, at) + 2
+
+    @staticmethod
+    def nested(levels: int, inner: str = "") -> str:
+        return "[" * levels + inner + "]" * levels
+
+    def event(self, levels: int, inner: str = "") -> str:
+        """An instant event whose args nest ``levels`` deep in all (the event counts)."""
+        return ('{"ph": "i", "name": "deep", "ts": 1, "pid": 0, "tid": 0, "s": "t", '
+                '"args": {"x": ' + self.nested(levels - 2, inner) + "}}")
+
+    def test_the_bound_is_one(self):
+        from tlview.ingest.chrome_trace import MAX_DEPTH
+
+        assert native.module().JSON_MAX_DEPTH == MAX_DEPTH == 512
+
+    # the JAX trace is small: a trace that is read whole is read quickly; the Kineto one
+    # where the ingest stops
+    @pytest.mark.parametrize("src, key, over", [
+        (TRACES[2], None, 0), (TRACES[2], None, 1), (TRACES[2], "deepValue", 0),
+        (TRACES[2], "deepValue", 1), (TRACES[0], None, 1), (TRACES[0], "deepValue", 1)],
+        ids=["jax-event-at-the-bound", "jax-event-past-it", "jax-top-level-at-the-bound",
+             "jax-top-level-past-it", "kineto-event-past-it", "kineto-top-level-past-it"])
+    def test_bound(self, src, key, over, tmp_path, monkeypatch):
+        from tlview.ingest.chrome_trace import MAX_DEPTH
+
+        levels = MAX_DEPTH + over
+        text = self.event(levels) if key is None else self.nested(levels)
+        p, line = self.trace_with(src, tmp_path, text, key)
+        spec, fast = both(p, "kineto", tmp_path, monkeypatch)
+        if over:
+            assert spec == ("error", "IngestError", line)
+        else:
+            assert spec[0] == "rows"
+        same(spec, fast)
+
+    # What the event's innermost list holds, and what both readers make of it.
+    FIRST = {
+        "deep-then-bad": (1, '"]"] x', "nested too deeply"),  # the depth is met first
+        "bad-then-deep": (0, "1 x" + "[" * 400, "Expecting ',' delimiter"),  # at level 512
+        "brackets-in-a-string": (0, '"' + "[" * 600 + '"', None),  # past it only in text
+    }
+
+    @pytest.mark.parametrize("case", sorted(FIRST))
+    def test_what_comes_first(self, case, tmp_path, monkeypatch):
+        from tlview.ingest.chrome_trace import MAX_DEPTH
+
+        over, inner, error = self.FIRST[case]
+        text = self.event(MAX_DEPTH + over, inner)
+        p, line = self.trace_with(TRACES[2], tmp_path, text, None)
+        spec, fast = both(p, "kineto", tmp_path, monkeypatch)
+        if error is None:
+            assert spec[0] == "rows"
+        else:
+            assert spec == ("error", "IngestError", line)
+            assert error in _message(p, monkeypatch)
+        same(spec, fast)
+
+
+def _message(path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The Python parser's IngestError text for ``path``."""
+    monkeypatch.setenv("TLVIEW_NATIVE", "0")
+    with pytest.raises(IngestError) as e:
+        for _ in records_for(path, "kineto"):
+            pass
+    return str(e.value)

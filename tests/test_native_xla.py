@@ -19,10 +19,10 @@ import pytest
 from conftest import FIXTURES, SEED_003, needs_native
 from fuzzing import MUTATIONS, mutate
 from tlview.ingest import IngestError, native
-from tlview.ingest.records import EventColumns, Source, Timeline, TimelineNote
+from tlview.ingest.records import EventColumns, Source, Timeline, TimelineNote, dumps
 from tlview.ingest.source import records_for
 from tlview.ingest.xla_buffer_assignment import sibling_files
-from tlview.store.convert import EVENT_COLUMNS, dumps, event_tuple
+from tlview.store.convert import EVENT_COLUMNS, event_tuple
 
 pytestmark = needs_native()
 
