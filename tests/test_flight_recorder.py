@@ -262,6 +262,56 @@ class TestVerdict:
             assert got[rank]["last_started_seq"] is None  # gloo: -1, not tracked
 
 
+class TestCaches:
+    """The dumps' caches (schemas/55_flight_recorder.sql) hold exactly what their derivations
+    compute from the events, after ingests one source at a time; a migrate drops and fills
+    them again."""
+
+    PAIRS = (("_cache_fr_calls", "_fr_calls_derived"),
+             ("_cache_fr_dump_stats", "_fr_dump_stats_derived"))
+
+    @staticmethod
+    def differences(db: Path) -> dict[str, tuple[int, int]]:
+        """Per cache: (its rows, rows in one of cache and derivation and not the other)."""
+        out = {}
+        with open_database(db, read_only=True) as d:
+            for cached, derived in TestCaches.PAIRS:
+                n = d.sql(f"SELECT count(*) FROM {cached}").fetchone()[0]
+                diff = d.sql(f"""
+                    WITH a AS (SELECT *, count(*) AS n FROM {cached} GROUP BY ALL),
+                         b AS (SELECT *, count(*) AS n FROM {derived} GROUP BY ALL)
+                    SELECT count(*) FROM ((FROM a EXCEPT FROM b) UNION ALL (FROM b EXCEPT FROM a))
+                """).fetchone()[0]
+                out[cached] = (n, diff)
+        return out
+
+    def test_the_caches_are_their_derivations(self, hangs):
+        got = self.differences(hangs)
+        # one row per dump; one per dump, group and collective sequence id
+        n_dumps = sum(len(list((FR / f"gloo_{s}" / "pickle").iterdir())) for s in SCENARIOS)
+        assert got["_cache_fr_dump_stats"] == (n_dumps, 0)
+        n_calls, diff = got["_cache_fr_calls"]
+        want = 0
+        for s in SCENARIOS:
+            for pk in (FR / f"gloo_{s}" / "pickle").iterdir():
+                entries = json.loads((FR / f"gloo_{s}" / "json" / f"{pk.name}.json")
+                                     .read_text())["entries"]
+                want += len({(e["process_group"][0], e["collective_seq_id"]) for e in entries
+                             if not e["is_p2p"]})
+        assert (n_calls, diff) == (want, 0)
+
+    def test_migrate_fills_them_again(self, tmp_path, hangs):
+        from tlview.store.schema import migrate
+
+        db = tmp_path / "m.duckdb"
+        db.write_bytes(hangs.read_bytes())
+        with open_database(db) as d:  # as a database of schema v5 left them: absent
+            d.con.execute("DROP TABLE _cache_fr_calls; DROP TABLE _cache_fr_dump_stats")
+            d.con.execute("UPDATE tlview_meta SET value = '5' WHERE key = 'schema_version'")
+        assert migrate(db).changed
+        assert self.differences(db) == self.differences(hangs)
+
+
 class TestIncomplete:
     """A rank's dump missing, two dumps of one rank, a dump of an unknown version."""
 
