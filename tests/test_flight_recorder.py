@@ -465,6 +465,76 @@ class TestReport:
             assert words in r.headline[0].text and f"no dump of rank {gone}" in r.headline[0].text
 
 
+# Point-to-point and coalesced ops on gloo (make_fr_gloo.py p2p, coalesced; torch's analyzer on
+# them in fr_trace.txt beside each).
+P2P_COALESCED = ("p2p", "coalesced")
+
+
+@pytest.fixture(scope="module")
+def p2p_coalesced(tmp_path_factory) -> dict[str, Path]:
+    """Per scenario and form, a database of its three ranks' dumps."""
+    out = {}
+    for s in P2P_COALESCED:
+        for form in ("pickle", "json"):
+            db = tmp_path_factory.mktemp(f"{s}_{form}") / "d.duckdb"
+            ingest_into(db, *sorted((FR / f"gloo_{s}" / form).iterdir()))
+            out[f"{s}_{form}"] = db
+    return out
+
+
+class TestP2PAndCoalesced:
+    """What gloo records of point-to-point and coalesced ops, and the verdict against torch's
+    analyzer on the same dumps."""
+
+    def test_gloo_records_no_p2p_entry_but_p2p_takes_op_ids(self):
+        """Gloo writes no entry for send/recv or batch_isend_irecv: the dumps hold only the
+        all_reduces, and each ring exchange (one isend, one irecv) shows as two op ids that no
+        entry has; pg_status counts op ids, not collective sequence ids."""
+        for rank in range(3):
+            dump = json.loads((FR / "gloo_p2p" / "json" / f"fr_trace_rank_{rank}.json")
+                              .read_text())
+            entries = dump["entries"]
+            assert not any(e["is_p2p"] for e in entries)
+            assert {e["profiling_name"] for e in entries} == {"gloo:all_reduce"}
+            # all_reduce #k is op 3k - 2: the exchanges between take two op ids each
+            assert [(e["collective_seq_id"], e["op_id"]) for e in entries] == [
+                (k, 3 * k - 2) for k in range(1, len(entries) + 1)]
+            last = entries[-1]
+            enqueued = int(dump["pg_status"]["0"]["last_enqueued_collective"])
+            assert enqueued == last["op_id"] > last["collective_seq_id"]
+
+    @pytest.mark.parametrize("form", ["pickle", "json"])
+    def test_p2p_hang_is_fr_traces_verdict(self, p2p_coalesced, form):
+        """Rank 0 waits in a recv rank 1 never sends; ranks 1 and 2 go on to the all_reduce.
+        The dumps cannot show the recv: torch's analyzer and tlview both name rank 0 as
+        missing from that all_reduce, which is all a gloo dump can tell."""
+        (f,) = fr_trace_findings("p2p")
+        v = rows(p2p_coalesced[f"p2p_{form}"], "SELECT * FROM hang_verdict ORDER BY rank")
+        assert {(r["process_group"], r["seq"], r["finding"]) for r in v} == {
+            (f["group"], f["seq"], f["finding"])}
+        assert {r["rank"] for r in v if r["verdict"] == "never issued it"} == f["missing"]
+        assert {r["rank"] for r in v if r["culprit"]} == f["missing"] == {0}
+        assert {r["rank"] for r in v} == f["expected"]
+
+    @pytest.mark.parametrize("form", ["pickle", "json"])
+    def test_coalesced_mismatch_is_fr_traces_verdict(self, p2p_coalesced, form):
+        """Rank 2 coalesces the fourth step's two all_reduces the other way round: gloo records
+        one entry per coalesced group, and its input sizes differ ([[8], [4]] against
+        [[4], [8]]); the analyzer names rank 2, SIZE_OR_SYNTAX_MISMATCH, at seq 4."""
+        (f,) = [x for x in fr_trace_findings("coalesced") if x["finding"]]
+        assert f["culprits"] == {2: "SIZE_OR_SYNTAX_MISMATCH"}
+        v = {r["rank"]: r for r in rows(p2p_coalesced[f"coalesced_{form}"],
+                                        "SELECT * FROM hang_verdict")}
+        assert {(r["process_group"], r["seq"], r["finding"]) for r in v.values()} == {
+            (f["group"], f["seq"], f["finding"])}
+        assert {r for r, x in v.items() if x["culprit"]} == set(f["culprits"])
+        ref = json.loads((FR / "gloo_coalesced" / "json" / "fr_trace_rank_2.json").read_text())
+        (e,) = [e for e in ref["entries"] if e["collective_seq_id"] == f["seq"]]
+        assert v[2]["verdict"] == "different sizes"
+        assert json.loads(v[2]["in_sizes"]) == e["input_sizes"] == [[8], [4]]
+        assert json.loads(v[2]["expected_sizes"]) == [[4], [8]]
+
+
 def test_records_for_detects_both_forms_and_stacks():
     fmts = {p.parent.name: next(r for r in records_for(p)).format for p in (
         FR / "gloo_skip" / "pickle" / "fr_trace_rank_0",
