@@ -16,7 +16,8 @@
 --
 -- Matching. Within an incident, a collective is one (process group, collective_seq_id):
 -- torch numbers each group's collectives 1, 2, ... on every rank alike, so the same
--- number is the same collective. Point-to-point ops (is_p2p) are not matched here.
+-- number is the same collective. Point-to-point ops (is_p2p) are not matched here (gloo
+-- records none; what NCCL records and torch's analyzer does with it: docs/hangs.md).
 
 -- Caches (store/caches.py CACHES, per dump: refreshed for the dumps an ingest touched, inside
 -- its transaction; rebuilt by `tlview migrate`): what the views below need of each dump's
@@ -229,7 +230,9 @@ FROM m;
 -- collective_progress: per incident, rank and process group, how far the rank got.
 --   last_enqueued_seq / last_started_seq / last_completed_seq: the group's collective
 --   sequence ids as the dump's pg_status gives them (-1 there, none yet or not tracked:
---   NULL here; gloo tracks no start), else from the entries' states; last_enqueued_op /
+--   NULL here; gloo tracks no start; gloo's count op ids, which its point-to-point ops
+--   take without an entry: after a send or recv they run ahead of the entries' ids, see
+--   docs/hangs.md), else from the entries' states; last_enqueued_op /
 --   last_completed_op: those entries' ops (NULL where the ring no longer holds them);
 --   first_seq: the oldest the ring holds; n_entries; pending: entries not completed;
 --   stuck_since_ns: enqueue time of the oldest of them.
@@ -280,7 +283,10 @@ LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.proc
 --   group's collective (seq); finding says which, in that order of precedence: 'rank
 --   missing' | 'op mismatch' | 'size mismatch' | 'dtype mismatch' | 'state mismatch' |
 --   'not completed'. Ranks without a usable dump are 'missing dump' wherever the others
---   all agree up to where they wait.
+--   all agree up to where they wait. (Gloo's entries say nothing of completion: it comes
+--   from pg_status, whose counts are gloo's op ids, compared with the sequence ids; after
+--   point-to-point ops, which take op ids without entries, a rank waiting in a collective
+--   reads completed there: docs/hangs.md.)
 --   verdict, per rank: missing dump (no usable dump: conflicting dumps say so in reason) |
 --   never issued it (its last id in the group is below seq) | not in its ring (its ring
 --   starts after seq) | issued a different op | different sizes | different dtypes |
