@@ -54,12 +54,15 @@ CREATE TABLE IF NOT EXISTS _cache_fr_dump_stats (
 -- _fr_calls_derived: per dump, process group and collective sequence id (p2p entries and
 -- entries without an id left out), what the rank issued: h, one hash of its entries' op,
 -- input and output sizes and dtypes (a coalesced group's ops share one id: their hashes are
--- summed, so the order of the ops inside it is not compared); state, the first by name;
+-- summed modulo 2**64, so the order of the ops inside it is not compared; a UBIGINT, which
+-- a shard set's Parquet keeps as it is, where a HUGEINT becomes a DOUBLE); state, the
+-- first by name;
 -- completed, whether all of them did (_fr_entry_state); ts_ns, when the first was enqueued;
 -- n_entries.
 CREATE OR REPLACE VIEW _fr_calls_derived AS
 SELECT timeline_id, process_group, seq_id,
-       sum(CAST(hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS HUGEINT)) AS h,
+       CAST(sum(CAST(hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS HUGEINT))
+            % 18446744073709551616 AS UBIGINT) AS h,
        min(state) AS state, bool_and(completed) AS completed, min(ts_ns) AS ts_ns,
        count(*) AS n_entries
 FROM _fr_entry_state
@@ -67,7 +70,7 @@ WHERE NOT COALESCE(is_p2p, false) AND seq_id IS NOT NULL
 GROUP BY timeline_id, process_group, seq_id;
 
 CREATE TABLE IF NOT EXISTS _cache_fr_calls (
-    timeline_id INTEGER, process_group VARCHAR, seq_id BIGINT, h HUGEINT, state VARCHAR,
+    timeline_id INTEGER, process_group VARCHAR, seq_id BIGINT, h UBIGINT, state VARCHAR,
     completed BOOLEAN, ts_ns BIGINT, n_entries BIGINT
 );
 

@@ -300,6 +300,16 @@ class TestCaches:
                              if not e["is_p2p"]})
         assert (n_calls, diff) == (want, 0)
 
+    def test_a_shard_set_carries_them_exactly(self, tmp_path):
+        """Written to a shard set's Parquet and read back (`tlview ingest --from-shards`) the
+        caches are their derivations still (a HUGEINT hash came back a DOUBLE)."""
+        shards, db = tmp_path / "set", tmp_path / "from_shards.duckdb"
+        cli(["shard", str(FR / "gloo_sizes" / "pickle"), "-o", str(shards), "-j", "1"])
+        cli(["ingest", "--from-shards", str(shards), "--db", str(db)])
+        got = self.differences(db)
+        assert got["_cache_fr_calls"][0] > 0 and got["_cache_fr_dump_stats"] == (2, 0)
+        assert got["_cache_fr_calls"][1] == 0
+
     def test_migrate_fills_them_again(self, tmp_path):
         from tlview.store.schema import migrate
 
