@@ -16,7 +16,74 @@
 --
 -- Matching. Within an incident, a collective is one (process group, collective_seq_id):
 -- torch numbers each group's collectives 1, 2, ... on every rank alike, so the same
--- number is the same collective. Point-to-point ops (is_p2p) are not matched here.
+-- number is the same collective. Point-to-point ops (is_p2p) are not matched here (gloo
+-- records none; what NCCL records and torch's analyzer does with it: docs/hangs.md).
+
+-- Caches (store/caches.py CACHES, per dump: refreshed for the dumps an ingest touched, inside
+-- its transaction; rebuilt by `tlview migrate`): what the views below need of each dump's
+-- entries, so that the verdict of a thousand dumps groups thousands of rows, not millions.
+-- Read them through the views.
+--
+-- _fr_entry_state: every entry of every dump, and whether it completed: its state says so,
+-- its completion was seen, or its group's pg_status on that rank counts it completed (gloo
+-- records no start or completion in the entries: only pg_status tells).
+CREATE OR REPLACE VIEW _fr_entry_state AS
+SELECT e.*,
+       (e.state = 'completed' OR e.completed_ns IS NOT NULL
+        OR (NOT COALESCE(e.is_p2p, false) AND e.seq_id <= s.last_completed)) AS completed
+FROM events_collective_recorded e
+LEFT JOIN events_process_group_status s
+  ON s.timeline_id = e.timeline_id AND s.pg_id = e.pg_id;
+
+-- _fr_dump_stats_derived: per dump (timeline), its entries: how many, the enqueue times of
+-- the oldest and newest, the largest and smallest timeout, and the newest entry's record id
+-- (last_step), op, group and collective sequence id (each the arg_max over enqueue time).
+CREATE OR REPLACE VIEW _fr_dump_stats_derived AS
+SELECT timeline_id, count(*) AS n_entries, min(ts_ns) AS first_ns, max(ts_ns) AS last_ns,
+       max(timeout_ms) AS timeout_ms, min(timeout_ms) AS min_timeout_ms,
+       arg_max(step, ts_ns) AS last_step, arg_max(op, ts_ns) AS last_op,
+       arg_max(process_group, ts_ns) AS last_group, arg_max(seq_id, ts_ns) AS last_seq
+FROM events_collective_recorded GROUP BY timeline_id;
+
+CREATE TABLE IF NOT EXISTS _cache_fr_dump_stats (
+    timeline_id INTEGER, n_entries BIGINT, first_ns BIGINT, last_ns BIGINT,
+    timeout_ms BIGINT, min_timeout_ms BIGINT, last_step BIGINT, last_op VARCHAR,
+    last_group VARCHAR, last_seq BIGINT
+);
+
+-- _fr_calls_derived: per dump, process group and collective sequence id (p2p entries and
+-- entries without an id left out), what the rank issued: h, one hash of its entries' op,
+-- input and output sizes and dtypes (a coalesced group's ops share one id: their hashes are
+-- summed modulo 2**64, so the order of the ops inside it is not compared; a UBIGINT, which
+-- a shard set's Parquet keeps as it is, where a HUGEINT becomes a DOUBLE); state, the
+-- first by name;
+-- completed, whether all of them did (_fr_entry_state); ts_ns, when the first was enqueued;
+-- n_entries.
+CREATE OR REPLACE VIEW _fr_calls_derived AS
+SELECT timeline_id, process_group, seq_id,
+       CAST(sum(CAST(hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS HUGEINT))
+            % 18446744073709551616 AS UBIGINT) AS h,
+       min(state) AS state, bool_and(completed) AS completed, min(ts_ns) AS ts_ns,
+       count(*) AS n_entries
+FROM _fr_entry_state
+WHERE NOT COALESCE(is_p2p, false) AND seq_id IS NOT NULL
+GROUP BY timeline_id, process_group, seq_id;
+
+CREATE TABLE IF NOT EXISTS _cache_fr_calls (
+    timeline_id INTEGER, process_group VARCHAR, seq_id BIGINT, h UBIGINT, state VARCHAR,
+    completed BOOLEAN, ts_ns BIGINT, n_entries BIGINT
+);
+
+-- _fr_cache_ranges(lo, hi, size): the pieces the store fills _cache_fr_calls of the dumps
+-- lo..hi in (one statement each: a thousand dumps' entries grouped in one overran the
+-- ingest's memory): (first dump, first dump, last dump) of consecutive dumps holding about
+-- `size` entries together.
+CREATE OR REPLACE MACRO _fr_cache_ranges(lo, hi, size) AS TABLE
+SELECT min(timeline_id) AS timeline_id, min(timeline_id) AS first, max(timeline_id) AS last
+FROM (SELECT timeline_id, sum(n) OVER (ORDER BY timeline_id) AS upto
+      FROM (SELECT timeline_id, count(*) AS n FROM events_collective_recorded
+            WHERE timeline_id BETWEEN lo AND hi GROUP BY timeline_id))
+GROUP BY (upto - 1) // size ORDER BY 1;
 
 -- fr_dumps: each Flight Recorder dump, its rank and incident.
 --   rank: the dump's own `rank` key where it has one, else from its file name (rank_from
@@ -43,11 +110,7 @@ WITH RECURSIVE d AS (
                AS version_known,
            COALESCE(e.n_entries, 0) AS n_entries, e.first_ns, e.last_ns, e.timeout_ms,
            e.min_timeout_ms, e.last_step
-    FROM timelines t
-    LEFT JOIN (SELECT timeline_id, count(*) AS n_entries, min(ts_ns) AS first_ns,
-                      max(ts_ns) AS last_ns, max(timeout_ms) AS timeout_ms,
-                      min(timeout_ms) AS min_timeout_ms, arg_max(step, ts_ns) AS last_step
-               FROM events_collective_recorded GROUP BY timeline_id) e USING (timeline_id)
+    FROM timelines t LEFT JOIN _cache_fr_dump_stats e USING (timeline_id)
     WHERE t.format = 'flight_recorder'
 ), pairs0 AS MATERIALIZED (  -- two dumps of one rank overlapping in time; a: the older
     SELECT a.timeline_id AS a, b.timeline_id AS b, b.source_path AS b_path,
@@ -119,17 +182,11 @@ FROM d LEFT JOIN conf c USING (timeline_id) LEFT JOIN sup s USING (timeline_id)
 LEFT JOIN placed p USING (timeline_id);
 
 -- _fr_entries: every entry of a usable dump (status ok) with its incident and rank, and
--- whether it completed: its state says so, its completion was seen, or its group's
--- pg_status on that rank counts it completed (gloo records no start or completion in the
--- entries: only pg_status tells).
+-- whether it completed (_fr_entry_state).
 CREATE OR REPLACE VIEW _fr_entries AS
-SELECT f.incident, f.rank, e.*,
-       (e.state = 'completed' OR e.completed_ns IS NOT NULL
-        OR (NOT COALESCE(e.is_p2p, false) AND e.seq_id <= s.last_completed)) AS completed
-FROM events_collective_recorded e
-JOIN fr_dumps f ON f.timeline_id = e.timeline_id AND f.status = 'ok'
-LEFT JOIN events_process_group_status s
-  ON s.timeline_id = e.timeline_id AND s.pg_id = e.pg_id;
+SELECT f.incident, f.rank, e.*
+FROM _fr_entry_state e
+JOIN fr_dumps f ON f.timeline_id = e.timeline_id AND f.status = 'ok';
 
 -- fr_groups: per incident, each process group its dumps name, and its members.
 --   process_group: torch's group name (pg uid); pg_desc; members: its global ranks as the
@@ -176,7 +233,9 @@ FROM m;
 -- collective_progress: per incident, rank and process group, how far the rank got.
 --   last_enqueued_seq / last_started_seq / last_completed_seq: the group's collective
 --   sequence ids as the dump's pg_status gives them (-1 there, none yet or not tracked:
---   NULL here; gloo tracks no start), else from the entries' states; last_enqueued_op /
+--   NULL here; gloo tracks no start; gloo's count op ids, which its point-to-point ops
+--   take without an entry: after a send or recv they run ahead of the entries' ids, see
+--   docs/hangs.md), else from the entries' states; last_enqueued_op /
 --   last_completed_op: those entries' ops (NULL where the ring no longer holds them);
 --   first_seq: the oldest the ring holds; n_entries; pending: entries not completed;
 --   stuck_since_ns: enqueue time of the oldest of them.
@@ -227,7 +286,10 @@ LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.proc
 --   group's collective (seq); finding says which, in that order of precedence: 'rank
 --   missing' | 'op mismatch' | 'size mismatch' | 'dtype mismatch' | 'state mismatch' |
 --   'not completed'. Ranks without a usable dump are 'missing dump' wherever the others
---   all agree up to where they wait.
+--   all agree up to where they wait. (Gloo's entries say nothing of completion: it comes
+--   from pg_status, whose counts are gloo's op ids, compared with the sequence ids; after
+--   point-to-point ops, which take op ids without entries, a rank waiting in a collective
+--   reads completed there: docs/hangs.md.)
 --   verdict, per rank: missing dump (no usable dump: conflicting dumps say so in reason) |
 --   never issued it (its last id in the group is below seq) | not in its ring (its ring
 --   starts after seq) | issued a different op | different sizes | different dtypes |
@@ -245,45 +307,39 @@ LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.proc
 --   root: true for the group whose collective was issued first in the incident (the
 --   others' hangs usually follow from it); reason: the row in words.
 CREATE OR REPLACE VIEW hang_verdict AS
-WITH e AS (  -- the entries: only what the verdict compares
-    SELECT incident, process_group, rank, timeline_id, seq_id, step, ts_ns, completed,
-           state, op, COALESCE(is_p2p, false) AS is_p2p,
-           hash(op, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h
-    FROM _fr_entries
-), c AS MATERIALIZED (
-    -- per rank and collective sequence id, what it issued: one hash of its entries' op,
-    -- input and output sizes and dtypes (a coalesced group's ops share one id: their
-    -- hashes are summed, so the order of the ops inside it is not compared), whether all
-    -- of them completed, their state (the first by name), when the first was enqueued
-    SELECT incident, process_group, rank, seq_id AS seq, sum(CAST(h AS HUGEINT)) AS h,
-           min(state) AS state, bool_and(completed) AS completed, min(ts_ns) AS ts_ns
-    FROM e WHERE NOT is_p2p AND seq_id IS NOT NULL
-    GROUP BY incident, process_group, rank, seq_id
+WITH dumps AS MATERIALIZED (
+    SELECT timeline_id, incident, rank FROM fr_dumps WHERE status = 'ok'
 ), grp AS MATERIALIZED (
     SELECT * FROM fr_groups
-), mine AS MATERIALIZED (  -- each rank's ids in each group: what its ring holds
-    SELECT incident, process_group, rank, min(seq) AS first, max(seq) AS last
-    FROM c GROUP BY ALL
+), mine AS MATERIALIZED (  -- each rank's ids in each group: what its ring holds (grouped
+    -- by dump first: the calls are joined to nothing row by row)
+    SELECT d.incident, k.process_group, d.rank, k.timeline_id, k.first, k.last
+    FROM (SELECT timeline_id, process_group, min(seq_id) AS first, max(seq_id) AS last
+          FROM _cache_fr_calls GROUP BY ALL) k
+    JOIN dumps d USING (timeline_id)
 ), lo AS (  -- the window's start: every member's ring holds ids from here
     SELECT incident, process_group, max(first) AS lo_seq FROM mine GROUP BY ALL
-), mem AS MATERIALIZED (  -- per rank and group: the window's start, and whether the rank
+), mem AS MATERIALIZED (  -- per dump and group: the window's start, and whether the rank
     -- is a member with a usable dump
-    SELECT mi.incident, mi.process_group, mi.rank, lo.lo_seq,
+    SELECT mi.timeline_id, mi.incident, mi.process_group, lo.lo_seq,
            list_contains(g.ranks_with_dump, mi.rank) AS member
     FROM mine mi JOIN lo USING (incident, process_group)
     JOIN grp g USING (incident, process_group)
 ), per_seq AS (
-    -- issued: how many of those members issued the id (c holds one row per rank and id;
-    -- counted, not listed: a list per id, searched for every member, cost ranks squared)
-    SELECT c.incident, c.process_group, c.seq, count(*) FILTER (WHERE m.member) AS issued,
-           -- (two values differ where the least and the greatest do: no DISTINCT, whose
-           -- per-id sets of 2M calls overran the ingest's 256MB)
-           min(c.h) <> max(c.h) AS call_diff,
-           COALESCE(min(c.state) <> max(c.state), false) AS state_diff,
-           bool_and(c.completed) AS all_done, min(c.ts_ns) AS since_ns
-    FROM c JOIN mem m ON m.incident = c.incident AND m.process_group = c.process_group
-     AND m.rank = c.rank
-    WHERE c.seq >= m.lo_seq
+    -- per collective sequence id from the window's start, over the ranks' calls
+    -- (_fr_calls_derived, cached: one row per rank and id): issued, how many of those
+    -- members issued it (counted, not listed: a list per id, searched for every member,
+    -- cost ranks squared); whether their calls or states differ (two values differ where
+    -- the least and the greatest do: no DISTINCT, whose per-id sets of 2M calls overran
+    -- the ingest's 256MB); whether all completed; the earliest enqueue
+    SELECT m.incident, k.process_group, k.seq_id AS seq,
+           count(*) FILTER (WHERE m.member) AS issued,
+           min(k.h) <> max(k.h) AS call_diff,
+           COALESCE(min(k.state) <> max(k.state), false) AS state_diff,
+           bool_and(k.completed) AS all_done, min(k.ts_ns) AS since_ns
+    FROM _cache_fr_calls k
+    JOIN mem m ON m.timeline_id = k.timeline_id AND m.process_group = k.process_group
+    WHERE k.seq_id >= m.lo_seq
     GROUP BY ALL
 ), first AS (
     SELECT p.*, g.members, g.ranks_with_dump,
@@ -308,15 +364,18 @@ WITH e AS (  -- the entries: only what the verdict compares
     GROUP BY e.incident, e.process_group, e.rank, e.seq_id
 ), sig_h AS (
     SELECT *, hash(ops, in_sizes, out_sizes, in_dtypes, out_dtypes) AS h FROM sig
-), fs AS (
+), fs AS (  -- (grouped by id alone: the members' lists are not hashed per rank)
     SELECT f.incident, f.process_group, f.seq, f.since_ns, f.members, f.ranks_with_dump,
            f.state_diff, f.rank_gone, f.dump_gone, f.all_done,
-           count(DISTINCT s.ops) > 1 AS op_diff,
-           count(DISTINCT [s.in_sizes, s.out_sizes]) > 1 AS size_diff,
-           count(DISTINCT [s.in_dtypes, s.out_dtypes]) > 1 AS dtype_diff,
-           mode(s.state) AS major_state
-    FROM first f LEFT JOIN sig_h s USING (incident, process_group, seq)
-    GROUP BY ALL
+           COALESCE(s.op_diff, false) AS op_diff, COALESCE(s.size_diff, false) AS size_diff,
+           COALESCE(s.dtype_diff, false) AS dtype_diff, s.major_state
+    FROM first f LEFT JOIN (
+        SELECT incident, process_group, seq, count(DISTINCT ops) > 1 AS op_diff,
+               count(DISTINCT [in_sizes, out_sizes]) > 1 AS size_diff,
+               count(DISTINCT [in_dtypes, out_dtypes]) > 1 AS dtype_diff,
+               mode(state) AS major_state
+        FROM sig_h GROUP BY ALL
+    ) s USING (incident, process_group, seq)
 ), found AS (
     SELECT *,
            CASE WHEN rank_gone THEN 'rank missing' WHEN op_diff THEN 'op mismatch'
@@ -337,15 +396,13 @@ WITH e AS (  -- the entries: only what the verdict compares
 ), rows AS (
     SELECT f.*, m.r AS rank, list_contains(f.ranks_with_dump, m.r) AS has_dump
     FROM found f, unnest(f.members) AS m(r)
-), reach AS (  -- each rank's newest entry, any group
-    SELECT incident, rank, arg_max(op, ts_ns) AS last_op,
-           arg_max(process_group, ts_ns) AS last_group, arg_max(seq_id, ts_ns) AS last_seq,
-           max(ts_ns) AS last_ns
-    FROM e GROUP BY incident, rank
+), reach AS (  -- each rank's newest entry, any group (_fr_dump_stats_derived, cached)
+    SELECT d.incident, d.rank, s.last_op, s.last_group, s.last_seq, s.last_ns
+    FROM dumps d JOIN _cache_fr_dump_stats s USING (timeline_id)
 ), pending AS (  -- each rank's oldest entry not completed, per group
     SELECT incident, rank, process_group,
            arg_min(process_group || ':' || seq_id || ' ' || op, [ts_ns, step]) AS what
-    FROM e WHERE NOT completed AND NOT is_p2p GROUP BY ALL
+    FROM _fr_entries WHERE NOT completed AND NOT COALESCE(is_p2p, false) GROUP BY ALL
 ), conflicts AS (
     SELECT incident, rank, list(source_path ORDER BY timeline_id) AS paths
     FROM fr_dumps WHERE status = 'conflict' GROUP BY ALL

@@ -100,3 +100,31 @@ SELECT compile_id, ranks, list_intersect(missing, $1::BIGINT[]) AS missing
 FROM compile_divergence
 WHERE len(list_intersect(missing, $1::BIGINT[])) > 0
 ORDER BY compile_id;
+
+-- Cache refresh (store/caches.py), per range of timelines: the dumps' caches of
+-- schemas/55_flight_recorder.sql.
+-- name: cache_drop_fr_dump_stats
+DROP TABLE IF EXISTS _cache_fr_dump_stats;
+
+-- name: cache_drop_fr_calls
+DROP TABLE IF EXISTS _cache_fr_calls;
+
+-- name: cache_clear_fr_dump_stats
+DELETE FROM _cache_fr_dump_stats WHERE timeline_id BETWEEN ? AND ?;
+
+-- name: cache_fill_fr_dump_stats
+INSERT INTO _cache_fr_dump_stats BY NAME
+SELECT * FROM _fr_dump_stats_derived WHERE timeline_id BETWEEN ? AND ? ORDER BY timeline_id;
+
+-- name: cache_clear_fr_calls
+DELETE FROM _cache_fr_calls WHERE timeline_id BETWEEN ? AND ?;
+
+-- name: cache_ranges_fr_calls
+-- The dumps of timelines $1..$2 in pieces of about 2**18 entries (_fr_cache_ranges).
+SELECT * FROM _fr_cache_ranges($1, $2, 262144);
+
+-- name: cache_fill_fr_calls
+-- One piece: the dumps $2..$3 ($1 = $2, the piece's first dump).
+INSERT INTO _cache_fr_calls BY NAME
+SELECT * FROM _fr_calls_derived WHERE timeline_id BETWEEN $2 AND $3 AND $1 = $2
+ORDER BY timeline_id, process_group, seq_id;

@@ -138,3 +138,15 @@ SELECT CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id, b.source_id,
 FROM read_parquet(getvariable('tlview_shards') || '/cache_allocator_blocks/*/*.parquet',
                   hive_partitioning = true) c
 JOIN _shard_bases b ON b.source_id = c.source_id;
+
+CREATE OR REPLACE VIEW _cache_fr_dump_stats AS
+SELECT c.* EXCLUDE (source_id) REPLACE (CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_fr_dump_stats/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;
+
+CREATE OR REPLACE VIEW _cache_fr_calls AS
+SELECT c.* EXCLUDE (source_id) REPLACE (CAST(c.timeline_id + b.base AS INTEGER) AS timeline_id)
+FROM read_parquet(getvariable('tlview_shards') || '/cache_fr_calls/*/*.parquet',
+                  hive_partitioning = true) c
+JOIN _shard_bases b ON b.source_id = c.source_id;

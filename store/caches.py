@@ -20,8 +20,10 @@ from . import diff
 from .db import insert_arrow
 
 # Dependency order: buffers, then the curve computed from them, then its peak; the
-# allocator snapshot caches (schemas/50_allocator_events.sql) depend on the events alone.
-CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks")
+# allocator snapshot caches (schemas/50_allocator_events.sql) and the Flight Recorder dumps'
+# (schemas/55_flight_recorder.sql) depend on the events alone.
+CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_blocks",
+          "fr_dump_stats", "fr_calls")
 # The many-ranks matching (schemas/45-47_ranks_*.sql), across every profiler trace: rebuilt
 # whole, after the per-timeline caches, whenever the timelines refreshed hold a profiler
 # trace or rows of it; views of their derivations until a run holds two or more traces

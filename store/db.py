@@ -23,7 +23,7 @@ from . import storage
 from .locks import DatabaseLocked, lock_error
 
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
 #     frames and stacks tables; allocator caches (schemas/50_allocator_events.sql).
@@ -32,6 +32,9 @@ SCHEMA_VERSION = 5
 # v5: the many-ranks matching cached, once a run holds several traces (_cache_rank_traces,
 #     _cache_pg_ranks, _cache_arrivals: store/caches.py, schemas/45_ranks_traces.sql to
 #     47_ranks_skew.sql).
+# v6: the Flight Recorder dumps' caches, per dump (_cache_fr_dump_stats, _cache_fr_calls:
+#     schemas/55_flight_recorder.sql, store/caches.py CACHES); dropped and refilled by
+#     migrate (queries_schema.sql migrate_rank_cache_tables).
 
 
 class SchemaError(Exception):

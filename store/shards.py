@@ -71,6 +71,8 @@ TABLES = (
     ShardTable("_cache_peak", "cache_peak", False),
     ShardTable("_cache_allocator_curve", "cache_allocator_curve", False),
     ShardTable("_cache_allocator_blocks", "cache_allocator_blocks", True),
+    ShardTable("_cache_fr_dump_stats", "cache_fr_dump_stats", False),
+    ShardTable("_cache_fr_calls", "cache_fr_calls", False),
 )
 SOURCES = ShardTable("sources", "sources", True)  # written last: the shard's commit mark
 

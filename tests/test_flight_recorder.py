@@ -262,6 +262,68 @@ class TestVerdict:
             assert got[rank]["last_started_seq"] is None  # gloo: -1, not tracked
 
 
+class TestCaches:
+    """The dumps' caches (schemas/55_flight_recorder.sql) hold exactly what their derivations
+    compute from the events, after ingests one source at a time; a migrate drops and fills
+    them again."""
+
+    PAIRS = (("_cache_fr_calls", "_fr_calls_derived"),
+             ("_cache_fr_dump_stats", "_fr_dump_stats_derived"))
+
+    @staticmethod
+    def differences(db: Path) -> dict[str, tuple[int, int]]:
+        """Per cache: (its rows, rows in one of cache and derivation and not the other)."""
+        out = {}
+        with open_database(db, read_only=True) as d:
+            for cached, derived in TestCaches.PAIRS:
+                n = d.sql(f"SELECT count(*) FROM {cached}").fetchone()[0]
+                diff = d.sql(f"""
+                    WITH a AS (SELECT *, count(*) AS n FROM {cached} GROUP BY ALL),
+                         b AS (SELECT *, count(*) AS n FROM {derived} GROUP BY ALL)
+                    SELECT count(*) FROM ((FROM a EXCEPT FROM b) UNION ALL (FROM b EXCEPT FROM a))
+                """).fetchone()[0]
+                out[cached] = (n, diff)
+        return out
+
+    def test_the_caches_are_their_derivations(self, hangs):
+        got = self.differences(hangs)
+        # one row per dump; one per dump, group and collective sequence id
+        n_dumps = sum(len(list((FR / f"gloo_{s}" / "pickle").iterdir())) for s in SCENARIOS)
+        assert got["_cache_fr_dump_stats"] == (n_dumps, 0)
+        n_calls, diff = got["_cache_fr_calls"]
+        want = 0
+        for s in SCENARIOS:
+            for pk in (FR / f"gloo_{s}" / "pickle").iterdir():
+                entries = json.loads((FR / f"gloo_{s}" / "json" / f"{pk.name}.json")
+                                     .read_text())["entries"]
+                want += len({(e["process_group"][0], e["collective_seq_id"]) for e in entries
+                             if not e["is_p2p"]})
+        assert (n_calls, diff) == (want, 0)
+
+    def test_a_shard_set_carries_them_exactly(self, tmp_path):
+        """Written to a shard set's Parquet and read back (`tlview ingest --from-shards`) the
+        caches are their derivations still (a HUGEINT hash came back a DOUBLE)."""
+        shards, db = tmp_path / "set", tmp_path / "from_shards.duckdb"
+        cli(["shard", str(FR / "gloo_sizes" / "pickle"), "-o", str(shards), "-j", "1"])
+        cli(["ingest", "--from-shards", str(shards), "--db", str(db)])
+        got = self.differences(db)
+        assert got["_cache_fr_calls"][0] > 0 and got["_cache_fr_dump_stats"] == (2, 0)
+        assert got["_cache_fr_calls"][1] == 0
+
+    def test_migrate_fills_them_again(self, tmp_path):
+        from tlview.store.schema import migrate
+
+        db = tmp_path / "m.duckdb"
+        ingest_into(db, *sorted((FR / "gloo_sizes" / "pickle").iterdir()))
+        want = self.differences(db)
+        assert want["_cache_fr_calls"][0] > 0
+        with open_database(db) as d:  # as a database of schema v5 left them: absent
+            d.con.execute("DROP TABLE _cache_fr_calls; DROP TABLE _cache_fr_dump_stats")
+            d.con.execute("UPDATE tlview_meta SET value = '5' WHERE key = 'schema_version'")
+        assert migrate(db).changed
+        assert self.differences(db) == want
+
+
 class TestIncomplete:
     """A rank's dump missing, two dumps of one rank, a dump of an unknown version."""
 
@@ -413,6 +475,76 @@ class TestReport:
             assert r.figure("hang1_missing").value == [gone]
             assert r.figure("hang1_culprits").value == culprits
             assert words in r.headline[0].text and f"no dump of rank {gone}" in r.headline[0].text
+
+
+# Point-to-point and coalesced ops on gloo (make_fr_gloo.py p2p, coalesced; torch's analyzer on
+# them in fr_trace.txt beside each).
+P2P_COALESCED = ("p2p", "coalesced")
+
+
+@pytest.fixture(scope="module")
+def p2p_coalesced(tmp_path_factory) -> dict[str, Path]:
+    """Per scenario and form, a database of its three ranks' dumps."""
+    out = {}
+    for s in P2P_COALESCED:
+        for form in ("pickle", "json"):
+            db = tmp_path_factory.mktemp(f"{s}_{form}") / "d.duckdb"
+            ingest_into(db, *sorted((FR / f"gloo_{s}" / form).iterdir()))
+            out[f"{s}_{form}"] = db
+    return out
+
+
+class TestP2PAndCoalesced:
+    """What gloo records of point-to-point and coalesced ops, and the verdict against torch's
+    analyzer on the same dumps."""
+
+    def test_gloo_records_no_p2p_entry_but_p2p_takes_op_ids(self):
+        """Gloo writes no entry for send/recv or batch_isend_irecv: the dumps hold only the
+        all_reduces, and each ring exchange (one isend, one irecv) shows as two op ids that no
+        entry has; pg_status counts op ids, not collective sequence ids."""
+        for rank in range(3):
+            dump = json.loads((FR / "gloo_p2p" / "json" / f"fr_trace_rank_{rank}.json")
+                              .read_text())
+            entries = dump["entries"]
+            assert not any(e["is_p2p"] for e in entries)
+            assert {e["profiling_name"] for e in entries} == {"gloo:all_reduce"}
+            # all_reduce #k is op 3k - 2: the exchanges between take two op ids each
+            assert [(e["collective_seq_id"], e["op_id"]) for e in entries] == [
+                (k, 3 * k - 2) for k in range(1, len(entries) + 1)]
+            last = entries[-1]
+            enqueued = int(dump["pg_status"]["0"]["last_enqueued_collective"])
+            assert enqueued == last["op_id"] > last["collective_seq_id"]
+
+    @pytest.mark.parametrize("form", ["pickle", "json"])
+    def test_p2p_hang_is_fr_traces_verdict(self, p2p_coalesced, form):
+        """Rank 0 waits in a recv rank 1 never sends; ranks 1 and 2 go on to the all_reduce.
+        The dumps cannot show the recv: torch's analyzer and tlview both name rank 0 as
+        missing from that all_reduce, which is all a gloo dump can tell."""
+        (f,) = fr_trace_findings("p2p")
+        v = rows(p2p_coalesced[f"p2p_{form}"], "SELECT * FROM hang_verdict ORDER BY rank")
+        assert {(r["process_group"], r["seq"], r["finding"]) for r in v} == {
+            (f["group"], f["seq"], f["finding"])}
+        assert {r["rank"] for r in v if r["verdict"] == "never issued it"} == f["missing"]
+        assert {r["rank"] for r in v if r["culprit"]} == f["missing"] == {0}
+        assert {r["rank"] for r in v} == f["expected"]
+
+    @pytest.mark.parametrize("form", ["pickle", "json"])
+    def test_coalesced_mismatch_is_fr_traces_verdict(self, p2p_coalesced, form):
+        """Rank 2 coalesces the fourth step's two all_reduces the other way round: gloo records
+        one entry per coalesced group, and its input sizes differ ([[8], [4]] against
+        [[4], [8]]); the analyzer names rank 2, SIZE_OR_SYNTAX_MISMATCH, at seq 4."""
+        (f,) = [x for x in fr_trace_findings("coalesced") if x["finding"]]
+        assert f["culprits"] == {2: "SIZE_OR_SYNTAX_MISMATCH"}
+        v = {r["rank"]: r for r in rows(p2p_coalesced[f"coalesced_{form}"],
+                                        "SELECT * FROM hang_verdict")}
+        assert {(r["process_group"], r["seq"], r["finding"]) for r in v.values()} == {
+            (f["group"], f["seq"], f["finding"])}
+        assert {r for r, x in v.items() if x["culprit"]} == set(f["culprits"])
+        ref = json.loads((FR / "gloo_coalesced" / "json" / "fr_trace_rank_2.json").read_text())
+        (e,) = [e for e in ref["entries"] if e["collective_seq_id"] == f["seq"]]
+        assert v[2]["verdict"] == "different sizes"
+        assert json.loads(v[2]["in_sizes"]) == e["input_sizes"] == [[8], [4]]
+        assert json.loads(v[2]["expected_sizes"]) == [[4], [8]]
 
 
 def test_records_for_detects_both_forms_and_stacks():
