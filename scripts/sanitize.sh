@@ -36,6 +36,9 @@ FLAGS="$SAN -fno-omit-frame-pointer -O1 -g1"
 mkdir -p "$OUT"
 FORCE=--force  # setup.py rebuilds what is older than its sources, whatever the flags were
 [ "$(cat "$OUT/flags" 2>/dev/null)" = "$FLAGS" ] && FORCE=
+# The package is copied anew (the objects in temp.* are kept): a file the tree no longer
+# has (a removed or renamed SQL file) would otherwise stay in the copy that is imported.
+rm -rf "$OUT"/build/lib.*
 TLVIEW_NATIVE_CFLAGS="$FLAGS" TLVIEW_NATIVE_LDFLAGS="$SAN" TLVIEW_REQUIRE_NATIVE=1 \
     "$PY" setup.py -q build --build-base "$OUT/build" $FORCE > "$OUT/build.log" 2>&1 \
     || { tail -30 "$OUT/build.log" >&2; exit 1; }
