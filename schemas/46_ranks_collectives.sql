@@ -15,13 +15,15 @@
 CREATE OR REPLACE VIEW _trace_pg AS
 SELECT timeline_id, json_extract_string(g, '$.pg_name') AS pg,
        json_extract_string(g, '$.pg_desc') AS pg_desc,
-       '[' || array_to_string(from_json(json_extract(g, '$.ranks'), '["BIGINT"]'), ', ') || ']'
-           AS pg_ranks,
+       CASE WHEN regexp_full_match(r, '\[((0|-?[1-9][0-9]{0,17})(,(0|-?[1-9][0-9]{0,17}))*)?\]')
+            THEN replace(r, ',', ', ')  -- integers as JSON writes them: the same text
+            ELSE '[' || array_to_string(from_json(r, '["BIGINT"]'), ', ') || ']' END AS pg_ranks,
        TRY_CAST(json_extract(g, '$.pg_size') AS INTEGER) AS group_size
-FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') AS g
-      FROM timelines
-      WHERE format IN ('kineto', 'jax_trace')
-        AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1);
+FROM (SELECT timeline_id, g, CAST(json_extract(g, '$.ranks') AS VARCHAR) AS r
+      FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') AS g
+            FROM timelines
+            WHERE format IN ('kineto', 'jax_trace')
+              AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1));
 
 -- _pg_ranks_derived: _pg_ranks computed from the events (cached with the matching, so
 -- that the hashes the cache holds and their texts come from one computation).
