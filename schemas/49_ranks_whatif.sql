@@ -77,44 +77,61 @@ WITH RECURSIVE ar AS MATERIALIZED (  -- _arrivals once, with the instance's step
     GROUP BY ALL
 ), moves AS (  -- its ready time moves with the latest of them (ties: the one moved most)
     SELECT run, step, rank, k, arg_max(js, end_ns) AS js FROM cj GROUP BY ALL
-), r AS MATERIALIZED (  -- base_ns: its arrival in the replay before that move (the
-                         -- step's first collective: when it really arrived)
+), r AS (  -- base_ns: its arrival in the replay before that move (the step's first
+            -- collective: when it really arrived)
     SELECT c.run, c.step, c.k, c.rank,
            CASE WHEN c.k = 1 THEN c.start_ns ELSE c.ready_ns END AS base_ns,
            CASE WHEN c.k = 1 THEN [] ELSE COALESCE(m.js, []) END AS js
     FROM c LEFT JOIN moves m USING (run, step, rank, k)
-), grp AS MATERIALIZED (  -- the ranks of a collective that move alike: their two
-                           -- latest (rank X, replayed on time, counts only with itself)
+), grp AS (  -- the ranks of a collective that move alike: their two latest (rank X,
+             -- replayed on time, counts only with itself)
     SELECT run, step, k, js, max(base_ns) FILTER (WHERE o = 1) AS top1,
            any_value(rank) FILTER (WHERE o = 1) AS top1_rank,
            max(base_ns) FILTER (WHERE o = 2) AS top2
     FROM (SELECT *, row_number() OVER (PARTITION BY run, step, k, js
                                        ORDER BY base_ns DESC, rank) AS o FROM r)
     WHERE o <= 2 GROUP BY ALL
-), replay(run, step, x, k, end_ns, end2_ns, shifts) AS (
+), steps AS (  -- per step, as lists the replay carries (a CTE it joined would be computed
+               -- again at each of its steps): the collectives by k, their groups, and X's
+               -- own arrivals before their move
+    SELECT n.run, n.step, n.colls, g.groups
+    FROM (SELECT run, step, list({'start_ns': start_ns, 'end_ns': end_ns} ORDER BY k) AS colls
+          FROM coll GROUP BY run, step) n
+    JOIN (SELECT run, step, list({'k': k, 'js': js, 'top1': top1, 'top1_rank': top1_rank,
+                                  'top2': top2}) AS groups
+          FROM grp GROUP BY run, step) g USING (run, step)
+), xr AS (
+    SELECT l.run, l.step, l.x, list({'k': r.k, 'base_ns': r.base_ns, 'js': r.js}) AS own
+    FROM late l JOIN r ON r.run = l.run AND r.step = l.step AND r.rank = l.x
+    GROUP BY l.run, l.step, l.x
+), replay(run, step, x, k, end_ns, end2_ns, shifts, colls, groups, own) AS (
     -- end_ns / end2_ns: the k-th collective's real end and its end in the replay; shifts:
     -- real end - replayed end of the collectives 1..k, in order
-    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT, []::BIGINT[] FROM late l
+    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT, []::BIGINT[], s.colls, s.groups,
+           COALESCE(o.own, [])
+    FROM late l JOIN steps s USING (run, step) LEFT JOIN xr o USING (run, step, x)
     UNION ALL
-    SELECT run, step, x, k, end_ns, end2_ns, list_append(shifts, end_ns - end2_ns)
+    SELECT run, step, x, k, end_ns, end2_ns, list_append(shifts, end_ns - end2_ns), colls,
+           groups, own
     FROM (
-        SELECT p.run, p.step, p.x, p.k + 1 AS k, n.end_ns, p.shifts,
-               CAST(greatest(max(a.others), least(any_value(a.own), max(a.others)),
-                             p.end2_ns) AS BIGINT)
-               + (n.end_ns - n.start_ns) AS end2_ns
-        FROM replay p
-        JOIN coll n ON n.run = p.run AND n.step = p.step AND n.k = p.k + 1
-        JOIN grp g ON g.run = n.run AND g.step = n.step AND g.k = n.k
-        LEFT JOIN r x ON x.run = n.run AND x.step = n.step AND x.k = n.k AND x.rank = p.x,
-        -- a ready time moves with the shift of the collective it moves with
-        LATERAL (SELECT CASE WHEN g.top1_rank = p.x THEN g.top2 ELSE g.top1 END
-                            - COALESCE(list_max(list_transform(g.js,
-                                                               lambda j: p.shifts[j])), 0)
-                            AS others,
-                        x.base_ns - COALESCE(list_max(list_transform(x.js,
-                                                                     lambda j: p.shifts[j])), 0)
-                            AS own) a
-        GROUP BY p.run, p.step, p.x, p.k, n.end_ns, n.start_ns, p.end2_ns, p.shifts)
+        SELECT run, step, x, k + 1 AS k, colls[k + 1].end_ns AS end_ns, shifts, colls, groups,
+               own,
+               CAST(greatest(others, least(arrive, others), end2_ns) AS BIGINT)
+               + (colls[k + 1].end_ns - colls[k + 1].start_ns) AS end2_ns
+        FROM (
+            -- a ready time moves with the shift of the collective it moves with; others:
+            -- the latest of the ranks but X, arrive: X's own
+            SELECT *,
+                   list_max(list_transform(
+                       list_filter(groups, lambda g: g.k = k + 1),
+                       lambda g: CASE WHEN g.top1_rank = x THEN g.top2 ELSE g.top1 END
+                                 - COALESCE(list_max(list_transform(
+                                       g.js, lambda j: shifts[j])), 0))) AS others,
+                   list_max(list_transform(
+                       list_filter(own, lambda o: o.k = k + 1),
+                       lambda o: o.base_ns - COALESCE(list_max(list_transform(
+                                     o.js, lambda j: shifts[j])), 0))) AS arrive
+            FROM replay WHERE k < len(colls)))
 ), saved AS (
     SELECT run, step, x, arg_max(end_ns - end2_ns, k) AS saved_ns
     FROM replay WHERE k > 0 GROUP BY ALL
