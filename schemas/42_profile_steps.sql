@@ -30,6 +30,25 @@ FROM profiler_steps p
 LEFT JOIN l ON l.timeline_id = p.timeline_id AND l.p_seq = p.seq
 GROUP BY p.timeline_id, p.seq, p.step, p.name, p.dur_ns;
 
+-- _step_gpu_extent: per trace and ProfilerStep that launched GPU work, its extent:
+-- step_totals' gpu_first_ns / gpu_last_ns, by the same rule (a GPU event belongs to the
+-- step whose CPU range holds its launching runtime call), read without the CPU op around
+-- that call, which kernel_launches joins by the External id in every CPU op's JSON and an
+-- extent does not need (whatif_stragglers reads it: at 1,024 ranks that parse was a
+-- second of its time).
+CREATE OR REPLACE VIEW _step_gpu_extent AS
+WITH l AS (
+    SELECT g.timeline_id, g.ts_ns, g.end_ns, r.ts_ns AS launch_ts_ns
+    FROM gpu_activity g JOIN measured r
+      ON r.timeline_id = g.timeline_id AND r.category = 'runtime'
+     AND r.correlation = g.correlation
+)
+SELECT p.timeline_id, p.step, min(l.ts_ns) AS gpu_first_ns, max(l.end_ns) AS gpu_last_ns
+FROM l ASOF JOIN profiler_steps p
+  ON p.timeline_id = l.timeline_id AND l.launch_ts_ns >= p.ts_ns
+WHERE l.launch_ts_ns < p.end_ns
+GROUP BY p.timeline_id, p.seq, p.step;
+
 -- measured_memory: the allocator's own curve from [memory] events, per device.
 --   bytes: this event's change (+alloc, -free); total_allocated / total_reserved:
 --   the allocator's totals just after it.

@@ -15,13 +15,15 @@
 CREATE OR REPLACE VIEW _trace_pg AS
 SELECT timeline_id, json_extract_string(g, '$.pg_name') AS pg,
        json_extract_string(g, '$.pg_desc') AS pg_desc,
-       '[' || array_to_string(from_json(json_extract(g, '$.ranks'), '["BIGINT"]'), ', ') || ']'
-           AS pg_ranks,
+       CASE WHEN regexp_full_match(r, '\[((0|-?[1-9][0-9]{0,17})(,(0|-?[1-9][0-9]{0,17}))*)?\]')
+            THEN replace(r, ',', ', ')  -- integers as JSON writes them: the same text
+            ELSE '[' || array_to_string(from_json(r, '["BIGINT"]'), ', ') || ']' END AS pg_ranks,
        TRY_CAST(json_extract(g, '$.pg_size') AS INTEGER) AS group_size
-FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') AS g
-      FROM timelines
-      WHERE format IN ('kineto', 'jax_trace')
-        AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1);
+FROM (SELECT timeline_id, g, CAST(json_extract(g, '$.ranks') AS VARCHAR) AS r
+      FROM (SELECT timeline_id, json_extract(attrs, '$.distributedInfo.pg_config[0]') AS g
+            FROM timelines
+            WHERE format IN ('kineto', 'jax_trace')
+              AND json_array_length(json_extract(attrs, '$.distributedInfo.pg_config')) = 1));
 
 -- _pg_ranks_derived: _pg_ranks computed from the events (cached with the matching, so
 -- that the hashes the cache holds and their texts come from one computation).
@@ -56,7 +58,7 @@ json_extract_string(attrs, ['$.args."Collective name"', '$.args."Process Group N
 -- its record_param_comms event's, without the group's ranks), the ranks' text only
 -- hashed: no step holds the records' JSON or that text.
 CREATE OR REPLACE VIEW _rank_calls AS
-WITH k AS (
+WITH k AS MATERIALIZED (
     SELECT * EXCLUDE (r), r[1:3] || r[5:9] AS a, hash(r[4]) AS a_ranks, r[4] IS NULL AS a_no_ranks
     FROM (SELECT g.timeline_id, g.seq, g.name, g.device, g.stream, g.ts_ns, g.dur_ns, g.end_ns,
                  g.bytes, g.correlation,
@@ -72,10 +74,8 @@ WITH k AS (
           FROM measured
           WHERE category = 'comm_call' AND ext IS NOT NULL
             AND (attrs LIKE '%"Seq"%'
-                 OR timeline_id IN (  -- a kernel without its name or group (one parse)
-                     SELECT timeline_id FROM gpu_activity WHERE category = 'comm'
-                       AND list_count(json_extract_string(attrs, ['$.args."Collective name"',
-                               '$.args."Process Group Name"'])) < 2)))
+                 OR timeline_id IN (  -- a kernel without its name or group
+                     SELECT timeline_id FROM k WHERE a[1] IS NULL OR a[2] IS NULL)))
 ), launch AS (
     SELECT timeline_id, correlation, min(ts_ns) AS launch_ns
     FROM measured WHERE category = 'runtime' AND correlation IS NOT NULL

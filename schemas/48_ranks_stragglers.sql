@@ -1,6 +1,18 @@
 -- Who made the others wait: late arrivals, each rank's waiting, the stragglers, and the
 -- compiled node that issued each collective.
 
+-- _first_attachment: per measured event attached to a compiled node (kernel_attachments),
+-- the node of its first candidate (of an ambiguous call: the lowest graph timeline). Read
+-- only where an output-code timeline is: every attachment's graph is one, and a database
+-- without any (traces alone, as at a thousand ranks) then skips kernel_attachments'
+-- launches and CPU ops (a second at 1,024 ranks) for the none it would find.
+CREATE OR REPLACE VIEW _first_attachment AS
+SELECT timeline_id, seq, min(graph_timeline_id) AS graph_timeline_id,
+       arg_min(step, graph_timeline_id) AS step, arg_min(node, graph_timeline_id) AS node
+FROM kernel_attachments
+WHERE graph_timeline_id IN (SELECT timeline_id FROM _output_timelines)
+GROUP BY timeline_id, seq;
+
 -- late_arrivals: per collective instance with two or more ranks, its last rank and the
 -- work that ran on that rank's GPU just before it arrived.
 --   late_ns: last arrival minus the one before it (how much later than everyone else);
@@ -31,11 +43,7 @@ SELECT b.run, b.collective_id, b.rank, b.timeline_id, b.seq, b.kernel, b.start_n
        w.wait_caused_ns, b.before_seq, b.before_kernel, b.before_end_ts_ns,
        ka.graph_timeline_id, ka.step, ka.node
 FROM b JOIN w USING (run, collective_id)
-LEFT JOIN (SELECT timeline_id, seq, min(graph_timeline_id) AS graph_timeline_id,
-                  arg_min(step, graph_timeline_id) AS step,
-                  arg_min(node, graph_timeline_id) AS node
-           FROM kernel_attachments GROUP BY timeline_id, seq) ka
-  ON ka.timeline_id = b.timeline_id AND ka.seq = b.before_seq;
+LEFT JOIN _first_attachment ka ON ka.timeline_id = b.timeline_id AND ka.seq = b.before_seq;
 
 -- rank_wait: per rank, its time waiting for others in collectives.
 --   wait_ns: sum over its collectives with two or more ranks of (latest arrival - its own
@@ -125,9 +133,7 @@ FROM o JOIN span sp USING (run);
 --   (_CollectiveKernel), NULL where there is none.
 CREATE OR REPLACE VIEW collective_nodes AS
 WITH ka AS (
-    SELECT timeline_id, seq, min(graph_timeline_id) AS graph_timeline_id,
-           arg_min(step, graph_timeline_id) AS step, arg_min(node, graph_timeline_id) AS node
-    FROM kernel_attachments GROUP BY timeline_id, seq
+    SELECT * FROM _first_attachment
 ), ir AS (
     SELECT wrapper_timeline_id, wrapper_step, min(timeline_id) AS ir_timeline_id,
            arg_min(step, timeline_id) AS ir_step, arg_min(node, timeline_id) AS ir_node

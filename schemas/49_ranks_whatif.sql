@@ -16,9 +16,10 @@
 --   (it ran while the rank waited) stays where it was. Rank X's arrival is never later than
 --   the others' latest: its late arrivals are on time.
 --   measured_ns: the step's time, the longest over the run's ranks of the step's GPU
---   extent (step_totals: first start to last end of the GPU work its ProfilerStep
---   launched); saved_ns: how much earlier the step's last collective ends in the replay
---   than really (the work after it moves with it); modelled_ns = measured_ns - saved_ns;
+--   extent (step_totals' gpu_first_ns to gpu_last_ns, read from _step_gpu_extent: first
+--   start to last end of the GPU work its ProfilerStep launched); saved_ns: how much
+--   earlier the step's last collective ends in the replay than really (the work after it
+--   moves with it); modelled_ns = measured_ns - saved_ns;
 --   slowest_rank: the rank whose extent is measured_ns; n_late: the collectives of the
 --   step X was last at.
 --   Limits: one sequence of collectives per step (process groups and streams run one after
@@ -67,38 +68,77 @@ WITH RECURSIVE ar AS MATERIALIZED (  -- _arrivals once, with the instance's step
           FROM c GROUP BY run, step, collective_id)
     WHERE late_ns > 0
     GROUP BY ALL
-), replay(run, step, x, k, end_ns, end2_ns, done) AS (
-    -- end_ns / end2_ns: the k-th collective's real end and its end in the replay; done: the
-    -- [real end, shift = real end - replayed end, k] of the collectives 1..k
-    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT, []::BIGINT[][] FROM late l
+), cj AS (  -- per rank and k-th collective (k > 1): the earlier collectives that ended
+            -- before its ready time and that it waited for (the previous one, or one its
+            -- compute idled at the end of), by their real end
+    SELECT c.run, c.step, c.rank, c.k, n.end_ns, list(n.k ORDER BY n.k) AS js
+    FROM c JOIN coll n ON n.run = c.run AND n.step = c.step AND n.k < c.k
+    WHERE n.end_ns < c.ready_ns AND (n.k = c.k - 1 OR list_contains(c.idle_ks, n.k))
+    GROUP BY ALL
+), moves AS (  -- its ready time moves with the latest of them (ties: the one moved most)
+    SELECT run, step, rank, k, arg_max(js, end_ns) AS js FROM cj GROUP BY ALL
+), r AS (  -- base_ns: its arrival in the replay before that move (the step's first
+            -- collective: when it really arrived)
+    SELECT c.run, c.step, c.k, c.rank,
+           CASE WHEN c.k = 1 THEN c.start_ns ELSE c.ready_ns END AS base_ns,
+           CASE WHEN c.k = 1 THEN [] ELSE COALESCE(m.js, []) END AS js
+    FROM c LEFT JOIN moves m USING (run, step, rank, k)
+), grp AS (  -- the ranks of a collective that move alike: their two latest (rank X,
+             -- replayed on time, counts only with itself)
+    SELECT run, step, k, js, max(base_ns) FILTER (WHERE o = 1) AS top1,
+           any_value(rank) FILTER (WHERE o = 1) AS top1_rank,
+           max(base_ns) FILTER (WHERE o = 2) AS top2
+    FROM (SELECT *, row_number() OVER (PARTITION BY run, step, k, js
+                                       ORDER BY base_ns DESC, rank) AS o FROM r)
+    WHERE o <= 2 GROUP BY ALL
+), steps AS (  -- per step, as lists the replay carries (a CTE it joined would be computed
+               -- again at each of its steps): the collectives by k, their groups, and X's
+               -- own arrivals before their move
+    SELECT n.run, n.step, n.colls, g.groups
+    FROM (SELECT run, step, list({'start_ns': start_ns, 'end_ns': end_ns} ORDER BY k) AS colls
+          FROM coll GROUP BY run, step) n
+    JOIN (SELECT run, step, list({'k': k, 'js': js, 'top1': top1, 'top1_rank': top1_rank,
+                                  'top2': top2}) AS groups
+          FROM grp GROUP BY run, step) g USING (run, step)
+), xr AS (
+    SELECT l.run, l.step, l.x, list({'k': r.k, 'base_ns': r.base_ns, 'js': r.js}) AS own
+    FROM late l JOIN r ON r.run = l.run AND r.step = l.step AND r.rank = l.x
+    GROUP BY l.run, l.step, l.x
+), replay(run, step, x, k, end_ns, end2_ns, shifts, colls, groups, own) AS (
+    -- end_ns / end2_ns: the k-th collective's real end and its end in the replay; shifts:
+    -- real end - replayed end of the collectives 1..k, in order
+    SELECT l.run, l.step, l.x, 0, NULL::BIGINT, NULL::BIGINT, []::BIGINT[], s.colls, s.groups,
+           COALESCE(o.own, [])
+    FROM late l JOIN steps s USING (run, step) LEFT JOIN xr o USING (run, step, x)
     UNION ALL
-    SELECT run, step, x, k, end_ns, end2_ns, list_append(done, [end_ns, end_ns - end2_ns, k])
+    SELECT run, step, x, k, end_ns, end2_ns, list_append(shifts, end_ns - end2_ns), colls,
+           groups, own
     FROM (
-        SELECT p.run, p.step, p.x, p.k + 1 AS k, n.end_ns, p.done,
-               CAST(greatest(max(a.arrive) FILTER (WHERE c.rank <> p.x),
-                             least(max(a.arrive) FILTER (WHERE c.rank = p.x),
-                                   max(a.arrive) FILTER (WHERE c.rank <> p.x)),
-                             p.end2_ns) AS BIGINT)
-               + (n.end_ns - n.start_ns) AS end2_ns
-        FROM replay p
-        JOIN coll n ON n.run = p.run AND n.step = p.step AND n.k = p.k + 1
-        JOIN c ON c.run = n.run AND c.collective_id = n.collective_id,
-        -- a ready time moves with the latest earlier collective that ended before it and
-        -- that it waited for: the previous one, or one its rank's compute idled at the end of
-        LATERAL (SELECT CASE WHEN p.end_ns IS NULL THEN c.start_ns  -- the step's first
-                             ELSE c.ready_ns - COALESCE(list_sort(list_filter(
-                                      p.done, lambda d: d[1] < c.ready_ns
-                                          AND (d[3] = p.k OR list_contains(c.idle_ks, d[3]))
-                                  ))[-1][2], 0)
-                        END AS arrive) a
-        GROUP BY p.run, p.step, p.x, p.k, n.end_ns, n.start_ns, p.end2_ns, p.done)
+        SELECT run, step, x, k + 1 AS k, colls[k + 1].end_ns AS end_ns, shifts, colls, groups,
+               own,
+               CAST(greatest(others, least(arrive, others), end2_ns) AS BIGINT)
+               + (colls[k + 1].end_ns - colls[k + 1].start_ns) AS end2_ns
+        FROM (
+            -- a ready time moves with the shift of the collective it moves with; others:
+            -- the latest of the ranks but X, arrive: X's own
+            SELECT *,
+                   list_max(list_transform(
+                       list_filter(groups, lambda g: g.k = k + 1),
+                       lambda g: CASE WHEN g.top1_rank = x THEN g.top2 ELSE g.top1 END
+                                 - COALESCE(list_max(list_transform(
+                                       g.js, lambda j: shifts[j])), 0))) AS others,
+                   list_max(list_transform(
+                       list_filter(own, lambda o: o.k = k + 1),
+                       lambda o: o.base_ns - COALESCE(list_max(list_transform(
+                                     o.js, lambda j: shifts[j])), 0))) AS arrive
+            FROM replay WHERE k < len(colls)))
 ), saved AS (
     SELECT run, step, x, arg_max(end_ns - end2_ns, k) AS saved_ns
     FROM replay WHERE k > 0 GROUP BY ALL
 ), ext AS (
     SELECT t.run, st.step, t.rank, st.gpu_last_ns - st.gpu_first_ns AS extent_ns
-    FROM step_totals st JOIN rank_traces t USING (timeline_id)
-    WHERE t.run IS NOT NULL AND st.gpu_first_ns IS NOT NULL
+    FROM _step_gpu_extent st JOIN rank_traces t USING (timeline_id)
+    WHERE t.run IS NOT NULL
 ), m AS (
     SELECT run, step, max(extent_ns) AS measured_ns,
            arg_max(rank, [extent_ns, -rank]) AS slowest_rank

@@ -85,11 +85,13 @@ def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:
             db.con.execute(db.queries[f"cache_make_{name}"])
 
 
-# The matching of 1,024 ranks (24,576 collective calls) holds ~500 MB of DuckDB's buffers on
-# one thread (its JSON: each call's group ranks are ~5 KB of text there): more than an
+# The matching of 1,024 ranks (24,576 collective calls) once held ~500 MB of DuckDB's buffers
+# on one thread (its JSON: each call's group ranks are ~5 KB of text there), more than an
 # ingest's cap (store/writer.py INGEST_MEMORY_LIMIT), under which its statement failed and
-# with it the ingest. It runs under at least this much (docs/benchmarks.md).
-RANKS_MEMORY_BYTES = 1 << 30
+# with it the ingest. Reading each record's JSON once, it fits in 256 MB (2026-11-28, not
+# in 200 MB): it runs under at least twice that, which bounds the ingest's RSS where 1 GiB
+# let DuckDB keep ~550 MB (docs/benchmarks.md).
+RANKS_MEMORY_BYTES = 512 << 20
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
           "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 

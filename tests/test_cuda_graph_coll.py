@@ -47,6 +47,7 @@ QUERIES = {
     "unattached_nodes": "SELECT count(*) FROM unattached_nodes",
     "step_totals": "SELECT timeline_id, step, n_gpu_events, kernel_ns, comm_ns, gpu_first_ns, "
                    "gpu_last_ns FROM step_totals",
+    "step_extent": "SELECT timeline_id, step, gpu_first_ns, gpu_last_ns FROM _step_gpu_extent",
     "overlap": "SELECT rank, comm_ns, overlapped_ns, exposed_ns FROM comm_overlap_summary",
     "ranks": "SELECT collective_id, rank, ts_ns FROM collective_ranks",
     "skew": "SELECT * FROM collective_skew",
@@ -257,6 +258,12 @@ def test_step_totals_and_overlap_are_the_traces(got):
             == want
         ext = ref.gpu_extents(TRACES[r])
         assert {s: x["gpu_last_ns"] - x["gpu_first_ns"] for s, x in rows.items()} == ext
+        # the what-if's extent (without the CPU-op join): the same steps and ends
+        extent = {x["step"]: (x["gpu_first_ns"], x["gpu_last_ns"])
+                  for x in got["step_extent"] if x["timeline_id"] == tid}
+        assert extent == {s: (x["gpu_first_ns"], x["gpu_last_ns"]) for s, x in rows.items()
+                          if x["gpu_first_ns"] is not None}
+        assert {s: b - a for s, (a, b) in extent.items()} == ext
         comm, overlapped = refp.overlap(refp.load(TRACES[r]))
         (o,) = [x for x in got["overlap"] if x["rank"] == r]
         assert (o["comm_ns"], o["overlapped_ns"], o["exposed_ns"]) == \
