@@ -49,7 +49,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .cuda_snapshot import Interner
+from . import native
+from .cuda_snapshot import Frame, InternedStack, Interner, frame_record
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
 from .pickle_stream import TOP, PickleStream
@@ -58,6 +59,7 @@ from .records import (
     ProcessGroupProgress,
     ProcessGroupRecorded,
     Record,
+    StackInterned,
     Timeline,
     TimelineNote,
     columns_wanted,
@@ -295,6 +297,47 @@ class _Dump:
                 out += batch.records()
         return out
 
+    def native_rows(self, batch: dict[str, Any]) -> list[Record]:
+        """The compiled core's rows of the entries after those added here (as ``rows``
+        hands them over: one EventColumns, or its records)."""
+        out = self.rows()
+        n, got = native.arrow_columns(batch)
+        self.n_entries += n
+        cols = {"kind": pa.repeat(pa.scalar("collective_recorded"), n)}
+        cols.update((name, got[name] if name in got else pa.nulls(n, type=t))
+                    for name, t in _TYPES)
+        columns = EventColumns(timelines=(self.key,), n=n, columns=cols)
+        if columns_wanted():
+            out.append(columns)
+        else:
+            out += columns.records()
+        return out
+
+    def native_outputs(self, outputs: list[Any], loads: Any = None) -> Iterator[Record]:
+        """The records of the compiled core's outputs (native/flight_recorder.hpp): its
+        rows, the entries it left to this reader (``loads`` makes a JSON entry's value),
+        the attrs keys in the order they were first counted, frames and stacks."""
+        for item in outputs:
+            tag = item[0]
+            if tag == "batch":
+                yield from self.native_rows(item[1])
+            elif tag == "entry":
+                self.entry(item[1] if loads is None else loads(item[1]))
+                if self.n_rows() >= BATCH:
+                    yield from self.rows()
+            elif tag == "key":
+                self.unknown_entry_keys.setdefault(item[1], 0)
+            elif tag == "frame":
+                yield frame_record(item[1], item[2])
+            elif tag == "stack":
+                yield StackInterned(stack_id=item[1], frame_ids=tuple(item[2]))
+
+    def native_counts(self, keys: dict[str, int], old_seq_ids: int) -> None:
+        """What the core's rows add to the note's counts."""
+        for k, n in keys.items():
+            self.unknown_entry_keys[k] = self.unknown_entry_keys.get(k, 0) + n
+        self.old_seq_ids += old_seq_ids
+
     def tail(self, top: dict[str, Any]) -> list[Record]:
         """The groups, their progress and the note, from the dump's other keys."""
         if self.bad is not None:
@@ -391,11 +434,44 @@ def _is_pickle(path: str) -> bool:
 
 
 def parse_flight_recorder(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
-    """The timeline of one rank's dump: its entries, groups, their progress, the note."""
+    """The timeline of one rank's dump: its entries, groups, their progress, the note.
+    The compiled core reads the entries where it is built (the same rows: native.py)."""
+    core = native.module()
     if _is_pickle(path):
-        yield from _parse_pickle(path, progress)
+        if core is not None and hasattr(core, "FlightRecorderParser"):
+            yield from _parse_pickle_native(core, path, progress)
+        else:
+            yield from _parse_pickle(path, progress)
     else:
-        yield from _parse_json(path)
+        yield from _parse_json(path, core if hasattr(core, "flight_recorder_json") else None)
+
+
+def _check_top(path: str, item: Any) -> None:
+    """The pickle's top object is a dump's dict, its entries (if any) a list."""
+    if not isinstance(item, dict):
+        raise IngestError(path, None, f"the pickle holds a {type(item).__name__}, expected "
+                          "the dict of a Flight Recorder dump (version, pg_config, entries)")
+    if "entries" in item and not isinstance(item["entries"], list):
+        raise IngestError(path, None, f"entries is a {type(item['entries']).__name__}, "
+                          "expected a list")
+
+
+def _parse_pickle_native(core: Any, path: str, progress: ProgressFn | None) -> Iterator[Record]:
+    """The pickle read by the compiled core (its pickle machine, the same refusals)."""
+    dump = _Dump(path, "pickle")
+    yield dump.timeline()
+    parser = core.FlightRecorderParser(path, Frame, InternedStack)
+    top: Any = None
+    for outputs in native.feed_file(parser, path, progress):
+        yield from dump.native_outputs(outputs)
+        for item in outputs:
+            if item[0] == "top":
+                top = item[1]
+            elif item[0] == "counts":
+                dump.native_counts(item[1], item[2])
+    _check_top(path, top)
+    yield from dump.rows()
+    yield from dump.tail(top)
 
 
 def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
@@ -409,13 +485,7 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
         try:
             for where, item in stream.items():
                 if where == TOP:
-                    if not isinstance(item, dict):
-                        raise IngestError(path, None, f"the pickle holds a "
-                                          f"{type(item).__name__}, expected the dict of a "
-                                          "Flight Recorder dump (version, pg_config, entries)")
-                    if "entries" in item and not isinstance(item["entries"], list):
-                        raise IngestError(path, None, "entries is a "
-                                          f"{type(item['entries']).__name__}, expected a list")
+                    _check_top(path, item)
                     yield from dump.rows()
                     yield from dump.tail(item)
                 else:
@@ -426,9 +496,23 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
             raise IngestError(path, None, f"corrupt gzip data ({e})") from None
 
 
-def _parse_json(path: str) -> Iterator[Record]:
+def _parse_json(path: str, core: Any = None) -> Iterator[Record]:
     with open_binary(path) as f:
         data = f.read()
+    got = core.flight_recorder_json(path, data) if core is not None else None
+    if got is not None:  # the compiled core read it; else this code reads it or says why
+        outputs, rest, has_entries, (_, keys, old_seq_ids) = got
+        del data
+        dump = _Dump(path, "json")
+        yield dump.timeline()
+        yield from dump.native_outputs(outputs, json.loads)
+        dump.native_counts(keys, old_seq_ids)
+        top = json.loads(rest)
+        if has_entries:
+            top["entries"] = []
+        yield from dump.rows()
+        yield from dump.tail(top)
+        return
     try:
         top = json.loads(data)
     except UnicodeDecodeError as e:
