@@ -54,27 +54,27 @@ enum Key : int {
     kOther
 };
 
-inline const char* const kKeyNames[] = {"record_id",
-                                        "pg_id",
-                                        "process_group",
-                                        "collective_seq_id",
-                                        "p2p_seq_id",
-                                        "op_id",
-                                        "profiling_name",
-                                        "is_p2p",
-                                        "state",
-                                        "time_created_ns",
-                                        "time_discovered_started_ns",
-                                        "time_discovered_completed_ns",
-                                        "duration_ms",
-                                        "input_sizes",
-                                        "output_sizes",
-                                        "input_dtypes",
-                                        "output_dtypes",
-                                        "timeout_ms",
-                                        "retired",
-                                        "frames",
-                                        "seq_id"};
+constexpr std::string_view kKeyNames[] = {"record_id",
+                                          "pg_id",
+                                          "process_group",
+                                          "collective_seq_id",
+                                          "p2p_seq_id",
+                                          "op_id",
+                                          "profiling_name",
+                                          "is_p2p",
+                                          "state",
+                                          "time_created_ns",
+                                          "time_discovered_started_ns",
+                                          "time_discovered_completed_ns",
+                                          "duration_ms",
+                                          "input_sizes",
+                                          "output_sizes",
+                                          "input_dtypes",
+                                          "output_dtypes",
+                                          "timeout_ms",
+                                          "retired",
+                                          "frames",
+                                          "seq_id"};
 
 inline Key key_of(std::string_view k) {
     for (int i = 0; i <= kSeqId; ++i)

@@ -168,6 +168,7 @@ struct Reader {
         if (utf8_valid_prefix(data, &cut) != data.size()) return false;
         doc.data = data;
         doc.eof = true;
+        doc.nodes.reserve(data.size() / 8);
         size_t p = 0;
         auto ws = [&](size_t q) {
             while (q < data.size() &&
