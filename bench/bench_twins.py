@@ -13,7 +13,9 @@ Inputs (the other benchmarks' builders, from the real fixtures):
   the allocator snapshot (cuda_snapshot): ``TLVIEW_BENCH_TWINS_MB`` (default 20; the
   snapshot half of it);
 * torch logs, glog and short (torch_log: their dress) and TORCH_TRACE (torch_log's
-  trace_groups): the same size. The event sink (``EventSink``, native/event_sink.cpp)
+  trace_groups): the same size;
+* Flight Recorder dumps (flight_recorder), each form: ``TLVIEW_BENCH_TWINS_FR_RANKS``
+  (default 64) ranks' dumps of 2,000 entries, bench_hang's (the folder ingested whole). The event sink (``EventSink``, native/event_sink.cpp)
   serves both and goes with them.
 
 The torch logs' FX graph and output-code twins (torch_fx, wrapper_module, torch_wrapper)
@@ -38,6 +40,8 @@ RUNS = int(os.environ.get("TLVIEW_BENCH_TWINS_RUNS", "3"))
 # core is left out whole).
 TORCH_LOG = "TorchLogUndress"
 TRACE = "trace_groups"
+FR_PICKLE, FR_JSON = "FlightRecorderParser", "flight_recorder_json"
+FR_RANKS = int(os.environ.get("TLVIEW_BENCH_TWINS_FR_RANKS", "64"))
 
 
 class _Without:
@@ -84,19 +88,30 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _inputs() -> dict[str, Path]:
-    from . import bench_kineto, bench_snapshot, bench_torch_trace, bench_wrapper, bench_xla
+def _input(label: str) -> Path:
+    """The input of one case (built on first use: a run of some twins builds only theirs)."""
+    from . import (
+        bench_hang,
+        bench_kineto,
+        bench_snapshot,
+        bench_torch_trace,
+        bench_wrapper,
+        bench_xla,
+    )
     from .scale import scaled_ir
 
-    return {
-        "Kineto": bench_kineto.scaled_trace(SIZE_MB),
-        "scheduler IR": scaled_ir(SIZE_MB),
-        "XLA": bench_xla.build(SIZE_MB),
-        "snapshot": bench_snapshot.scaled_snapshot(SIZE_MB / 2),
-        "torch log glog": bench_wrapper.scaled_log("glog", SIZE_MB),
-        "torch log short": bench_wrapper.scaled_log("short", SIZE_MB),
-        "TORCH_TRACE": bench_torch_trace.scaled_log(SIZE_MB),
+    build = {
+        "Kineto": lambda: bench_kineto.scaled_trace(SIZE_MB),
+        "scheduler IR": lambda: scaled_ir(SIZE_MB),
+        "XLA": lambda: bench_xla.build(SIZE_MB),
+        "snapshot": lambda: bench_snapshot.scaled_snapshot(SIZE_MB / 2),
+        "torch log glog": lambda: bench_wrapper.scaled_log("glog", SIZE_MB),
+        "torch log short": lambda: bench_wrapper.scaled_log("short", SIZE_MB),
+        "TORCH_TRACE": lambda: bench_torch_trace.scaled_log(SIZE_MB),
+        "FR pickle": lambda: bench_hang.dumps("pickle", FR_RANKS),
+        "FR json": lambda: bench_hang.dumps("json", FR_RANKS),
     }
+    return build[label]()
 
 
 # (twin, input, hidden on the measured side, hidden on both sides)
@@ -108,6 +123,8 @@ CASES = [
     ("torch_log", "torch log glog", TORCH_LOG, ""),
     ("torch_log", "torch log short", TORCH_LOG, ""),
     ("TORCH_TRACE (trace_groups)", "TORCH_TRACE", TRACE, ""),
+    ("flight_recorder", "FR pickle", FR_PICKLE, ""),
+    ("flight_recorder", "FR json", FR_JSON, ""),
 ]
 
 
@@ -120,14 +137,13 @@ def _runs(d: dict[str, list[float]]) -> str:
 
 
 def main() -> list[Result]:
-    inputs = _inputs()
     only = os.environ.get("TLVIEW_BENCH_TWINS_ONLY")
     db = str(OUT / "twins.duckdb")
     results = []
     for twin, label, hidden, base in CASES:
         if only and twin not in only.split(","):
             continue
-        path = inputs[label]
+        path = _input(label)
         walls: dict[str, list[float]] = {"with": [], "without": []}
         cpus: dict[str, list[float]] = {"with": [], "without": []}
         events: set[int] = set()
@@ -145,7 +161,8 @@ def main() -> list[Result]:
         print(f"{twin:26} {label:16} wall {with_s:6.2f} / {without_s:6.2f} s {ratio:5.2f}x  "
               f"CPU {with_c:6.2f} / {without_c:6.2f} s {without_c / with_c:5.2f}x  "
               f"(wall {_runs(walls)}; CPU {_runs(cpus)})", flush=True)
-        size = path.stat().st_size
+        size = sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else \
+            path.stat().st_size
         results.append(Result(f"twin {twin}: ingest with it", label, size, with_s, 0.0,
                               events=events.pop(),
                               baseline={"without it (wall)": ratio,

@@ -136,8 +136,13 @@ def _text(v: Any) -> str | None:
 
 
 def _plain(v: Any) -> Any:
-    """Tuples and sets as lists, bytes as text: what JSON can hold (any other object
-    becomes its text, as in the writer's attrs)."""
+    """Tuples and sets as lists, bytes as text, the pickle reader's stand-ins for frames
+    and stacks it interned as their ids (not their objects' text, which names an address):
+    what JSON can hold (any other object becomes its text, as in the writer's attrs)."""
+    if type(v) is Frame:
+        return v.frame_id
+    if type(v) is InternedStack:
+        return v.stack_id
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     if isinstance(v, (set, frozenset)):  # not what torch writes; a mutated dump's

@@ -312,3 +312,30 @@ def test_random_values_in_entries(values, tmp_path, monkeypatch):
     p = tmp_path / "rank_0.json"
     p.write_text(json.dumps(top, allow_nan=True))
     same(p, monkeypatch)
+
+
+def test_shared_frames_in_unknown_keys(tmp_path, monkeypatch):
+    """A frames list and a frame shared by two entries' unknown keys: the second entry's
+    attrs hold the ids they were interned under (the memo keeps stand-ins), both ways."""
+    from tlview.ingest.records import CollectiveRecorded
+
+    top = _real()
+    e = top["entries"]
+    shared = [{"filename": "/a.py", "line": 1, "name": "f"},
+              {"filename": "/b.py", "line": 2, "name": "g"}]
+    first, second = _copy(e[0]), _copy(e[1])
+    first["extra_frames"] = second["extra_frames"] = shared
+    second["one_frame"] = shared[0]
+    top["entries"] = [first, second]
+    p = tmp_path / "rank_0"
+    p.write_bytes(pickle.dumps(top, protocol=4))
+    assert same(p, monkeypatch)[0] == "rows"
+    for mode in ("0", "1"):
+        monkeypatch.setenv("TLVIEW_NATIVE", mode)
+        recs = list(records_for(p, "flight_recorder"))
+        frame = {r.filename: r.frame_id for r in recs if isinstance(r, FrameInterned)}
+        stack = {r.frame_ids: r.stack_id for r in recs if isinstance(r, StackInterned)}
+        rows = [r for r in recs if isinstance(r, CollectiveRecorded)]
+        assert rows[0].attrs["extra_frames"] == shared
+        assert rows[1].attrs["extra_frames"] == stack[(frame["/a.py"], frame["/b.py"])]
+        assert rows[1].attrs["one_frame"] == frame["/a.py"]
