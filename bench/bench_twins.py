@@ -15,7 +15,9 @@ Inputs (the other benchmarks' builders, from the real fixtures):
 * torch logs, glog and short (torch_log: their dress) and TORCH_TRACE (torch_log's
   trace_groups): the same size;
 * Flight Recorder dumps (flight_recorder), each form: ``TLVIEW_BENCH_TWINS_FR_RANKS``
-  (default 64) ranks' dumps of 2,000 entries, bench_hang's (the folder ingested whole). The event sink (``EventSink``, native/event_sink.cpp)
+  (default 64) ranks' dumps of 2,000 entries, bench_hang's: the folder ingested whole,
+  as a hang's dumps are, with ``-j`` the machine's cores (the workers forked from the
+  measured process, the twin hidden in them too) and once with ``-j 1``. The event sink (``EventSink``, native/event_sink.cpp)
   serves both and goes with them.
 
 The torch logs' FX graph and output-code twins (torch_fx, wrapper_module, torch_wrapper)
@@ -56,9 +58,10 @@ class _Without:
         return getattr(self._core, name)
 
 
-def ingest_without(path: str, db: str, hidden: str) -> dict[str, float]:
-    """``tlview ingest PATH --db DB`` in this process with the named entry points hidden;
-    its wall time (imports done first) and the events written."""
+def ingest_without(path: str, db: str, hidden: str, jobs: str = "1") -> dict[str, float]:
+    """``tlview ingest PATH --db DB -j JOBS`` in this process with the named entry points
+    hidden (its forked workers inherit that); its wall time (imports done first), CPU
+    time (its workers' too) and the events written."""
     import duckdb
     from tlview.cli import main
     from tlview.ingest import native
@@ -72,7 +75,7 @@ def ingest_without(path: str, db: str, hidden: str) -> dict[str, float]:
     if os.path.exists(db):
         os.remove(db)
     t0, c0 = time.perf_counter(), _cpu()
-    rc = main(["ingest", path, "--db", db, "-j", "1"])
+    rc = main(["ingest", path, "--db", db, "-j", jobs])
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     if rc != 0:
         raise RuntimeError(f"ingest of {path} exited {rc}")
@@ -84,8 +87,9 @@ def ingest_without(path: str, db: str, hidden: str) -> dict[str, float]:
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread of the process
-    return r.ru_utime + r.ru_stime
+    """CPU seconds of every thread of this process and of its finished workers."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def _input(label: str) -> Path:
@@ -114,8 +118,9 @@ def _input(label: str) -> Path:
     return build[label]()
 
 
-# (twin, input, hidden on the measured side, hidden on both sides)
-CASES = [
+# (twin, input, hidden on the measured side, hidden on both sides[, ingest -j])
+CORES = str(len(os.sched_getaffinity(0)))
+CASES: list[tuple[str, ...]] = [
     ("chrome_trace", "Kineto", "*", ""),
     ("inductor_ir", "scheduler IR", "*", ""),
     ("xla_buffer_assignment", "XLA", "*", ""),
@@ -123,8 +128,10 @@ CASES = [
     ("torch_log", "torch log glog", TORCH_LOG, ""),
     ("torch_log", "torch log short", TORCH_LOG, ""),
     ("TORCH_TRACE (trace_groups)", "TORCH_TRACE", TRACE, ""),
-    ("flight_recorder", "FR pickle", FR_PICKLE, ""),
-    ("flight_recorder", "FR json", FR_JSON, ""),
+    ("flight_recorder", "FR pickle", FR_PICKLE, "", CORES),
+    ("flight_recorder", "FR json", FR_JSON, "", CORES),
+    ("flight_recorder", "FR pickle", FR_PICKLE, "", "1"),
+    ("flight_recorder", "FR json", FR_JSON, "", "1"),
 ]
 
 
@@ -140,7 +147,7 @@ def main() -> list[Result]:
     only = os.environ.get("TLVIEW_BENCH_TWINS_ONLY")
     db = str(OUT / "twins.duckdb")
     results = []
-    for twin, label, hidden, base in CASES:
+    for twin, label, hidden, base, *jobs in CASES:
         if only and twin not in only.split(","):
             continue
         path = _input(label)
@@ -149,7 +156,8 @@ def main() -> list[Result]:
         events: set[int] = set()
         for _ in range(RUNS):
             for side, hide in (("with", base), ("without", _join(base, hidden))):
-                got = run_child("bench.bench_twins:ingest_without", str(path), db, hide)
+                got = run_child("bench.bench_twins:ingest_without", str(path), db, hide,
+                                *jobs)
                 walls[side].append(got["result"]["wall_s"])
                 cpus[side].append(got["result"]["cpu_s"])
                 events.add(got["result"]["events"])
@@ -158,6 +166,8 @@ def main() -> list[Result]:
         with_s, without_s = (statistics.median(walls[s]) for s in ("with", "without"))
         with_c, without_c = (statistics.median(cpus[s]) for s in ("with", "without"))
         ratio = without_s / with_s
+        if jobs:
+            label = f"{label} -j {jobs[0]}"
         print(f"{twin:26} {label:16} wall {with_s:6.2f} / {without_s:6.2f} s {ratio:5.2f}x  "
               f"CPU {with_c:6.2f} / {without_c:6.2f} s {without_c / with_c:5.2f}x  "
               f"(wall {_runs(walls)}; CPU {_runs(cpus)})", flush=True)
