@@ -50,7 +50,7 @@ from typing import Any
 import pyarrow as pa
 
 from . import native
-from .cuda_snapshot import Frame, InternedStack, Interner, frame_record
+from .cuda_snapshot import Frame, InternedStack, Interner, _clean, frame_record
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
 from .pickle_stream import TOP, PickleStream
@@ -156,14 +156,30 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def _str(v: Any) -> str | None:
+    """A text column's value: str(v), surrogates (a pickle's, or JSON's \\ud800, which
+    Arrow cannot hold) as U+FFFD; None stays None."""
+    return None if v is None else _clean(str(v))
+
+
 def _pg(v: Any) -> tuple[str | None, str | None]:
     """``process_group``: (name, desc) as a tuple (pickle) or list (JSON); older dumps a
     bare name."""
     if isinstance(v, (list, tuple)):
-        name = v[0] if v else None
-        desc = v[1] if len(v) > 1 else None
-        return (None if name is None else str(name), None if desc is None else str(desc))
-    return (None if v is None else str(v), None)
+        return (_str(v[0]) if v else None, _str(v[1]) if len(v) > 1 else None)
+    return (_str(v), None)
+
+
+def _dur_ns(dur: Any) -> int | None:
+    """``duration_ms`` in ns, rounded half to even; None where it is not a finite number
+    or its ns are (1e308 ms: Python's round raised)."""
+    if type(dur) is not float and type(dur) is not int:  # (a bool's type is neither)
+        return None
+    try:
+        ns = dur * 1e6
+    except OverflowError:  # an int past a float's range
+        return None
+    return _int(round(ns)) if math.isfinite(ns) else None
 
 
 # An entry's fields by how they are read: (column, key).
@@ -266,16 +282,12 @@ class _Dump:
         for col, key in _BOOL_FIELDS:
             v = get(key)
             c[col].append(v if type(v) is bool else None)
-        v = get("profiling_name")
-        c["op"].append(None if v is None else str(v))
-        v = get("state")
-        c["state"].append(None if v is None else str(v))
+        c["op"].append(_str(get("profiling_name")))
+        c["state"].append(_str(get("state")))
         name, desc = _pg(get("process_group"))
         c["process_group"].append(name)
         c["pg_desc"].append(desc)
-        dur = get("duration_ms")  # (plain data: a bool's type is neither)
-        c["dur_ns"].append(_int(round(dur * 1e6)) if (type(dur) is float or type(dur) is int)
-                           and math.isfinite(dur) else None)
+        c["dur_ns"].append(_dur_ns(get("duration_ms")))
         frames = get("frames")
         c["stack_id"].append(None if frames is None else self.interner.stack(frames))
         c["attrs"].append(None if extra is None else _attrs_text(extra))
@@ -393,9 +405,8 @@ class _Dump:
                           if a not in ("name", "desc", "ranks")})
         if str(key) != str(name):
             attrs["key"] = str(key)
-        return ProcessGroupRecorded(timeline=self.key,
-                                    process_group=None if name is None else str(name),
-                                    pg_desc=None if desc is None else str(desc), ranks=ranks,
+        return ProcessGroupRecorded(timeline=self.key, process_group=_str(name),
+                                    pg_desc=_str(desc), ranks=ranks,
                                     attrs=attrs)
 
     def _note(self, top: dict[str, Any]) -> dict[str, Any]:
@@ -502,6 +513,14 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
 
 
 def _parse_json(path: str, core: Any = None) -> Iterator[Record]:
+    try:
+        yield from _parse_json_nested(path, core)
+    except RecursionError:  # json.loads of data nested ~1,000 deep
+        raise IngestError(path, None, "data nested too deep for Python's JSON reader; "
+                          "expected the JSON of a Flight Recorder dump") from None
+
+
+def _parse_json_nested(path: str, core: Any) -> Iterator[Record]:
     with open_binary(path) as f:
         data = f.read()
     got = core.flight_recorder_json(path, data) if core is not None else None
