@@ -40,6 +40,8 @@ READABLE = [
     # found by the Flight Recorder twin's sanitizer campaign (seed 2511); both: tracebacks
     "flight_recorder_duration_1e308_overflow/nccl_trace_rank_2.json",  # OverflowError
     "flight_recorder_surrogate_in_text/nccl_trace_rank_1.json",  # UnicodeEncodeError
+    # a frame interned before, as an entry's key: its text named an address (rows differed)
+    "flight_recorder_frame_as_key/nccl_trace_rank_3",
 ]
 
 # Not snapshots torch writes: the byte and the message both parsers give.
