@@ -112,6 +112,9 @@ class Frame:
     def __init__(self, frame_id: int) -> None:
         self.frame_id = frame_id
 
+    def __repr__(self) -> str:  # its text where a reader writes an object as text
+        return f"Frame({self.frame_id})"
+
 
 class InternedStack:
     """The memo's stand-in for a frames list already interned (None: no frames)."""
@@ -120,6 +123,9 @@ class InternedStack:
 
     def __init__(self, stack_id: int | None) -> None:
         self.stack_id = stack_id
+
+    def __repr__(self) -> str:  # (not its address: two runs would differ)
+        return f"InternedStack({self.stack_id})"
 
 
 class Interner:

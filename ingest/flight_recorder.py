@@ -49,7 +49,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .cuda_snapshot import Interner
+from . import native
+from .cuda_snapshot import Frame, InternedStack, Interner, _clean, frame_record
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
 from .pickle_stream import TOP, PickleStream
@@ -58,6 +59,7 @@ from .records import (
     ProcessGroupProgress,
     ProcessGroupRecorded,
     Record,
+    StackInterned,
     Timeline,
     TimelineNote,
     columns_wanted,
@@ -134,8 +136,13 @@ def _text(v: Any) -> str | None:
 
 
 def _plain(v: Any) -> Any:
-    """Tuples and sets as lists, bytes as text: what JSON can hold (any other object
-    becomes its text, as in the writer's attrs)."""
+    """Tuples and sets as lists, bytes as text, the pickle reader's stand-ins for frames
+    and stacks it interned as their ids (not their objects' text, which names an address):
+    what JSON can hold (any other object becomes its text, as in the writer's attrs)."""
+    if type(v) is Frame:
+        return v.frame_id
+    if type(v) is InternedStack:
+        return v.stack_id
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     if isinstance(v, (set, frozenset)):  # not what torch writes; a mutated dump's
@@ -149,14 +156,30 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def _str(v: Any) -> str | None:
+    """A text column's value: str(v), surrogates (a pickle's, or JSON's \\ud800, which
+    Arrow cannot hold) as U+FFFD; None stays None."""
+    return None if v is None else _clean(str(v))
+
+
 def _pg(v: Any) -> tuple[str | None, str | None]:
     """``process_group``: (name, desc) as a tuple (pickle) or list (JSON); older dumps a
     bare name."""
     if isinstance(v, (list, tuple)):
-        name = v[0] if v else None
-        desc = v[1] if len(v) > 1 else None
-        return (None if name is None else str(name), None if desc is None else str(desc))
-    return (None if v is None else str(v), None)
+        return (_str(v[0]) if v else None, _str(v[1]) if len(v) > 1 else None)
+    return (_str(v), None)
+
+
+def _dur_ns(dur: Any) -> int | None:
+    """``duration_ms`` in ns, rounded half to even; None where it is not a finite number
+    or its ns are (1e308 ms: Python's round raised)."""
+    if type(dur) is not float and type(dur) is not int:  # (a bool's type is neither)
+        return None
+    try:
+        ns = dur * 1e6
+    except OverflowError:  # an int past a float's range
+        return None
+    return _int(round(ns)) if math.isfinite(ns) else None
 
 
 # An entry's fields by how they are read: (column, key).
@@ -259,16 +282,12 @@ class _Dump:
         for col, key in _BOOL_FIELDS:
             v = get(key)
             c[col].append(v if type(v) is bool else None)
-        v = get("profiling_name")
-        c["op"].append(None if v is None else str(v))
-        v = get("state")
-        c["state"].append(None if v is None else str(v))
+        c["op"].append(_str(get("profiling_name")))
+        c["state"].append(_str(get("state")))
         name, desc = _pg(get("process_group"))
         c["process_group"].append(name)
         c["pg_desc"].append(desc)
-        dur = get("duration_ms")  # (plain data: a bool's type is neither)
-        c["dur_ns"].append(_int(round(dur * 1e6)) if (type(dur) is float or type(dur) is int)
-                           and math.isfinite(dur) else None)
+        c["dur_ns"].append(_dur_ns(get("duration_ms")))
         frames = get("frames")
         c["stack_id"].append(None if frames is None else self.interner.stack(frames))
         c["attrs"].append(None if extra is None else _attrs_text(extra))
@@ -294,6 +313,47 @@ class _Dump:
             else:
                 out += batch.records()
         return out
+
+    def native_rows(self, batch: dict[str, Any]) -> list[Record]:
+        """The compiled core's rows of the entries after those added here (as ``rows``
+        hands them over: one EventColumns, or its records)."""
+        out = self.rows()
+        n, got = native.arrow_columns(batch)
+        self.n_entries += n
+        cols = {"kind": pa.repeat(pa.scalar("collective_recorded"), n)}
+        cols.update((name, got[name] if name in got else pa.nulls(n, type=t))
+                    for name, t in _TYPES)
+        columns = EventColumns(timelines=(self.key,), n=n, columns=cols)
+        if columns_wanted():
+            out.append(columns)
+        else:
+            out += columns.records()
+        return out
+
+    def native_outputs(self, outputs: list[Any], loads: Any = None) -> Iterator[Record]:
+        """The records of the compiled core's outputs (native/flight_recorder.hpp): its
+        rows, the entries it left to this reader (``loads`` makes a JSON entry's value),
+        the attrs keys in the order they were first counted, frames and stacks."""
+        for item in outputs:
+            tag = item[0]
+            if tag == "batch":
+                yield from self.native_rows(item[1])
+            elif tag == "entry":
+                self.entry(item[1] if loads is None else loads(item[1]))
+                if self.n_rows() >= BATCH:
+                    yield from self.rows()
+            elif tag == "key":
+                self.unknown_entry_keys.setdefault(item[1], 0)
+            elif tag == "frame":
+                yield frame_record(item[1], item[2])
+            elif tag == "stack":
+                yield StackInterned(stack_id=item[1], frame_ids=tuple(item[2]))
+
+    def native_counts(self, keys: dict[str, int], old_seq_ids: int) -> None:
+        """What the core's rows add to the note's counts."""
+        for k, n in keys.items():
+            self.unknown_entry_keys[k] = self.unknown_entry_keys.get(k, 0) + n
+        self.old_seq_ids += old_seq_ids
 
     def tail(self, top: dict[str, Any]) -> list[Record]:
         """The groups, their progress and the note, from the dump's other keys."""
@@ -345,9 +405,8 @@ class _Dump:
                           if a not in ("name", "desc", "ranks")})
         if str(key) != str(name):
             attrs["key"] = str(key)
-        return ProcessGroupRecorded(timeline=self.key,
-                                    process_group=None if name is None else str(name),
-                                    pg_desc=None if desc is None else str(desc), ranks=ranks,
+        return ProcessGroupRecorded(timeline=self.key, process_group=_str(name),
+                                    pg_desc=_str(desc), ranks=ranks,
                                     attrs=attrs)
 
     def _note(self, top: dict[str, Any]) -> dict[str, Any]:
@@ -391,11 +450,44 @@ def _is_pickle(path: str) -> bool:
 
 
 def parse_flight_recorder(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
-    """The timeline of one rank's dump: its entries, groups, their progress, the note."""
+    """The timeline of one rank's dump: its entries, groups, their progress, the note.
+    The compiled core reads the entries where it is built (the same rows: native.py)."""
+    core = native.module()
     if _is_pickle(path):
-        yield from _parse_pickle(path, progress)
+        if core is not None and hasattr(core, "FlightRecorderParser"):
+            yield from _parse_pickle_native(core, path, progress)
+        else:
+            yield from _parse_pickle(path, progress)
     else:
-        yield from _parse_json(path)
+        yield from _parse_json(path, core if hasattr(core, "flight_recorder_json") else None)
+
+
+def _check_top(path: str, item: Any) -> None:
+    """The pickle's top object is a dump's dict, its entries (if any) a list."""
+    if not isinstance(item, dict):
+        raise IngestError(path, None, f"the pickle holds a {type(item).__name__}, expected "
+                          "the dict of a Flight Recorder dump (version, pg_config, entries)")
+    if "entries" in item and not isinstance(item["entries"], list):
+        raise IngestError(path, None, f"entries is a {type(item['entries']).__name__}, "
+                          "expected a list")
+
+
+def _parse_pickle_native(core: Any, path: str, progress: ProgressFn | None) -> Iterator[Record]:
+    """The pickle read by the compiled core (its pickle machine, the same refusals)."""
+    dump = _Dump(path, "pickle")
+    yield dump.timeline()
+    parser = core.FlightRecorderParser(path, Frame, InternedStack)
+    top: Any = None
+    for outputs in native.feed_file(parser, path, progress):
+        yield from dump.native_outputs(outputs)
+        for item in outputs:
+            if item[0] == "top":
+                top = item[1]
+            elif item[0] == "counts":
+                dump.native_counts(item[1], item[2])
+    _check_top(path, top)
+    yield from dump.rows()
+    yield from dump.tail(top)
 
 
 def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
@@ -409,13 +501,7 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
         try:
             for where, item in stream.items():
                 if where == TOP:
-                    if not isinstance(item, dict):
-                        raise IngestError(path, None, f"the pickle holds a "
-                                          f"{type(item).__name__}, expected the dict of a "
-                                          "Flight Recorder dump (version, pg_config, entries)")
-                    if "entries" in item and not isinstance(item["entries"], list):
-                        raise IngestError(path, None, "entries is a "
-                                          f"{type(item['entries']).__name__}, expected a list")
+                    _check_top(path, item)
                     yield from dump.rows()
                     yield from dump.tail(item)
                 else:
@@ -426,9 +512,31 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
             raise IngestError(path, None, f"corrupt gzip data ({e})") from None
 
 
-def _parse_json(path: str) -> Iterator[Record]:
+def _parse_json(path: str, core: Any = None) -> Iterator[Record]:
+    try:
+        yield from _parse_json_nested(path, core)
+    except RecursionError:  # json.loads of data nested ~1,000 deep
+        raise IngestError(path, None, "data nested too deep for Python's JSON reader; "
+                          "expected the JSON of a Flight Recorder dump") from None
+
+
+def _parse_json_nested(path: str, core: Any) -> Iterator[Record]:
     with open_binary(path) as f:
         data = f.read()
+    got = core.flight_recorder_json(path, data) if core is not None else None
+    if got is not None:  # the compiled core read it; else this code reads it or says why
+        outputs, rest, has_entries, (_, keys, old_seq_ids) = got
+        del data
+        dump = _Dump(path, "json")
+        yield dump.timeline()
+        yield from dump.native_outputs(outputs, json.loads)
+        dump.native_counts(keys, old_seq_ids)
+        top = json.loads(rest)
+        if has_entries:
+            top["entries"] = []
+        yield from dump.rows()
+        yield from dump.tail(top)
+        return
     try:
         top = json.loads(data)
     except UnicodeDecodeError as e:

@@ -13,22 +13,7 @@
 #include "cuda_snapshot.hpp"
 
 namespace tlv {
-namespace {
-
-using namespace snapshot;
-
-// ---- Python values ---------------------------------------------------------------------
-
-struct PyParser {
-    PyObject_HEAD
-    Parser* p;
-    PyObject* path;
-    PyObject* frame_cls;
-    PyObject* stack_cls;
-    bool failed;
-};
-
-PyObject* to_py(PyParser* self, const Val& v, int depth = 0);
+namespace snapshot {
 
 // int.from_bytes(le, "little", signed=True), through the public API (the private
 // _PyLong_FromByteArray did it in one call; these ints are rare: past 64 bits)
@@ -45,9 +30,10 @@ PyObject* big_py(const std::string& le) {
     return r;
 }
 
-PyObject* to_py(PyParser* self, const Val& v, int depth) {
+PyObject* val_to_py(const Val& v, PyObject* path, PyObject* frame_cls, PyObject* stack_cls,
+                    int depth) {
     if (v.container() && ++depth > kMaxNesting) {  // see too_deep()
-        raise_parse_error(self->path, ParseError{0, too_deep()});
+        raise_parse_error(path, ParseError{0, too_deep()});
         return nullptr;
     }
     switch (v.t) {
@@ -60,10 +46,10 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
         case T::Bytes: return PyBytes_FromStringAndSize(v.s->data(), (Py_ssize_t)v.s->size());
         case T::BArr:
             return PyByteArray_FromStringAndSize(v.s->data(), (Py_ssize_t)v.s->size());
-        case T::Frame: return PyObject_CallFunction(self->frame_cls, "L", (long long)v.i);
+        case T::Frame: return PyObject_CallFunction(frame_cls, "L", (long long)v.i);
         case T::Stack:
-            if (v.i) return PyObject_CallFunction(self->stack_cls, "L", (long long)v.i);
-            return PyObject_CallFunctionObjArgs(self->stack_cls, Py_None, nullptr);
+            if (v.i) return PyObject_CallFunction(stack_cls, "L", (long long)v.i);
+            return PyObject_CallFunctionObjArgs(stack_cls, Py_None, nullptr);
         case T::Streamed: Py_RETURN_NONE;
         case T::List:
         case T::Tuple: {
@@ -72,7 +58,7 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
                                          : PyTuple_New((Py_ssize_t)items.size());
             if (!r) return nullptr;
             for (size_t k = 0; k < items.size(); ++k) {
-                PyObject* x = to_py(self, items[k], depth);
+                PyObject* x = val_to_py(items[k], path, frame_cls, stack_cls, depth);
                 if (!x) {
                     Py_DECREF(r);
                     return nullptr;
@@ -89,7 +75,7 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
             PyObject* r = v.t == T::Set ? PySet_New(nullptr) : PyFrozenSet_New(nullptr);
             if (!r) return nullptr;
             for (auto& x : v.o->items) {
-                PyObject* px = to_py(self, x, depth);
+                PyObject* px = val_to_py(x, path, frame_cls, stack_cls, depth);
                 if (!px || PySet_Add(r, px) < 0) {
                     Py_XDECREF(px);
                     Py_DECREF(r);
@@ -103,8 +89,9 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
             PyObject* r = PyDict_New();
             if (!r) return nullptr;
             for (size_t k = 0; k < v.o->items.size(); ++k) {
-                PyObject* pk = to_py(self, v.o->items[k], depth);
-                PyObject* pv = pk ? to_py(self, v.o->vals[k], depth) : nullptr;
+                PyObject* pk = val_to_py(v.o->items[k], path, frame_cls, stack_cls, depth);
+                PyObject* pv =
+                    pk ? val_to_py(v.o->vals[k], path, frame_cls, stack_cls, depth) : nullptr;
                 if (!pv || PyDict_SetItem(r, pk, pv) < 0) {
                     Py_XDECREF(pk);
                     Py_XDECREF(pv);
@@ -118,6 +105,27 @@ PyObject* to_py(PyParser* self, const Val& v, int depth) {
         }
     }
     Py_RETURN_NONE;
+}
+
+}  // namespace snapshot
+
+namespace {
+
+using namespace snapshot;
+
+// ---- Python values ---------------------------------------------------------------------
+
+struct PyParser {
+    PyObject_HEAD
+    Parser* p;
+    PyObject* path;
+    PyObject* frame_cls;
+    PyObject* stack_cls;
+    bool failed;
+};
+
+PyObject* to_py(PyParser* self, const Val& v) {
+    return val_to_py(v, self->path, self->frame_cls, self->stack_cls);
 }
 
 PyObject* i128_py(i128 v) {

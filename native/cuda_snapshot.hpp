@@ -112,8 +112,19 @@ struct Mark {
 
 enum class Head { Segments, Traces, Annotations, Other };
 
+// Another format read by this machine (flight_recorder_pickle.cpp): which lists stream,
+// and where their items and the top object go instead of the snapshot's handling.
+struct Items {
+    virtual ~Items() = default;
+    virtual bool streams(const Path& p) const = 0;
+    // An item of a streamed list (p: its path), or the top object (p.n == -1), checked.
+    virtual void item(const Path& p, const Val& value, int64_t at) = 0;
+};
+
 struct Parser {
     std::string path;
+    Items* items_to = nullptr;  // null: the snapshot's own handling
+    const char* holds = "a memory snapshot";  // what the file should be (refusals' words)
     // input
     std::string buf;
     size_t pos = 0;
@@ -401,5 +412,10 @@ struct Parser {
     // whose path could not be told), as _consume handles them.
     void finish_top();
 };
+
+// A value as Python holds it (frames and stacks as the given stand-in classes); null with
+// the Python error set, an IngestError naming `path` for a value nested too deep.
+PyObject* val_to_py(const Val& v, PyObject* path, PyObject* frame_cls, PyObject* stack_cls,
+                    int depth = 0);
 
 }  // namespace tlv::snapshot

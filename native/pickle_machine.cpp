@@ -86,6 +86,7 @@ Val Parser::memo_get(uint64_t i, int64_t at) {
 }
 
 bool Parser::stream_path(const Path& p) const {
+    if (items_to) return items_to->streams(p);
     if (p.n == 1) return is_text(p.k[0], k_segments) || is_text(p.k[0], k_annotations);
     return p.n == 2 && is_text(p.k[0], k_traces);
 }
@@ -307,7 +308,7 @@ void Parser::step() {
     const uint8_t op = u8(pos);
     const int64_t at = base + (int64_t)pos;
     if (streamed && !stack.empty() && !no_push(op)) flush_items(at);
-    if (op == 0x7D && streamed && stack.empty() && fast_entry()) return;
+    if (op == 0x7D && streamed && stack.empty() && !items_to && fast_entry()) return;
     const size_t a = pos + 1;  // the argument
     switch (op) {
         case 0x68: {  // BINGET
@@ -697,7 +698,8 @@ void Parser::step() {
                      clean_text(*stack.back().s);
         }
         fail_at(at, std::string("refused pickle opcode ") + code + target +
-                        ": it imports or calls code, and a memory snapshot holds only "
+                        ": it imports or calls code, and " + holds +
+                        " holds only "
                         "dicts, lists, strings and numbers (nothing was run)");
     }
     const char* textop = text_opcode(op);

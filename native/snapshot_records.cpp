@@ -125,6 +125,10 @@ Head Parser::head_of(const Path& p, const Parser& P) {
 
 void Parser::handle(const Path& p, const Val& value, int64_t at) {
     spend(check_plain(value, at), at);
+    if (items_to) {
+        items_to->item(p, value, at);
+        return;
+    }
     bool top_item = p.n == -1;
     if (first_item) {
         first_item = false;

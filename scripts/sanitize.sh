@@ -10,6 +10,7 @@
 #   SANITIZE_SECONDS   seconds of fuzzing (default 240; .ci/run uses a short campaign)
 #   SANITIZE_TESTS     the tests to run first (default: the compiled core's; "" for none)
 #   SANITIZE_SEED      the campaign's seed (default: from the clock; printed)
+#   SANITIZE_FORMATS   the campaign's formats (comma-separated; default: all)
 #
 # Needs .venv with the test extras (bash scripts/test.sh makes it) and gcc/g++ with
 # their sanitizer runtimes (libasan, libubsan: Debian's gcc-12 brings them).
@@ -56,13 +57,15 @@ export TLVIEW_REQUIRE_NATIVE=1
 "$PY" -c "import sys, tlview.ingest._native as n; \
 sys.exit(0 if n.__file__.startswith('$PWD/$LIB') else 'sanitize: imported ' + n.__file__)"
 
-TESTS=${SANITIZE_TESTS-tests/test_native.py tests/test_native_ir.py tests/test_native_snapshot.py tests/test_native_xla.py tests/test_fuzz_findings.py}
+TESTS=${SANITIZE_TESTS-tests/test_native.py tests/test_native_ir.py tests/test_native_snapshot.py tests/test_native_xla.py tests/test_native_flight_recorder.py tests/test_fuzz_findings.py}
 if [ -n "$TESTS" ]; then
     # shellcheck disable=SC2086
     "$PY" -m pytest -q -x -p no:cacheprovider -n "${TLVIEW_TEST_WORKERS:-2}" $TESTS
     echo "sanitize: tests done ($(( $(date +%s) - start )) s)"
 fi
 SEED=${SANITIZE_SEED:+--seed $SANITIZE_SEED}
+FORMATS=${SANITIZE_FORMATS:+--formats $SANITIZE_FORMATS}
 # shellcheck disable=SC2086
-"$PY" -m bench.fuzz "${SANITIZE_SECONDS:-240}" --parse --timeout 60 --out "$OUT/fuzz" $SEED
+"$PY" -m bench.fuzz "${SANITIZE_SECONDS:-240}" --parse --timeout 60 --out "$OUT/fuzz" $SEED \
+    $FORMATS
 echo "sanitize: clean ($(( $(date +%s) - start )) s)"

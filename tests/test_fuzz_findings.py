@@ -37,6 +37,11 @@ READABLE = [
     "torch_trace_ts_1e99999999999.log.gz",  # both: decimal.Overflow traceback
     # a set where torch writes a list of sizes (found by CI's campaign): TypeError traceback
     "flight_recorder_set_in_sizes/fr_trace_rank_2",
+    # found by the Flight Recorder twin's sanitizer campaign (seed 2511); both: tracebacks
+    "flight_recorder_duration_1e308_overflow/nccl_trace_rank_2.json",  # OverflowError
+    "flight_recorder_surrogate_in_text/nccl_trace_rank_1.json",  # UnicodeEncodeError
+    # a frame interned before, as an entry's key: its text named an address (rows differed)
+    "flight_recorder_frame_as_key/nccl_trace_rank_3",
 ]
 
 # Not snapshots torch writes: the byte and the message both parsers give.
@@ -55,6 +60,10 @@ REJECTED = {
     "snapshot_deep_tuple_key_hashable.pickle.gz":
         f"byte 1,000,033: a dict key or set member nested deeper than {MAX_NESTING} levels: "
         "expected the plain data torch writes (dicts, lists, text and numbers as keys)",
+    # JSON nested 900,000 deep (seed 2511); both: RecursionError traceback
+    "flight_recorder_json_nesting_recursionerror/fr_trace_rank_2.json.gz":
+        "data nested too deep for Python's JSON reader; expected the JSON of a Flight "
+        "Recorder dump",
 }
 
 
