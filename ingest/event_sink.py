@@ -9,7 +9,7 @@ writes its graphs' rows there directly (no record objects at all); every
 ``BATCH`` rows go out as one ``EventColumns``. Records the sink does not take
 (timelines, notes, a value it cannot write) pass through, after the rows before them
 for an event, so every event keeps its place. The rows are the writer's own rows of the
-same records: tests/test_native_torch_log.py and tests/test_events_digest.py.
+same records: tests/native/test_torch_log.py and tests/ingest/test_events_digest.py.
 """
 
 from __future__ import annotations

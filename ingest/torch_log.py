@@ -118,7 +118,7 @@ def _undress_slow(raw: str) -> tuple[Any, ...]:
 
 def undress_native(core: Any, chunks: Iterable[list[str]]) -> Iterator[LogLine]:
     """:func:`undress` by the compiled core, over ``lines.read_chunks`` (the same LogLines:
-    tests/test_native_torch_log.py)."""
+    tests/native/test_torch_log.py)."""
     u = core.TorchLogUndress(LogLine, _undress_slow)
     number = 1
     for parts in chunks:

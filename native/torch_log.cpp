@@ -1,7 +1,7 @@
 // PyTorch logs (TORCH_LOGS): taking the glog / short dress off each line.
 //
 // The compiled twin of ingest/torch_log.py's `undress`, which stays the specification:
-// tests/test_native_torch_log.py runs both on every torch-log fixture and on mutated and
+// tests/native/test_torch_log.py runs both on every torch-log fixture and on mutated and
 // truncated logs and requires the same LogLine sequence (and so the same rows and errors).
 // Lines arrive already decoded (ingest/lines.py reads, checks and splits the file, so its
 // errors are the Python path's own); this matches the prefixes with byte scans instead of
