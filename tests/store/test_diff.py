@@ -484,18 +484,34 @@ def _ir_ids(path: Path) -> tuple[str, str, str]:
         return tid("002_"), tid("model__0_forward"), tid("model__1_forward")
 
 
-def test_an_unmeasured_side_is_said_and_the_time_gate_refuses(measured_db, capsys):
+@pytest.fixture(scope="module")
+def measured_diff(measured_db):
+    """`tlview diff ARGS --db measured_db --no-store` in this process, each distinct command
+    once for the module: --no-store leaves the file as it was (the alignment is made in
+    temporary tables), so a command run again prints the same (each costs seconds of
+    DuckDB's planning). Returns (exit status, stdout, stderr)."""
+    runs: dict[tuple[str, ...], tuple[int, str, str]] = {}
+
+    def run(*args: str) -> tuple[int, str, str]:
+        if args not in runs:
+            p = tlview_main("diff", *args, "--db", str(measured_db), "--no-store")
+            runs[args] = (p.returncode, p.stdout, p.stderr)
+        return runs[args]
+
+    return run
+
+
+def test_an_unmeasured_side_is_said_and_the_time_gate_refuses(measured_db, measured_diff):
     """Seed 002 has no trace: the report says A is not measured (no '0 ns -> ...', no
     kernel list against nothing) and the time gate exits 2 with why, not 0 in silence."""
     seed, first, _ = _ir_ids(measured_db)
-    code, out, err = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store")
+    code, out, err = measured_diff(seed, first)
     assert code == 0, err
     (line,) = [x for x in out.splitlines() if x.startswith("measured time")]
     assert line.startswith(f"measured time: A (timeline {seed}) has none (no trace "
                            "attached, no GPU events): nothing to compare; B: ")
     assert "0 ns ->" not in out and "None" not in out
-    code, out, err = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
-                           "--json", "--fail-if-time-grows", "5%")
+    code, out, err = measured_diff(seed, first, "--json", "--fail-if-time-grows", "5%")
     assert code == 2
     with open_database(measured_db, read_only=True) as d:  # A by its unique title
         (title,) = d.sql("SELECT title FROM timelines WHERE timeline_id = ?", [int(seed)]).fetchone()
@@ -503,33 +519,31 @@ def test_an_unmeasured_side_is_said_and_the_time_gate_refuses(measured_db, capsy
     assert (f"--fail-if-time-grows: A (timeline {seed} {title}) has no "
             "time (no measured times: no trace attached, no GPU events): nothing to compare"
             in err)
-    code, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
-                         "--json")
+    code, out, _ = measured_diff(seed, first, "--json")
     t = json.loads(out)["time"]
     assert (t["a_ns"], t["a_measured"], t["b_measured"], t["kernels"]) == (None, False, True, [])
 
 
-def test_timelines_that_hardly_align_are_warned(measured_db, capsys):
+def test_timelines_that_hardly_align_are_warned(measured_db, measured_diff):
     """Seed 002 (4 nodes) against a transformer block's forward: different programs."""
     seed, first, second = _ir_ids(measured_db)
-    code, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store",
-                         "--json")
+    code, out, _ = measured_diff(seed, first, "--json")
     al_ = json.loads(out)["alignment"]
     aligned, larger = al_["same"] + al_["changed"], max(al_["a_items"], al_["b_items"])
     assert aligned * 2 < larger
-    _, out, _ = _main(capsys, "diff", seed, first, "--db", str(measured_db), "--no-store")
+    _, out, _ = measured_diff(seed, first)
     assert (f"  note: only {aligned} of {larger} steps align (same or changed): different "
             "programs? The rows below pair unrelated steps.") in out.splitlines()
-    _, out, _ = _main(capsys, "diff", first, second, "--db", str(measured_db), "--no-store")
+    _, out, _ = measured_diff(first, second)
     assert "note: only" not in out
 
 
-def test_kernels_without_a_name_and_an_unchanged_peak(measured_db, capsys):
+def test_kernels_without_a_name_and_an_unchanged_peak(measured_db, measured_diff):
     """The two identical blocks: IR nodes measured without a kernel name are said so
     (not 'None'); an unchanged peak is 'no change', with no 'explained by:' before
     nothing."""
     _, first, second = _ir_ids(measured_db)
-    _, out, _ = _main(capsys, "diff", first, second, "--db", str(measured_db), "--no-store")
+    _, out, _ = measured_diff(first, second)
     lines = out.splitlines()
     assert "None" not in out
     assert any(x.endswith("(nodes without a kernel name)") for x in lines)
