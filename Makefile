@@ -33,6 +33,6 @@ test: $(DEV)
 bench: $(DEV)
 	$(PY) -m bench
 
-# docs/views.md from the schema's comments (tests/test_views_doc.py fails while it is stale).
+# docs/views.md from the schema's comments (tests/store/test_views_doc.py fails while it is stale).
 docs: $(DEV)
 	$(PY) -m tlview.store.views_doc

@@ -276,7 +276,7 @@ def parse_only(path: str, native: str = "1") -> int:
 def digest(path: str, native: str) -> str:
     """A sha256 of what the reader yields, as comparable values (every event as its
     events-table row, interned frames and stacks, the other records), as
-    tests/test_native_snapshot.py compares the compiled reader with the Python one."""
+    tests/native/test_cuda_snapshot.py compares the compiled reader with the Python one."""
     import hashlib
     import json
 

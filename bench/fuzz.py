@@ -7,7 +7,7 @@ flipped bytes, lines dropped, repeated or swapped, garbage, chunks repeated or l
 invalid UTF-8, edge numbers, deep nesting; in pickles, length and memo index fields that
 lie, stray opcodes, deep nesting, containers holding themselves, long MARK runs), then:
 
-- default: ingested into a database (tests/test_fuzz_inputs.try_ingest): it succeeds with
+- default: ingested into a database (tests/ingest/test_fuzz_inputs.try_ingest): it succeeds with
   consistent views, or fails with IngestError naming the file and the database unchanged;
 - ``--parse``: parsed (no database) by the compiled core and by the Python parsers, its
   specification: each gives its records or IngestError, never another exception, and
@@ -43,9 +43,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from fuzzing import (  # noqa: E402
+from tlview.ingest import IngestError, records_for  # noqa: E402
+from tlview.ingest.discover import discover  # noqa: E402
+from tlview.ingest.xla_buffer_assignment import sibling_files  # noqa: E402
+
+from tests.fuzzing import (  # noqa: E402
     HOSTILE,
     MUTATIONS,
     PICKLE_HOSTILE,
@@ -54,9 +58,6 @@ from fuzzing import (  # noqa: E402
     pickle_hostile,
     pickle_ops,
 )
-from tlview.ingest import IngestError, records_for  # noqa: E402
-from tlview.ingest.discover import discover  # noqa: E402
-from tlview.ingest.xla_buffer_assignment import sibling_files  # noqa: E402
 
 MAX_BYTES = 1 << 20  # a larger fixture is cut (at a line end) to this much
 
@@ -242,7 +243,7 @@ def _check(path: Path, fmt: str, db: Path | None, parse: bool, spec_too: bool,
            stats: Counter[str]) -> str:
     """What is wrong with how ``path`` ended ("" when it ended as specified)."""
     if not parse:
-        from test_fuzz_inputs import try_ingest
+        from tests.ingest.test_fuzz_inputs import try_ingest
 
         assert db is not None
         try:

@@ -29,7 +29,7 @@ any of them (and is no graph input). Freed events are therefore emitted after th
 last node.
 
 This module is the specification: native/inductor_ir.cpp is its compiled twin (with
-last_use.py), used by ``parse_file`` where the core is built; tests/test_native_ir.py
+last_use.py), used by ``parse_file`` where the core is built; tests/native/test_inductor_ir.py
 holds the two to the same records and errors. A change here is made there too.
 """
 

@@ -1,7 +1,7 @@
 """The compiled ingest core (``tlview.ingest._native``, built from ``native/*.cpp``).
 
 Each compiled parser is the twin of a Python parser, which stays the specification:
-both must give the same rows and the same errors (tests/test_native.py runs both on
+both must give the same rows and the same errors (tests/native/test_chrome_trace.py runs both on
 every fixture and on mutated inputs). A compiled parser takes the file's bytes in
 chunks and hands back, in order, what the Python parser would yield: declarations as
 plain values, and events as columns (Arrow buffers), never as Python objects per event.

@@ -1,8 +1,8 @@
 // Chrome-trace JSON (PyTorch profiler / Kineto, jax.profiler) to kernel_measured rows.
 //
 // The compiled twin of ingest/chrome_trace.py + ingest/kineto.py (`_Trace.consume`),
-// which stay the specification: tests/test_native.py runs both on every fixture and on
-// mutated traces and requires the same rows, or the same error line. Top-level entries
+// which stay the specification: tests/native/test_chrome_trace.py runs both on every fixture
+// and on mutated traces and requires the same rows, or the same error line. Top-level entries
 // other than traceEvents are handed back as their JSON text (Python builds the timeline
 // from them, as before); events are kept in columns, never as Python objects.
 #include "chrome_trace.hpp"

@@ -1,7 +1,8 @@
 // XLA buffer-assignment dumps to events: the compiled twin of ingest/xla_buffer_assignment.py
 // (with xla_live_range.py, xla_peaks.py, xla_shapes.py), which stays the specification:
-// tests/test_native_xla.py runs both on every XLA fixture and on mutated dumps and requires
-// the same rows, the same closing note, or the same error (file, line, message).
+// tests/native/test_xla_buffer_assignment.py runs both on every XLA fixture and on mutated
+// dumps and requires the same rows, the same closing note, or the same error (file, line,
+// message).
 //
 // The same two streaming passes as the Python parser: the HloLiveRange section first
 // (steps and ranges), then everything else, emitting each used value's events when its

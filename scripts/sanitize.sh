@@ -57,7 +57,7 @@ export TLVIEW_REQUIRE_NATIVE=1
 "$PY" -c "import sys, tlview.ingest._native as n; \
 sys.exit(0 if n.__file__.startswith('$PWD/$LIB') else 'sanitize: imported ' + n.__file__)"
 
-TESTS=${SANITIZE_TESTS-tests/test_native.py tests/test_native_ir.py tests/test_native_snapshot.py tests/test_native_xla.py tests/test_native_flight_recorder.py tests/test_fuzz_findings.py}
+TESTS=${SANITIZE_TESTS-tests/native/test_chrome_trace.py tests/native/test_inductor_ir.py tests/native/test_cuda_snapshot.py tests/native/test_xla_buffer_assignment.py tests/native/test_flight_recorder.py tests/native/test_fuzz_findings.py}
 if [ -n "$TESTS" ]; then
     # shellcheck disable=SC2086
     "$PY" -m pytest -q -x -p no:cacheprovider -n "${TLVIEW_TEST_WORKERS:-2}" $TESTS

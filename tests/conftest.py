@@ -24,7 +24,7 @@ SEED_003 = SEEDS / "003_5960cad812240b69.txt"
 SEED_004 = SEEDS / "004_11560de70615f418.txt"
 
 # scripts/test.sh (and so CI) sets TLVIEW_REQUIRE_NATIVE=1: there a compiled core that is
-# missing, out of date or fails to import is a failure (test_native.py's
+# missing, out of date or fails to import is a failure (native/test_chrome_trace.py's
 # test_core_is_built), and the compiled core's tests run, and fail, instead of skipping.
 # Without it (no compiler on this machine) they skip and the Python parsers are tested.
 REQUIRE_NATIVE = os.environ.get("TLVIEW_REQUIRE_NATIVE") == "1"
@@ -100,7 +100,7 @@ def discovered_fixtures() -> tuple[tuple[str, str], ...]:
 @functools.cache
 def fixture_inputs() -> list[tuple[str, str]]:
     """(path relative to fixtures, format) of every recognised input below fixtures/, but
-    the generators' (gen/) and the fuzzing's reproducers (fuzz/, test_fuzz_findings)."""
+    the generators' (gen/) and the fuzzing's reproducers (fuzz/, native/test_fuzz_findings)."""
     out = []
     for path, fmt in discovered_fixtures():
         rel = Path(path).relative_to(FIXTURES).as_posix()
@@ -114,8 +114,8 @@ class IngestedFixtures:
     """Fixtures ingested into one database of this test process, each once, on first
     ask: with the compiled core (``parser="compiled"``) or the Python parsers.
 
-    The events digest of every fixture (test_events_digest) and the caches of every
-    fixture (test_caches) read the same database instead of one new database per test:
+    The events digest of every fixture (ingest/test_events_digest) and the caches of every
+    fixture (store/test_caches) read the same database instead of one new database per test:
     an ingest's rows, and so its digest, do not depend on the sources beside it.
     Nothing may change the database but ``source_id``; a test that writes copies it
     (``copy_to``).
@@ -181,4 +181,4 @@ def pytest_collection_modifyitems(config, items):
         shared = any(d.scope in ("module", "class") and d.baseid.startswith(module)
                      for defs in info.name2fixturedefs.values() for d in defs)
         if shared:
-            item.add_marker(pytest.mark.xdist_group(Path(module).stem))
+            item.add_marker(pytest.mark.xdist_group(module.removesuffix(".py")))

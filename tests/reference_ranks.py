@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from reference_profile import load, ns
+from tests.reference_profile import load, ns
 
 KINDS = (("allreduce", "AllReduce"), ("reducescatter", "ReduceScatter"),
          ("allgather", "AllGather"), ("alltoall", "AllToAll"), ("broadcast", "Broadcast"),

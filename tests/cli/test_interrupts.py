@@ -1,0 +1,159 @@
+"""Ctrl-C (SIGINT) and SIGTERM during `tlview ingest` stop it: real signals to a real
+`tlview ingest -j 2` and its worker processes, and to the one-file and one-after-another
+ingests. The workers end without a traceback, nothing of an unfinished file is committed,
+the files already committed are named in one line, exit 130 (SIGINT) or 143 (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from tlview import ingest_command
+from tlview.cli import main
+
+from tests.conftest import SEED_001, SEED_002, ingest_into
+from tests.ingest.test_inductor_ir_bad_input import snapshot
+
+
+def _sources(db: Path) -> list[str]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [r[0] for r in con.execute("SELECT path FROM sources ORDER BY source_id")
+                .fetchall()]
+    finally:
+        con.close()
+
+
+def _named(err: str, sig: str) -> list[str]:
+    """The files the one line says were committed."""
+    (line,) = err.splitlines()
+    head = f"tlview: interrupted ({sig}): "
+    assert line.startswith(head) and line.endswith(
+        "; nothing of the unfinished ones was written"), line
+    what = line[len(head):line.rindex(";")]
+    if what == "no file was committed":
+        return []
+    return what.split(": ", 1)[1].split(", ")
+
+
+def _workers_left(marker: str) -> list[int]:
+    """Processes whose command line names ``marker`` (forked workers keep the parent's)."""
+    left = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode(
+                    errors="replace"):
+                left.append(int(proc.name))
+        except OSError:
+            pass
+    return left
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers and /proc: Linux")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_many_files_with_workers(sig, tmp_path):
+    files = []
+    for i in range(16):  # distinct bytes: no "same bytes as" notes
+        f = tmp_path / "in" / f"f{i:02d}.txt"
+        f.parent.mkdir(exist_ok=True)
+        f.write_text(SEED_002.read_text() + "\n" * i)
+        files.append(str(f))
+    db = tmp_path / "interrupted.duckdb"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TLVIEW_INGEST_GROUP_MB="0",  # a transaction per file
+               TMPDIR=str(tmp))  # the workers' parsed files, in tempfile's folder
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tlview", "ingest", "--verbose", "--db", str(db), "-j", "2",
+         *files],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        # a process group of its own, as a terminal's foreground job; SIGINT as a
+        # terminal leaves it (a background shell ignores it, and children inherit that)
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the first file's line (--verbose): said once it is committed
+        if line.startswith("committed "):
+            break
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)  # Ctrl-C: the whole group, workers included
+    else:
+        proc.send_signal(sig)  # `kill PID`: the parent alone, which ends its workers
+    _, err = proc.communicate(timeout=120)
+    name = signal.Signals(sig).name
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err
+    named = _named(err, name)
+    assert named == _sources(db)  # exactly what was committed, in order
+    assert 1 <= len(named) < len(files)
+    assert named == [str(Path(f).resolve()) for f in files[:len(named)]]
+    time.sleep(0.5)
+    assert _workers_left(str(db)) == []
+    assert list(tmp.iterdir()) == []
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """SIGINT as Python sets it up when started from a terminal (a test runner, or a shell
+    running it in the background, may have it ignored)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_one_after_another(sig, tmp_path, monkeypatch, capsys, ctrl_c):
+    """-j 1: the signal comes while the second file is read; the first stays, the second
+    is rolled back, the third never starts. One file alone is the same path."""
+    db = tmp_path / "db.duckdb"
+    ingest_into(db, SEED_001)
+    real = ingest_command.records_for
+    calls = []
+
+    def records_for(path, fmt=None, **kw):
+        calls.append(path)
+        for i, rec in enumerate(real(path, fmt, **kw)):
+            if len(calls) == 2 and i == 1:
+                os.kill(os.getpid(), sig)  # delivered to this, the main, thread
+            yield rec
+
+    monkeypatch.setattr(ingest_command, "records_for", records_for)
+    files = [tmp_path / f"{n}.txt" for n in "abc"]
+    for i, f in enumerate(files):
+        f.write_text(SEED_002.read_text() + "\n" * i)
+    before = _sources(db)
+    code = main(["ingest", "--db", str(db), "-j", "1", *map(str, files)])
+    err = capsys.readouterr().err
+    assert code == 128 + sig
+    assert _named(err, signal.Signals(sig).name) == [str(files[0].resolve())]
+    assert _sources(db) == [*before, str(files[0].resolve())]
+    assert len(calls) == 2
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # as before the ingest
+
+
+def test_one_file_leaves_the_database_as_it_was(tmp_path, monkeypatch, capsys, ctrl_c):
+    db = tmp_path / "db.duckdb"
+    ingest_into(db, SEED_001)
+    before = snapshot(db)
+    real = ingest_command.records_for
+
+    def records_for(path, fmt=None, **kw):
+        for i, rec in enumerate(real(path, fmt, **kw)):
+            if i == 1:
+                os.kill(os.getpid(), signal.SIGTERM)
+            yield rec
+
+    monkeypatch.setattr(ingest_command, "records_for", records_for)
+    code = main(["ingest", "--db", str(db), str(SEED_002)])
+    err = capsys.readouterr().err
+    assert code == 143
+    assert _named(err, "SIGTERM") == []
+    assert snapshot(db) == before

@@ -1,0 +1,87 @@
+"""The writer of ``ingest -j`` (cli/parallel_ingest.py): parsed files share transactions,
+yet every row, id, cache and message is the serial ingest's; a transaction that fails is
+written again file by file. Small dumps (three IR and XLA seeds, one twice), so that
+each ingest takes a fraction of a second."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+import tlview.parallel_ingest as parallel_ingest
+from tlview.cli import main
+from tlview.store.parsed_files import Parsed
+
+from tests.cli.test_shards import TABLES, digests, tables
+
+SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
+DUMPS = ("001_a33eeda162b4c37a.txt", "002_0926b2a0123efc8b.txt", "003_5960cad812240b69.txt")
+
+
+@pytest.fixture
+def dumps(tmp_path: Path) -> Path:
+    """The three seeds, and the second again under another name (a source of its own,
+    with a note naming the first: the check must see it in the open transaction)."""
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    for name in DUMPS:
+        shutil.copy(SEEDS / name, folder / name)
+    shutil.copy(SEEDS / DUMPS[1], folder / "005_same_bytes.txt")
+    return folder
+
+
+def ingest(capsys, folder: Path, db: Path, jobs: str) -> tuple[int, str, str]:
+    code = main(["ingest", str(folder), "--db", str(db), "-j", jobs])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_one_transaction_or_one_per_file_write_what_the_serial_ingest_writes(
+        dumps, tmp_path, capsys, monkeypatch):
+    serial = ingest(capsys, dumps, tmp_path / "s.duckdb", "1")
+    assert serial[0] == 0
+    assert "005_same_bytes.txt: same bytes as source 2" in serial[1]
+    expected = tables(tmp_path / "s.duckdb")
+    assert len(expected["_cache_buffers"]) > 100 and len(expected["_cache_peak"]) == 4
+    made: list[int] = []  # each run's count of transactions
+    real = parallel_ingest.ingest_files
+    monkeypatch.setattr("tlview.ingest_command.ingest_files",
+                        lambda *a, **k: _keep(made, real(*a, **k)))
+    for group_bytes, transactions in ((parallel_ingest.GROUP_BYTES, 1), (1, 4)):
+        monkeypatch.setattr(parallel_ingest, "GROUP_BYTES", group_bytes)
+        db = tmp_path / f"p{transactions}.duckdb"
+        assert ingest(capsys, dumps, db, "2") == serial
+        assert made[-1] == transactions
+        got = tables(db)
+        for t in TABLES:
+            assert got[t] == expected[t], t
+        assert digests(db) == digests(tmp_path / "s.duckdb")
+
+
+def _keep(made: list[int], out: parallel_ingest.Outcome) -> parallel_ingest.Outcome:
+    made.append(out.transactions)
+    return out
+
+
+def test_a_transaction_that_fails_is_written_again_file_by_file(dumps, tmp_path, capsys,
+                                                               monkeypatch):
+    real = parallel_ingest.append_parsed
+
+    def append(db, files: list[tuple[Path, Parsed]]):
+        if any(p.source[0].endswith(DUMPS[2]) for _, p in files):
+            raise duckdb.IOException("disk full (a test)")
+        return real(db, files)
+
+    monkeypatch.setattr(parallel_ingest, "append_parsed", append)
+    code, out, err = ingest(capsys, dumps, tmp_path / "p.duckdb", "2")
+    assert code == 2
+    assert err.splitlines() == [
+        f"tlview: {dumps / DUMPS[2]}: not written: disk full (a test)",
+        "tlview: 1 of 4 files failed (above); the other 3 were ingested"]
+    # the others as a serial ingest of them alone writes them
+    (dumps / DUMPS[2]).unlink()
+    serial = ingest(capsys, dumps, tmp_path / "s.duckdb", "1")
+    assert (0, out, "") == serial
+    assert tables(tmp_path / "p.duckdb") == tables(tmp_path / "s.duckdb")

@@ -1,0 +1,713 @@
+"""Flight Recorder dumps and stack dumps of real hung gloo jobs (tests/fixtures/flight_recorder,
+made by tests/fixtures/gen/make_fr_gloo.py): the dumps read as torch wrote them, the verdict
+torch's own analyzer gave on them (fr_trace.txt beside each), and what tlview adds."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from tlview.ingest.flight_recorder import parse_flight_recorder, rank_from_name
+from tlview.ingest.records import CollectiveRecorded, ThreadStack
+from tlview.ingest.source import records_for
+from tlview.ingest.stack_dump import parse_stack_dump
+from tlview.store import open_database
+
+from tests.conftest import FIXTURES, ingest_into
+
+FR = FIXTURES / "flight_recorder"
+SCENARIOS = ("skip", "sizes", "subgroup", "late")
+FINDING = {"COLLECTIVE_TYPE_MISMATCH": "op mismatch", "SIZE_OR_SYNTAX_MISMATCH": "size mismatch",
+           "COLLECTIVE_DTYPE_MISMATCH": "dtype mismatch",
+           "COLLECTIVE_STATE_MISMATCH": "state mismatch"}
+
+
+def rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
+    with open_database(db, read_only=True) as d:
+        cur = d.con.execute(sql, params or [])
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+def fr_trace_findings(scenario: str, path: Path | None = None) -> list[dict]:
+    """What torch's analyzer logged (fr_trace.txt, or ``path``): per finding its sequence
+    id, group, expected ranks, missing ranks and culprits with their error types, in its
+    order."""
+    out: list[dict] = []
+    path = path or FR / f"gloo_{scenario}" / "fr_trace.txt"
+    for line in path.read_text().splitlines():
+        m = re.match(r"(Not all ranks joining collective, sequence number|"
+                     r"Collective sequence number|Input/output mismatch in the collective "
+                     r"sequence number): (\d+)", line)
+        if m:
+            out.append({"seq": int(m.group(2)), "missing": set(), "culprits": {},
+                        "finding": "rank missing" if m.group(1).startswith("Not all")
+                        else None})
+        elif out and line.startswith("group info: "):
+            out[-1]["group"] = line.split(": ", 1)[1].split(":")[0]
+        elif out and line.startswith("missing ranks: "):
+            out[-1]["missing"] = set(json.loads(line.split(": ", 1)[1].replace("{", "[")
+                                                .replace("}", "]")))
+        elif out and line.startswith("expected ranks: "):
+            out[-1]["expected"] = set(json.loads(line.split(": ", 1)[1].replace("{", "[")
+                                                 .replace("}", "]")))
+        elif out and line.startswith("error msg: "):
+            for rank, kind in re.findall(r"Culprit rank (\d+); Error type: (\w+)", line):
+                out[-1]["culprits"][int(rank)] = kind
+                out[-1]["finding"] = FINDING[kind]
+    return out
+
+
+@pytest.fixture(scope="module")
+def hangs(tmp_path_factory) -> Path:
+    """The four hangs' pickle dumps and stack dumps in one database (four incidents), and
+    the late job's profiler traces."""
+    db = tmp_path_factory.mktemp("fr") / "hangs.duckdb"
+    inputs = [p for s in SCENARIOS for sub in ("pickle", "stacks")
+              for p in sorted((FR / f"gloo_{s}" / sub).iterdir())]
+    ingest_into(db, *inputs, *sorted((FR / "gloo_late" / "profile").iterdir()))
+    return db
+
+
+@pytest.fixture(scope="module")
+def nccl(tmp_path_factory) -> Path:
+    """The four real 4-GPU NCCL hangs, each its watchdog's dumps and the stack dumps in a
+    folder of the scenario's name, ingested by `tlview ingest FOLDER`: one run each (skip,
+    sizes, ...)."""
+    if not (FR / "skip" / "timeout_dump").is_dir():
+        pytest.skip("the real NCCL fixtures are not in this tree")
+    tmp = tmp_path_factory.mktemp("nccl")
+    db = tmp / "nccl.duckdb"
+    for scenario in SCENARIOS:
+        for sub in ("timeout_dump", "stacks"):
+            (tmp / scenario / sub).mkdir(parents=True)
+            for f in (FR / scenario / sub).iterdir():
+                (tmp / scenario / sub / f.name).write_bytes(f.read_bytes())
+        cli(["ingest", str(tmp / scenario), "--db", str(db)])
+    return db
+
+
+def cli(args: list[str]) -> str:
+    """`tlview ARGS` in this process: its standard output (exit 0 asserted)."""
+    import contextlib
+    import io
+
+    from tlview.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(args) == 0
+    return out.getvalue()
+
+
+def incident_of(db: Path, scenario: str) -> int:
+    (r,) = rows(db, "SELECT DISTINCT incident FROM fr_dumps WHERE source_path LIKE ?",
+                [f"%gloo_{scenario}/%"])
+    return r["incident"]
+
+
+class TestReading:
+    """Both forms of a dump hold the same entries; the rank comes from the name."""
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_pickle_and_json_entries_equal_the_json_text(self, scenario):
+        for pk in sorted((FR / f"gloo_{scenario}" / "pickle").iterdir()):
+            js = FR / f"gloo_{scenario}" / "json" / f"{pk.name}.json"
+            ref = json.loads(js.read_text())["entries"]
+            for path in (pk, js):
+                got = [r for r in parse_flight_recorder(str(path))
+                       if isinstance(r, CollectiveRecorded)]
+                assert [(g.step, g.op, g.process_group, g.pg_desc, g.seq_id, g.p2p_seq_id,
+                         g.is_p2p, g.state, g.ts_ns, g.timeout_ms, g.retired,
+                         json.loads(g.in_sizes), json.loads(g.out_sizes),
+                         json.loads(g.in_dtypes)) for g in got] == [
+                    (e["record_id"], e["profiling_name"], e["process_group"][0],
+                     e["process_group"][1], e["collective_seq_id"], e["p2p_seq_id"],
+                     e["is_p2p"], e["state"], e["time_created_ns"], e["timeout_ms"],
+                     e["retired"], e["input_sizes"], e["output_sizes"], e["input_dtypes"])
+                    for e in ref]
+                assert all((g.stack_id is not None) == (path is pk) for g in got)
+
+    def test_frames_of_the_pickle_are_the_call_sites(self, hangs):
+        # the skipped all_reduce of rank 0: torch's frame, then the generator's call site
+        (r,) = rows(hangs, """
+            SELECT list(f.name ORDER BY u.i) AS names FROM events_collective_recorded e
+            JOIN fr_dumps d USING (timeline_id) JOIN stacks s ON s.source_id = d.source_id
+             AND s.stack_id = e.stack_id, unnest(s.frame_ids) WITH ORDINALITY u(fid, i)
+            JOIN frames f ON f.source_id = d.source_id AND f.frame_id = u.fid
+            WHERE d.source_path LIKE '%gloo_skip/pickle/fr_trace_rank_0' AND e.seq_id = 7
+              AND e.process_group = '0'""")
+        assert r["names"][:5] == ["all_reduce", "wrapper", "call", "run_skip", "worker"]
+
+    @pytest.mark.parametrize("name,rank", [
+        ("fr_trace_rank_3", 3), ("nccl_trace_rank_12.node-a7", 12), ("comm_lib_trace_rank_0", 0),
+        ("host-b17_trace_5.pkl", 5), ("rank-4.json", 4), ("dump_node3_rank2.pickle", 2),
+        ("trace.pkl", None)])
+    def test_rank_from_file_name(self, name, rank):
+        assert rank_from_name(name) == rank
+
+    def test_faulthandler_threads(self):
+        recs = list(parse_stack_dump(str(FR / "gloo_late" / "stacks" / "rank1.faulthandler.txt")))
+        threads = [r for r in recs if isinstance(r, ThreadStack)]
+        text = (FR / "gloo_late" / "stacks" / "rank1.faulthandler.txt").read_text()
+        assert len(threads) == text.count("(most recent call first):")
+        assert [t.thread for t in threads] == re.findall(r"hread (0x[0-9a-f]+)", text)
+        assert [t.state for t in threads] == ["current" if "Current" in ln else None
+                                              for ln in text.splitlines() if "most recent" in ln]
+
+    def test_py_spy_threads(self):
+        path = FR / "gloo_late" / "stacks" / "rank1.py-spy.txt"
+        text = path.read_text()
+        recs = list(parse_stack_dump(str(path)))
+        threads = [r for r in recs if isinstance(r, ThreadStack)]
+        want = re.findall(r'^Thread (\S+) \((\S+)\)(?:: "(.*)")?$', text, flags=re.M)
+        assert [(t.thread, t.state, t.name) for t in threads] == [
+            (i, s, n or None) for i, s, n in want]
+        note = recs[-1].attrs
+        assert note["tool"] == "py-spy" and note["pid"] == int(re.search(
+            r"^Process (\d+)", text, flags=re.M).group(1))
+
+
+class TestVerdict:
+    """hang_verdict against torch's analyzer, run on the same dumps."""
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_the_first_finding_per_group_is_fr_traces(self, hangs, scenario):
+        inc = incident_of(hangs, scenario)
+        groups = {g["process_group"]: g for g in rows(
+            hangs, "SELECT * FROM fr_groups WHERE incident = ?", [inc])}
+        verdict = rows(hangs, "SELECT * FROM hang_verdict WHERE incident = ?", [inc])
+        seen: set[str] = set()
+        for f in fr_trace_findings(scenario):
+            if f["group"] in seen:
+                continue  # fr_trace goes on after a group's first mismatch; tlview stops
+            seen.add(f["group"])
+            g = groups[f["group"]]
+            if set(g["members"]) != f["expected"]:
+                # gloo's pg_config names no ranks: a group is known from the ranks that
+                # used it, and ranks that never did are not seen (fr_trace was given them)
+                assert g["members_from"] == "entries" and set(g["members"]) < f["expected"]
+                continue
+            mine = [v for v in verdict if v["process_group"] == f["group"]]
+            assert {v["seq"] for v in mine} == {f["seq"]}
+            assert {v["finding"] for v in mine} == {f["finding"]}
+            missing = {v["rank"] for v in mine if v["verdict"] in ("never issued it",
+                                                                     "missing dump")}
+            assert missing == f["missing"]
+            for rank in f["culprits"]:  # fr_trace's culprit is one tlview names (or ties)
+                (v,) = [v for v in mine if v["rank"] == rank]
+                assert v["culprit"] in (True, None), v
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_real_nccl_dumps_get_fr_traces_verdict(self, scenario, nccl):
+        """The 4-GPU NCCL hangs of the fixtures helper (tests/fixtures/flight_recorder/<s>/,
+        merged from its branch): the watchdog's dumps and the stacks, against torch's
+        analyzer on the same dumps (fr_trace/timeout_dump__default.txt)."""
+        folder = FR / scenario
+        verdict = rows(nccl, "SELECT v.* FROM hang_verdict v WHERE v.incident IN (SELECT "
+                             "incident FROM fr_dumps WHERE source_path LIKE ?)",
+                       [f"%/{scenario}/timeout_dump/%"])
+        assert verdict
+        found = fr_trace_findings(scenario, folder / "fr_trace" / "timeout_dump__default.txt")
+        assert found
+        f = found[0]  # the analyzer's first finding: the root of the hang
+        mine = [v for v in verdict if v["process_group"] == f["group"]]
+        assert {v["seq"] for v in mine} == {f["seq"]} and all(v["root"] for v in mine)
+        assert {v["finding"] for v in mine} == {f["finding"]}
+        assert {v["rank"] for v in mine if v["verdict"] == "never issued it"} == f["missing"]
+        assert {v["rank"] for v in mine if v["culprit"]} == (f["missing"] or set(f["culprits"]))
+
+    def test_every_scenario_is_an_incident_of_its_own(self, hangs):
+        got = rows(hangs, "SELECT incident, list(rank ORDER BY rank) AS ranks, "
+                          "list(DISTINCT status) AS status FROM fr_dumps GROUP BY 1 ORDER BY 1")
+        assert sorted(len(r["ranks"]) for r in got) == [2, 3, 3, 4]
+        assert all(r["status"] == ["ok"] for r in got)
+
+    def test_the_late_rank_sits_in_its_slow_computation(self, hangs):
+        inc = incident_of(hangs, "late")
+        (v,) = rows(hangs, "SELECT * FROM hang_verdict WHERE incident = ? AND culprit", [inc])
+        assert (v["rank"], v["verdict"], v["seq"]) == (1, "never issued it", 8)
+        frames = rows(hangs, "SELECT frame FROM hang_stacks WHERE incident = ? AND rank = 1",
+                      [inc])
+        assert any(f["frame"].startswith("slow_computation ") for f in frames)
+        assert any(f["frame"].startswith("sleep ") or f["frame"].startswith("slow_computation")
+                   for f in frames)
+
+    def test_the_subgroup_is_the_root_and_the_world_waits_for_it(self, hangs):
+        inc = incident_of(hangs, "subgroup")
+        v = {(r["process_group"], r["rank"]): r for r in rows(
+            hangs, "SELECT * FROM hang_verdict WHERE incident = ?", [inc])}
+        high = [r for r in v.values() if r["pg_desc"] == "pair_high"]
+        assert {r["rank"]: r["verdict"] for r in high} == {2: "waiting", 3: "never issued it"}
+        assert all(r["root"] for r in high)
+        world = {r["rank"]: r for r in v.values() if r["pg_desc"] == "default_pg"}
+        assert not any(r["root"] for r in world.values())
+        # rank 2 cannot come to the world's all_reduce: it waits in pair_high #3
+        assert world[2]["blocked_in"].startswith(f"{high[0]['process_group']}:3 ")
+        assert world[3]["blocked_in"] is None
+
+    def test_progress_is_pg_status(self, hangs):
+        inc = incident_of(hangs, "skip")
+        got = {r["rank"]: r for r in rows(
+            hangs, "SELECT * FROM collective_progress WHERE incident = ? AND process_group = '0'",
+            [inc])}
+        for rank in (0, 1, 2):
+            entries = [r for r in parse_flight_recorder(
+                str(FR / "gloo_skip" / "pickle" / f"fr_trace_rank_{rank}"))]
+            status = next(r for r in entries if type(r).__name__ == "ProcessGroupProgress"
+                          and r.pg_id == 0)
+            assert got[rank]["last_enqueued_seq"] == status.last_enqueued
+            assert got[rank]["last_completed_seq"] == status.last_completed
+            assert got[rank]["last_started_seq"] is None  # gloo: -1, not tracked
+
+
+class TestCaches:
+    """The dumps' caches (schemas/55_flight_recorder.sql) hold exactly what their derivations
+    compute from the events, after ingests one source at a time; a migrate drops and fills
+    them again."""
+
+    PAIRS = (("_cache_fr_calls", "_fr_calls_derived"),
+             ("_cache_fr_dump_stats", "_fr_dump_stats_derived"))
+
+    @staticmethod
+    def differences(db: Path) -> dict[str, tuple[int, int]]:
+        """Per cache: (its rows, rows in one of cache and derivation and not the other)."""
+        out = {}
+        with open_database(db, read_only=True) as d:
+            for cached, derived in TestCaches.PAIRS:
+                n = d.sql(f"SELECT count(*) FROM {cached}").fetchone()[0]
+                diff = d.sql(f"""
+                    WITH a AS (SELECT *, count(*) AS n FROM {cached} GROUP BY ALL),
+                         b AS (SELECT *, count(*) AS n FROM {derived} GROUP BY ALL)
+                    SELECT count(*) FROM ((FROM a EXCEPT FROM b) UNION ALL (FROM b EXCEPT FROM a))
+                """).fetchone()[0]
+                out[cached] = (n, diff)
+        return out
+
+    def test_the_caches_are_their_derivations(self, hangs):
+        got = self.differences(hangs)
+        # one row per dump; one per dump, group and collective sequence id
+        n_dumps = sum(len(list((FR / f"gloo_{s}" / "pickle").iterdir())) for s in SCENARIOS)
+        assert got["_cache_fr_dump_stats"] == (n_dumps, 0)
+        n_calls, diff = got["_cache_fr_calls"]
+        want = 0
+        for s in SCENARIOS:
+            for pk in (FR / f"gloo_{s}" / "pickle").iterdir():
+                entries = json.loads((FR / f"gloo_{s}" / "json" / f"{pk.name}.json")
+                                     .read_text())["entries"]
+                want += len({(e["process_group"][0], e["collective_seq_id"]) for e in entries
+                             if not e["is_p2p"]})
+        assert (n_calls, diff) == (want, 0)
+
+    def test_a_shard_set_carries_them_exactly(self, tmp_path):
+        """Written to a shard set's Parquet and read back (`tlview ingest --from-shards`) the
+        caches are their derivations still (a HUGEINT hash came back a DOUBLE)."""
+        shards, db = tmp_path / "set", tmp_path / "from_shards.duckdb"
+        cli(["shard", str(FR / "gloo_sizes" / "pickle"), "-o", str(shards), "-j", "1"])
+        cli(["ingest", "--from-shards", str(shards), "--db", str(db)])
+        got = self.differences(db)
+        assert got["_cache_fr_calls"][0] > 0 and got["_cache_fr_dump_stats"] == (2, 0)
+        assert got["_cache_fr_calls"][1] == 0
+
+    def test_migrate_fills_them_again(self, tmp_path):
+        from tlview.store.schema import migrate
+
+        db = tmp_path / "m.duckdb"
+        ingest_into(db, *sorted((FR / "gloo_sizes" / "pickle").iterdir()))
+        want = self.differences(db)
+        assert want["_cache_fr_calls"][0] > 0
+        with open_database(db) as d:  # as a database of schema v5 left them: absent
+            d.con.execute("DROP TABLE _cache_fr_calls; DROP TABLE _cache_fr_dump_stats")
+            d.con.execute("UPDATE tlview_meta SET value = '5' WHERE key = 'schema_version'")
+        assert migrate(db).changed
+        assert self.differences(db) == want
+
+
+class TestIncomplete:
+    """A rank's dump missing, two dumps of one rank, a dump of an unknown version."""
+
+    def test_a_missing_rank_is_named_and_the_others_still_judged(self, tmp_path):
+        db = tmp_path / "m.duckdb"
+        ingest_into(db, *(FR / "gloo_late" / "pickle" / f"fr_trace_rank_{r}" for r in (0, 2)))
+        (g,) = rows(db, "SELECT * FROM fr_groups")
+        assert g["members"] == [0, 1, 2] and g["missing"] == [1]
+        v = {r["rank"]: r for r in rows(db, "SELECT * FROM hang_verdict")}
+        assert v[1]["verdict"] == "missing dump" and v[1]["culprit"] is None
+        assert v[0]["verdict"] == v[2]["verdict"] == "waiting"
+        assert {r["seq"] for r in v.values()} == {8}
+
+    def test_two_dumps_of_one_rank_conflict(self, tmp_path):
+        db = tmp_path / "c.duckdb"
+        twin = tmp_path / "copy" / "fr_trace_rank_2"
+        twin.parent.mkdir()
+        twin.write_bytes((FR / "gloo_skip" / "pickle" / "fr_trace_rank_1").read_bytes())
+        ingest_into(db, *sorted((FR / "gloo_skip" / "pickle").iterdir()), twin)
+        d = {r["source_path"]: r for r in rows(db, "SELECT * FROM fr_dumps")}
+        assert {Path(p).parent.name + "/" + Path(p).name: r["status"] for p, r in d.items()} == {
+            "pickle/fr_trace_rank_0": "ok", "pickle/fr_trace_rank_1": "ok",
+            "pickle/fr_trace_rank_2": "conflict", "copy/fr_trace_rank_2": "conflict"}
+        assert len({r["incident"] for r in d.values()}) == 1
+        v = {r["rank"]: r for r in rows(db, "SELECT * FROM hang_verdict "
+                                            "WHERE process_group = '0'")}
+        assert v[2]["verdict"] == "missing dump" and "conflict" in v[2]["reason"]
+
+    def test_dumps_of_one_ring_are_superseded_by_the_newest(self, tmp_path):
+        """The pickle and the JSON of the same moment, and an older dump (the pickle cut to
+        its first entries, as if dumped on demand before the hang): one dump per rank is
+        read, the verdict is the pickles' alone."""
+        db = tmp_path / "s.duckdb"
+        skip = FR / "gloo_skip"
+        older = json.loads((skip / "json" / "fr_trace_rank_1.json").read_text())
+        older["entries"] = older["entries"][:4]
+        early = tmp_path / "early" / "fr_trace_rank_1.json"
+        early.parent.mkdir()
+        early.write_text(json.dumps(older))
+        ingest_into(db, *sorted((skip / "pickle").iterdir()), *sorted((skip / "json").iterdir()),
+                    early)
+        got = rows(db, "SELECT rank, status, count(*) AS n FROM fr_dumps GROUP BY ALL ORDER BY ALL")
+        assert [(r["rank"], r["status"], r["n"]) for r in got] == [
+            (0, "ok", 1), (0, "superseded", 1), (1, "ok", 1), (1, "superseded", 2),
+            (2, "ok", 1), (2, "superseded", 1)]
+        v = rows(db, "SELECT rank, verdict FROM hang_verdict WHERE process_group = '0' "
+                     "ORDER BY rank")
+        assert [(r["rank"], r["verdict"]) for r in v] == [
+            (0, "waiting"), (1, "waiting"), (2, "never issued it")]
+
+    def test_unknown_version_is_kept_and_said(self, tmp_path):
+        data = json.loads((FR / "gloo_sizes" / "json" / "fr_trace_rank_0.json").read_text())
+        data["version"] = "7.1"
+        data["entries"][0]["future_field"] = {"x": 1}
+        data["brand_new"] = [1, 2]
+        path = tmp_path / "fr_trace_rank_0.json"
+        path.write_text(json.dumps(data))
+        db = tmp_path / "v.duckdb"
+        ingest_into(db, path)
+        (d,) = rows(db, "SELECT version, version_known, n_entries FROM fr_dumps")
+        assert d == {"version": "7.1", "version_known": False,
+                     "n_entries": len(data["entries"])}
+        (n,) = rows(db, "SELECT notes FROM timelines")
+        note = json.loads(n["notes"])
+        assert "7.1" in note["version_note"] and note["unknown_keys"] == {"brand_new": [1, 2]}
+        assert note["unknown_entry_keys"] == {"future_field": 1}
+        (e,) = rows(db, "SELECT attrs->>'$.future_field' AS f FROM events_collective_recorded "
+                        "WHERE step = 0")
+        assert json.loads(e["f"]) == {"x": 1}
+
+
+class TestReport:
+    """`tlview report` on each real NCCL hang (its own run): the hang section's figures are
+    hang_verdict's root rows and torch's analyzer's first finding; the headline says it in
+    words and opens the hang screen at the culprit; every format carries it, md and html
+    with the SQL."""
+
+    @pytest.fixture(scope="class")
+    def reports(self, nccl):
+        from tlview.report_command import WORDS
+        from tlview.store.report import build_report, find_run
+
+        with open_database(nccl, read_only=True) as d:
+            return {s: build_report(d, find_run(d, s)[0], WORDS) for s in SCENARIOS}
+
+    @pytest.mark.parametrize("scenario", SCENARIOS)
+    def test_the_hang_section_is_hang_verdict_and_fr_trace(self, nccl, reports, scenario):
+        r = reports[scenario]
+        root = rows(nccl, "SELECT v.* FROM hang_verdict v JOIN fr_dumps d USING (incident) "
+                          "JOIN timeline_runs t ON t.timeline_id = d.timeline_id JOIN runs "
+                          "USING (run_id) WHERE runs.name = ? AND v.root AND d.rank = v.rank",
+                    [scenario])
+        assert root and len({v["seq"] for v in root}) == 1
+        f = fr_trace_findings(scenario, FR / scenario / "fr_trace" /
+                              "timeout_dump__default.txt")[0]  # the analyzer's first finding
+        fig = {k: r.figure(f"hang1_{k}").value for k in
+               ("group", "seq", "finding", "culprits", "waiting", "since_ns", "dumps")}
+        assert fig["seq"] == root[0]["seq"] == f["seq"]
+        assert {v["process_group"] for v in root} == {f["group"]}
+        assert fig["group"] == (root[0]["pg_desc"] if root[0]["pg_desc"] not in (None, "undefined")
+                                else f"group {root[0]['process_group']}")
+        assert fig["finding"] == root[0]["finding"] == f["finding"]
+        assert fig["culprits"] == sorted(v["rank"] for v in root if v["culprit"]) \
+            == sorted(f["missing"] or f["culprits"])
+        assert fig["waiting"] == sorted(v["rank"] for v in root if v["verdict"] == "waiting")
+        assert fig["since_ns"] == root[0]["since_ns"]
+        assert fig["dumps"] == 4 and r.figure("hang1_missing") is None
+        (v,) = [h for h in r.headline if h.key == "hang1"]
+        assert r.headline[0] == v  # a hang is the run's first verdict
+        (culprit,) = fig["culprits"]
+        assert (v.evidence.screen, v.evidence.at) == ("hang", culprit)
+        assert v.text.startswith(f"Hang: rank {culprit} ")
+        assert f"#{f['seq']} (" in v.text and fig["group"] in v.text
+
+    def test_every_format_carries_the_verdict_and_md_html_its_sql(self, nccl, reports):
+        from tlview.report_render import RENDERERS
+
+        r = reports["skip"]
+        (inc,) = {d["incident"] for d in rows(nccl, "SELECT incident FROM fr_dumps WHERE "
+                                                    "source_path LIKE '%/skip/%'")}
+        sentence = r.headline[0].text
+        assert sentence == ("Hang: rank 3 never issued default_pg #10 (nccl:all_reduce); "
+                            "ranks 0-2 wait in it since 2026-11-28 06:19:14 UTC.")
+        for fmt, render in RENDERERS.items():
+            text = render(r)
+            assert (json.dumps(sentence) if fmt == "json" else
+                    sentence.replace("'", "&#x27;") if fmt == "html" else sentence) in text, fmt
+            if fmt in ("md", "html"):
+                assert f"FROM hang_verdict WHERE incident = {inc}" in text, fmt
+        doc = json.loads(RENDERERS["json"](r))
+        hang = next(s for s in doc["sections"] if s["key"] == "hang")
+        assert {f["key"]: f["value"] for f in hang["figures"]}["hang1_culprits"] == [3]
+
+    def test_a_missing_dump_and_what_can_still_be_concluded(self, tmp_path):
+        """Without the culprit's dump (rank 3 of skip) every rank with a dump issued #10 and
+        waits: only rank 3 can hold it up. Without a waiting rank's (0), rank 3 is named all
+        the same. (A truncated dump is refused by the ingest, so it reads as missing.)"""
+        from tlview.report_command import WORDS
+        from tlview.store.report import build_report
+
+        dumps = FR / "skip" / "timeout_dump"
+        for gone, culprits, words in ((3, [], "only rank 3 can hold it up"),
+                                      (0, [3], "the other dumps name the culprit")):
+            db = tmp_path / f"without{gone}.duckdb"
+            cli(["ingest", *(str(dumps / f"nccl_trace_rank_{r}") for r in range(4)
+                             if r != gone), "--db", str(db)])
+            with open_database(db, read_only=True) as d:
+                r = build_report(d, 1, WORDS)
+            assert r.figure("hang1_missing").value == [gone]
+            assert r.figure("hang1_culprits").value == culprits
+            assert words in r.headline[0].text and f"no dump of rank {gone}" in r.headline[0].text
+
+
+# Point-to-point and coalesced ops on gloo (make_fr_gloo.py p2p, coalesced; torch's analyzer on
+# them in fr_trace.txt beside each).
+P2P_COALESCED = ("p2p", "coalesced")
+
+
+@pytest.fixture(scope="module")
+def p2p_coalesced(tmp_path_factory) -> dict[str, Path]:
+    """Per scenario and form, a database of its three ranks' dumps."""
+    out = {}
+    for s in P2P_COALESCED:
+        for form in ("pickle", "json"):
+            db = tmp_path_factory.mktemp(f"{s}_{form}") / "d.duckdb"
+            ingest_into(db, *sorted((FR / f"gloo_{s}" / form).iterdir()))
+            out[f"{s}_{form}"] = db
+    return out
+
+
+class TestP2PAndCoalesced:
+    """What gloo records of point-to-point and coalesced ops, and the verdict against torch's
+    analyzer on the same dumps."""
+
+    def test_gloo_records_no_p2p_entry_but_p2p_takes_op_ids(self):
+        """Gloo writes no entry for send/recv or batch_isend_irecv: the dumps hold only the
+        all_reduces, and each ring exchange (one isend, one irecv) shows as two op ids that no
+        entry has; pg_status counts op ids, not collective sequence ids."""
+        for rank in range(3):
+            dump = json.loads((FR / "gloo_p2p" / "json" / f"fr_trace_rank_{rank}.json")
+                              .read_text())
+            entries = dump["entries"]
+            assert not any(e["is_p2p"] for e in entries)
+            assert {e["profiling_name"] for e in entries} == {"gloo:all_reduce"}
+            # all_reduce #k is op 3k - 2: the exchanges between take two op ids each
+            assert [(e["collective_seq_id"], e["op_id"]) for e in entries] == [
+                (k, 3 * k - 2) for k in range(1, len(entries) + 1)]
+            last = entries[-1]
+            enqueued = int(dump["pg_status"]["0"]["last_enqueued_collective"])
+            assert enqueued == last["op_id"] > last["collective_seq_id"]
+
+    @pytest.mark.parametrize("form", ["pickle", "json"])
+    def test_p2p_hang_is_fr_traces_verdict(self, p2p_coalesced, form):
+        """Rank 0 waits in a recv rank 1 never sends; ranks 1 and 2 go on to the all_reduce.
+        The dumps cannot show the recv: torch's analyzer and tlview both name rank 0 as
+        missing from that all_reduce, which is all a gloo dump can tell."""
+        (f,) = fr_trace_findings("p2p")
+        v = rows(p2p_coalesced[f"p2p_{form}"], "SELECT * FROM hang_verdict ORDER BY rank")
+        assert {(r["process_group"], r["seq"], r["finding"]) for r in v} == {
+            (f["group"], f["seq"], f["finding"])}
+        assert {r["rank"] for r in v if r["verdict"] == "never issued it"} == f["missing"]
+        assert {r["rank"] for r in v if r["culprit"]} == f["missing"] == {0}
+        assert {r["rank"] for r in v} == f["expected"]
+
+    @pytest.mark.parametrize("form", ["pickle", "json"])
+    def test_coalesced_mismatch_is_fr_traces_verdict(self, p2p_coalesced, form):
+        """Rank 2 coalesces the fourth step's two all_reduces the other way round: gloo records
+        one entry per coalesced group, and its input sizes differ ([[8], [4]] against
+        [[4], [8]]); the analyzer names rank 2, SIZE_OR_SYNTAX_MISMATCH, at seq 4."""
+        (f,) = [x for x in fr_trace_findings("coalesced") if x["finding"]]
+        assert f["culprits"] == {2: "SIZE_OR_SYNTAX_MISMATCH"}
+        v = {r["rank"]: r for r in rows(p2p_coalesced[f"coalesced_{form}"],
+                                        "SELECT * FROM hang_verdict")}
+        assert {(r["process_group"], r["seq"], r["finding"]) for r in v.values()} == {
+            (f["group"], f["seq"], f["finding"])}
+        assert {r for r, x in v.items() if x["culprit"]} == set(f["culprits"])
+        ref = json.loads((FR / "gloo_coalesced" / "json" / "fr_trace_rank_2.json").read_text())
+        (e,) = [e for e in ref["entries"] if e["collective_seq_id"] == f["seq"]]
+        assert v[2]["verdict"] == "different sizes"
+        assert json.loads(v[2]["in_sizes"]) == e["input_sizes"] == [[8], [4]]
+        assert json.loads(v[2]["expected_sizes"]) == [[4], [8]]
+
+
+def test_records_for_detects_both_forms_and_stacks():
+    fmts = {p.parent.name: next(r for r in records_for(p)).format for p in (
+        FR / "gloo_skip" / "pickle" / "fr_trace_rank_0",
+        FR / "gloo_skip" / "json" / "fr_trace_rank_0.json",
+        FR / "gloo_skip" / "stacks" / "rank0.faulthandler.txt")}
+    assert fmts == {"pickle": "flight_recorder", "json": "flight_recorder",
+                    "stacks": "stack_dump"}
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    from tlview.cli import main
+
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def state_of(db: Path) -> tuple:
+    with open_database(db, read_only=True) as d:
+        return (d.query("counts")[0], d.sql("SELECT count(*) FROM frames").fetchone(),
+                d.sql("SELECT count(*) FROM events_collective_recorded").fetchone())
+
+
+class _Evil:
+    """Unpickling this runs a shell command that writes a marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+class TestBadInput:
+    """One line naming the file, the place and what was expected; exit 2; the database
+    exactly as it was."""
+
+    @pytest.fixture
+    def db(self, tmp_path) -> Path:
+        db = tmp_path / "d.duckdb"
+        ingest_into(db, FR / "gloo_sizes" / "pickle" / "fr_trace_rank_0")
+        return db
+
+    def refused(self, capsys, db: Path, path: Path, *needles: str) -> str:
+        before = state_of(db)
+        code, _, err = run(capsys, "ingest", str(path), "--db", str(db))
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert path.name in err
+        for n in needles:
+            assert n in err, err
+        assert state_of(db) == before
+        return err
+
+    def test_truncated_pickle(self, capsys, db, tmp_path):
+        data = (FR / "gloo_skip" / "pickle" / "fr_trace_rank_0").read_bytes()
+        bad = tmp_path / "fr_trace_rank_0"
+        bad.write_bytes(data[:len(data) // 2])
+        self.refused(capsys, db, bad, "byte ", "truncated pickle")
+
+    def test_truncated_json(self, capsys, db, tmp_path):
+        text = (FR / "gloo_skip" / "json" / "fr_trace_rank_0.json").read_text()
+        bad = tmp_path / "fr_trace_rank_0.json"
+        bad.write_text(text[:len(text) // 2])
+        err = self.refused(capsys, db, bad, "truncated dump", "column ")
+        assert f"{bad.name}:1:" in err
+
+    @pytest.mark.parametrize("protocol", [2, 4])
+    def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(
+            self, capsys, db, tmp_path, protocol):
+        import pickle
+        import subprocess
+        import sys
+
+        real = json.loads((FR / "gloo_skip" / "json" / "fr_trace_rank_0.json").read_text())
+
+        def dump_with(marker: Path) -> bytes:  # a real dump, an entry's field the payload
+            first = real["entries"][0]
+            poisoned = {**json.loads(json.dumps(first)), "frames": _Evil(marker)}
+            return pickle.dumps({**real, "entries": [first, poisoned]}, protocol=protocol)
+
+        # the same bytes really run the command under pickle.load (in a child process)
+        probe, probe_marker = tmp_path / "probe.pkl", tmp_path / "PROBE"
+        probe.write_bytes(dump_with(probe_marker))
+        subprocess.run([sys.executable, "-c", "import pickle,sys; "
+                        "pickle.load(open(sys.argv[1],'rb'))", str(probe)],
+                       capture_output=True, check=False)
+        assert probe_marker.exists()
+        marker = tmp_path / "MARKER"
+        evil = tmp_path / "fr_trace_rank_1"
+        evil.write_bytes(dump_with(marker))
+        self.refused(capsys, db, evil, "refused pickle opcode", "system",
+                     "a Flight Recorder dump holds only", "nothing was run")
+        assert not marker.exists()
+
+    def test_odd_values_are_kept_as_null_not_a_crash(self, tmp_path):
+        data = json.loads((FR / "gloo_sizes" / "json" / "fr_trace_rank_0.json").read_text())
+        e = data["entries"][0]
+        e.update(record_id=2**70, input_sizes="x", process_group=7, is_p2p="no",
+                 duration_ms=float("1e300"), time_created_ns="123")
+        data["pg_config"] = {"0": {"name": "0", "desc": "default_pg", "ranks": '["0", 1]'}}
+        path = tmp_path / "fr_trace_rank_0.json"
+        path.write_text(json.dumps(data))
+        db = tmp_path / "o.duckdb"
+        ingest_into(db, path)
+        (r,) = rows(db, "SELECT step, in_sizes, process_group, is_p2p, dur_ns, ts_ns "
+                        "FROM events_collective_recorded ORDER BY seq LIMIT 1")
+        assert r == {"step": None, "in_sizes": '"x"', "process_group": "7", "is_p2p": None,
+                     "dur_ns": None, "ts_ns": 123}
+        (g,) = rows(db, "SELECT ranks FROM events_process_group")
+        assert g["ranks"] == [0, 1]
+
+    def test_a_dump_of_another_shape(self, capsys, db, tmp_path):
+        bad = tmp_path / "fr_trace_rank_4.json"
+        bad.write_text(json.dumps({"version": "2.10", "pg_config": {}, "entries": {"a": 1}}))
+        self.refused(capsys, db, bad, "entries is a dict, expected a list")
+
+    def test_missing_and_conflicting_ranks_are_said_in_one_line_each(self, capsys, tmp_path):
+        db = tmp_path / "r.duckdb"
+        folder = tmp_path / "dumps"
+        folder.mkdir()
+        for r in (0, 2):
+            (folder / f"fr_trace_rank_{r}").write_bytes(
+                (FR / "gloo_late" / "pickle" / f"fr_trace_rank_{r}").read_bytes())
+        (folder / "again_rank_2").write_bytes(
+            (FR / "gloo_late" / "pickle" / "fr_trace_rank_0").read_bytes())
+        code, out, err = run(capsys, "ingest", str(folder), "--db", str(db))
+        assert code == 0, err
+        hang = [ln for ln in out.splitlines() if ln.startswith(("hang:", "  "))]
+        assert hang[0] == "hang: incident 1: 3 Flight Recorder dumps (ranks 0), no dump of ranks 1-2"
+        notes = [ln for ln in hang if "note:" in ln]
+        assert len(notes) == 1 and "rank 2 is claimed by dumps of two processes" in notes[0]
+        assert "again_rank_2" in notes[0] and "fr_trace_rank_2" in notes[0]
+
+
+def test_compile_ids_that_diverge_across_ranks_are_told(tmp_path, capsys):
+    """Rank 1's real TORCH_TRACE log with its compile 1/0 cut out (as if it never compiled
+    that frame): compile_divergence names it, and the hang report of the ranks says so."""
+    import gzip
+
+    tt = FIXTURES / "torch_trace" / "two_ranks"
+    lines = gzip.open(tt / "dedicated_log_torch_trace_rank_1.log.gz", "rt").read().splitlines()
+    kept, skip = [], False
+    for ln in lines:
+        if not ln.startswith("\t"):
+            skip = '"frame_id": 1,' in ln
+        if not skip:
+            kept.append(ln)
+    cut = tmp_path / "dedicated_log_torch_trace_rank_1.log"
+    cut.write_text("\n".join(kept) + "\n")
+    db = tmp_path / "c.duckdb"
+    ingest_into(db, tt / "dedicated_log_torch_trace_rank_0.log.gz", cut)
+    want = {r["c"] for r in rows(db, "SELECT DISTINCT compile_id AS c FROM compile_events "
+                                     "WHERE rank = 0 AND compile_id LIKE '1/%'")}
+    got = rows(db, "SELECT * FROM compile_divergence ORDER BY compile_id")
+    assert {r["compile_id"] for r in got} == want and want
+    assert all(r["ranks"] == [0] and r["missing"] == [1] for r in got)
+    code, out, err = run(capsys, "ingest", *(str(p) for p in sorted(
+        (FR / "gloo_sizes" / "pickle").iterdir())), "--db", str(db))
+    assert code == 0, err
+    assert f"  note: TORCH_TRACE compile {got[0]['compile_id']} is in the logs of rank 0, " \
+           "not of rank 1" in out
