@@ -16,8 +16,13 @@
 --
 -- Matching. Within an incident, a collective is one (process group, collective_seq_id):
 -- torch numbers each group's collectives 1, 2, ... on every rank alike, so the same
--- number is the same collective. Point-to-point ops (is_p2p) are not matched here (gloo
--- records none; what NCCL records and torch's analyzer does with it: docs/hangs.md).
+-- number is the same collective. Point-to-point ops (is_p2p; gloo records none, NCCL one
+-- entry per send or recv): matched by hang_verdict only, in groups of two members, by
+-- p2p_seq_id (each rank numbers the group's p2p ops, a batch taking one id; with two
+-- members every p2p op involves both, so the same number is the same exchange; in larger
+-- groups the numbers of two ranks need not agree and p2p ops are not matched); a send
+-- pairs with the peer's recv of the same transfer. The other views leave them out.
+-- What torch's analyzer does with them: docs/hangs.md.
 
 -- Caches (store/caches.py CACHES, per dump: refreshed for the dumps an ingest touched, inside
 -- its transaction; rebuilt by `tlview migrate`): what the views below need of each dump's
@@ -306,6 +311,25 @@ LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.proc
 --   completed in another group, 'group:seq op' (a rank waiting elsewhere cannot come);
 --   root: true for the group whose collective was issued first in the incident (the
 --   others' hangs usually follow from it); reason: the row in words.
+--   Point-to-point exchanges (groups of two members; NCCL): per p2p id (p2p_seq_id) from
+--   where both rings hold the group's p2p ids, the first where a member issued no p2p op,
+--   the sends and recvs do not pair up (a send 'a->b' pairs with a recv 'b<-a' of the
+--   peer moving the same sizes, then dtypes: else 'op mismatch', 'size mismatch', 'dtype
+--   mismatch'), or an op is not completed (a batch's ops stay 'scheduled': its end entry,
+--   'nccl:coalesced' with the same p2p id, tells) is the group's exchange; the group's row
+--   set is the collective's or the exchange's, whichever was enqueued first (ties: the
+--   collective). Its rows: seq, the entries' collective_seq_id (the group's last
+--   collective before it: fr_trace's "sequence number"); p2p_seq, its p2p id; verdict as
+--   above (different sizes / op / dtypes: the rank has an op that pairs with nothing);
+--   culprit true for a rank that never issued it, NULL for ops that do not pair (the
+--   sender or the receiver may be wrong); expected_ops / expected_sizes: the peer's ops
+--   and input sizes; reason names each rank's unpaired ops and what the peer posted.
+--   p2p_seq: NULL on a collective's rows.
+--   Where two ranks split evenly (culprit NULL), torch's analyzer names one all the
+--   same: it takes the call of the rank whose dump it read first as the reference, in the
+--   order os.walk lists the folder (not sorted: rank 1 on gloo_sizes, rank 0 on the NCCL
+--   coalesced fixture), so its culprit there is not a property of the dumps and is not
+--   reproduced; of a p2p batch whose ops do not pair it names none.
 CREATE OR REPLACE VIEW hang_verdict AS
 WITH dumps AS MATERIALIZED (
     SELECT timeline_id, incident, rank FROM fr_dumps WHERE status = 'ok'
@@ -463,22 +487,7 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
                  || COALESCE('the others issued ' || v.expected_ops || ' '
                              || COALESCE(v.expected_sizes, ''), 'the ranks split evenly')
        END AS reason,
-       NULL::BIGINT AS p2p_seq,
-       -- torch's analyzer takes the first rank's call as the reference and names every
-       -- rank whose call differs from it (its dict of dumps: the lowest rank first)
-       CASE WHEN v.verdict IN ('issued a different op', 'different sizes',
-                               'different dtypes') AND v.major_h IS NULL
-            THEN v.h <> (SELECT arg_min(s2.h, s2.rank) FROM sig_h s2
-                         WHERE s2.incident = v.incident AND s2.process_group = v.process_group
-                           AND s2.seq = v.seq)
-            WHEN v.verdict IN ('waiting', 'completed') AND v.major_h IS NULL
-                 AND (v.op_diff OR v.size_diff OR v.dtype_diff)
-            THEN v.h <> (SELECT arg_min(s2.h, s2.rank) FROM sig_h s2
-                         WHERE s2.incident = v.incident AND s2.process_group = v.process_group
-                           AND s2.seq = v.seq)
-            WHEN v.verdict IN ('missing dump', 'not in its ring') THEN NULL
-            ELSE COALESCE(v.verdict NOT IN ('waiting', 'completed'), false) END
-           AS fr_trace_culprit
+       NULL::BIGINT AS p2p_seq
 FROM v JOIN grp g USING (incident, process_group)
 LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
 ), p2p_ops AS MATERIALIZED (  -- the point-to-point entries of groups of two members, each
@@ -591,9 +600,7 @@ LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
                 WHEN s.unmatched IS NOT NULL AND f.finding = 'dtype mismatch'
                 THEN 'different dtypes'
                 WHEN NOT s.completed THEN 'waiting'
-                ELSE 'completed' END AS verdict,
-           (SELECT count(*) FROM p2p_ops q WHERE q.incident = f.incident
-              AND q.process_group = f.process_group AND q.p2p_seq = f.p2p_seq) AS n_ops
+                ELSE 'completed' END AS verdict
     FROM p2p_first f, unnest(f.members) AS m(r)
     LEFT JOIN p2p_sig s ON s.incident = f.incident AND s.process_group = f.process_group
      AND s.p2p_seq = f.p2p_seq AND s.rank = m.r
@@ -630,17 +637,12 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
             ELSE 'rank ' || v.rank || ' ' || v.verdict || ' in p2p #' || v.p2p_seq || ': '
                  || v.unmatched || ' pairs with no op of the peer, which posted '
                  || COALESCE(v.peer_words, 'nothing')
-                 || ' (either side may be wrong: torch''s analyzer names no culprit of a'
-                 || ' batch either)'
+                 || ' (either side may be wrong'
+                 || CASE WHEN v.ops LIKE '% + %'
+                         THEN ': torch''s analyzer names no culprit of a batch either)'
+                         ELSE ')' END
        END AS reason,
-       v.p2p_seq,
-       -- torch's analyzer: a rank absent from the op is named; of a batch that does not
-       -- pair up it names none; a lone op's mismatch is not modelled here (NULL)
-       CASE WHEN v.verdict IN ('missing dump', 'not in its ring') THEN NULL
-            WHEN v.verdict = 'never issued it' THEN true
-            WHEN v.finding IN ('op mismatch', 'size mismatch', 'dtype mismatch')
-                 AND v.n_ops <= 2 THEN NULL
-            ELSE false END AS fr_trace_culprit
+       v.p2p_seq
 FROM p2p_v v JOIN grp g USING (incident, process_group)
 LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
 ), pick AS (  -- per group, the collective's finding, else the exchange's, whichever began
@@ -658,7 +660,7 @@ SELECT incident, process_group, pg_desc, seq, finding, rank, verdict, culprit, e
        expected_sizes, ops, in_sizes, out_sizes, dtypes, state, since_ns, last_op, last_group,
        last_seq, last_ns, blocked_in,
        dense_rank() OVER (PARTITION BY incident ORDER BY since_ns) = 1 AS root,
-       reason, p2p_seq, fr_trace_culprit
+       reason, p2p_seq
 FROM all_rows;
 
 -- hang_stacks: per rank of an incident with a Python stack dump, each thread's innermost
