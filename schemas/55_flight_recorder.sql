@@ -16,8 +16,13 @@
 --
 -- Matching. Within an incident, a collective is one (process group, collective_seq_id):
 -- torch numbers each group's collectives 1, 2, ... on every rank alike, so the same
--- number is the same collective. Point-to-point ops (is_p2p) are not matched here (gloo
--- records none; what NCCL records and torch's analyzer does with it: docs/hangs.md).
+-- number is the same collective. Point-to-point ops (is_p2p; gloo records none, NCCL one
+-- entry per send or recv): matched by hang_verdict only, in groups of two members, by
+-- p2p_seq_id (each rank numbers the group's p2p ops, a batch taking one id; with two
+-- members every p2p op involves both, so the same number is the same exchange; in larger
+-- groups the numbers of two ranks need not agree and p2p ops are not matched); a send
+-- pairs with the peer's recv of the same transfer. The other views leave them out.
+-- What torch's analyzer does with them: docs/hangs.md.
 
 -- Caches (store/caches.py CACHES, per dump: refreshed for the dumps an ingest touched, inside
 -- its transaction; rebuilt by `tlview migrate`): what the views below need of each dump's
@@ -306,6 +311,25 @@ LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.proc
 --   completed in another group, 'group:seq op' (a rank waiting elsewhere cannot come);
 --   root: true for the group whose collective was issued first in the incident (the
 --   others' hangs usually follow from it); reason: the row in words.
+--   Point-to-point exchanges (groups of two members; NCCL): per p2p id (p2p_seq_id) from
+--   where both rings hold the group's p2p ids, the first where a member issued no p2p op,
+--   the sends and recvs do not pair up (a send 'a->b' pairs with a recv 'b<-a' of the
+--   peer moving the same sizes, then dtypes: else 'op mismatch', 'size mismatch', 'dtype
+--   mismatch'), or an op is not completed (a batch's ops stay 'scheduled': its end entry,
+--   'nccl:coalesced' with the same p2p id, tells) is the group's exchange; the group's row
+--   set is the collective's or the exchange's, whichever was enqueued first (ties: the
+--   collective). Its rows: seq, the entries' collective_seq_id (the group's last
+--   collective before it: fr_trace's "sequence number"); p2p_seq, its p2p id; verdict as
+--   above (different sizes / op / dtypes: the rank has an op that pairs with nothing);
+--   culprit true for a rank that never issued it, NULL for ops that do not pair (the
+--   sender or the receiver may be wrong); expected_ops / expected_sizes: the peer's ops
+--   and input sizes; reason names each rank's unpaired ops and what the peer posted.
+--   p2p_seq: NULL on a collective's rows.
+--   Where two ranks split evenly (culprit NULL), torch's analyzer names one all the
+--   same: it takes the call of the rank whose dump it read first as the reference, in the
+--   order os.walk lists the folder (not sorted: rank 1 on gloo_sizes, rank 0 on the NCCL
+--   coalesced fixture), so its culprit there is not a property of the dumps and is not
+--   reproduced; of a p2p batch whose ops do not pair it names none.
 CREATE OR REPLACE VIEW hang_verdict AS
 WITH dumps AS MATERIALIZED (
     SELECT timeline_id, incident, rank FROM fr_dumps WHERE status = 'ok'
@@ -408,6 +432,7 @@ WITH dumps AS MATERIALIZED (
     FROM fr_dumps WHERE status = 'conflict' GROUP BY ALL
 ), v AS (
     SELECT r.*, s.ops, s.in_sizes, s.out_sizes, s.in_dtypes AS dtypes, s.state, s.completed,
+           s.h,
            mj.h AS major_h, mj.call.ops AS expected_ops, mj.call.in_sizes AS expected_sizes,
            mi.first AS my_first, cf.paths AS conflict_paths,
            CASE WHEN NOT r.has_dump THEN 'missing dump'
@@ -429,7 +454,7 @@ WITH dumps AS MATERIALIZED (
     LEFT JOIN major mj USING (incident, process_group, seq)
     LEFT JOIN mine mi USING (incident, process_group, rank)
     LEFT JOIN conflicts cf USING (incident, rank)
-)
+), coll AS (  -- the collectives' rows
 SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdict,
        CASE WHEN v.verdict IN ('missing dump', 'not in its ring') THEN NULL
             WHEN v.verdict IN ('waiting', 'completed') THEN false
@@ -442,7 +467,6 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
        (SELECT string_agg(p.what, ', ' ORDER BY p.what) FROM pending p
         WHERE p.incident = v.incident AND p.rank = v.rank
           AND p.process_group <> v.process_group) AS blocked_in,
-       dense_rank() OVER (PARTITION BY v.incident ORDER BY v.since_ns) = 1 AS root,
        CASE v.verdict
             WHEN 'missing dump' THEN 'rank ' || v.rank || ': '
                  || CASE WHEN v.conflict_paths IS NOT NULL
@@ -462,9 +486,182 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
                  || COALESCE(v.in_sizes, '') || ' where '
                  || COALESCE('the others issued ' || v.expected_ops || ' '
                              || COALESCE(v.expected_sizes, ''), 'the ranks split evenly')
-       END AS reason
+       END AS reason,
+       NULL::BIGINT AS p2p_seq
 FROM v JOIN grp g USING (incident, process_group)
-LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank;
+LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
+), p2p_ops AS MATERIALIZED (  -- the point-to-point entries of groups of two members, each
+    -- as a transfer: [src, dst] (group ranks, from the name: 'nccl:send 0->1' is from 0 to
+    -- 1, 'nccl:recv 0<-1' from 1 to 0), the sizes and dtypes it moves (a send's inputs, a
+    -- recv's outputs); completed: its state, else the end entry of its batch
+    -- ('nccl:coalesced' with its p2p id) completed (NCCL leaves a batch's ops 'scheduled')
+    SELECT e.incident, e.process_group, e.rank, e.timeline_id, e.p2p_seq_id AS p2p_seq,
+           e.seq_id, e.step, e.op, e.in_sizes, e.out_sizes, e.in_dtypes, e.state, e.ts_ns,
+           e.completed OR COALESCE(b.done, false) AS completed,
+           regexp_extract(e.op, '(send|recv) (\d+)(->|<-)(\d+)$', 1) AS kind,
+           CASE WHEN regexp_extract(e.op, '(\d+)(->|<-)(\d+)$', 2) = '->'
+                THEN [TRY_CAST(regexp_extract(e.op, '(\d+)(->|<-)(\d+)$', 1) AS BIGINT),
+                      TRY_CAST(regexp_extract(e.op, '(\d+)(->|<-)(\d+)$', 3) AS BIGINT)]
+                ELSE [TRY_CAST(regexp_extract(e.op, '(\d+)(->|<-)(\d+)$', 3) AS BIGINT),
+                      TRY_CAST(regexp_extract(e.op, '(\d+)(->|<-)(\d+)$', 1) AS BIGINT)]
+           END AS pair,
+           CASE WHEN e.op LIKE '%recv%' THEN e.out_sizes ELSE e.in_sizes END AS moved,
+           CASE WHEN e.op LIKE '%recv%' THEN e.out_dtypes ELSE e.in_dtypes END AS moved_dtypes
+    FROM _fr_entries e
+    JOIN grp g ON g.incident = e.incident AND g.process_group = e.process_group
+     AND len(g.members) = 2
+    LEFT JOIN (SELECT timeline_id, process_group, p2p_seq_id, bool_or(completed) AS done
+               FROM _fr_entries
+               WHERE NOT COALESCE(is_p2p, false) AND op LIKE '%:coalesced'
+               GROUP BY ALL) b
+      ON b.timeline_id = e.timeline_id AND b.process_group = e.process_group
+     AND b.p2p_seq_id = e.p2p_seq_id
+    WHERE e.is_p2p AND e.p2p_seq_id IS NOT NULL
+), p2p_mine AS (  -- each rank's p2p ids in the group: the first its ring holds (an entry
+    -- that is not p2p carries the last p2p id issued before it), the last it issued
+    SELECT e.incident, e.process_group, e.rank,
+           min(e.p2p_seq_id + CASE WHEN e.is_p2p THEN 0 ELSE 1 END) AS first,
+           max(e.p2p_seq_id) FILTER (WHERE e.is_p2p) AS last
+    FROM _fr_entries e
+    WHERE e.process_group IN (SELECT process_group FROM p2p_ops) AND e.p2p_seq_id IS NOT NULL
+    GROUP BY ALL
+), p2p_x AS (  -- per p2p id from where both rings hold them: who issued it, whether its
+    -- sends and recvs pair up ([src, dst] alone, then with sizes, then dtypes), done
+    SELECT o.incident, o.process_group, o.p2p_seq, min(o.seq_id) AS seq,
+           count(DISTINCT o.rank) AS issued,
+           list_sort(list([o.pair] ORDER BY o.step) FILTER (WHERE o.kind = 'send'))
+             <> list_sort(list([o.pair] ORDER BY o.step) FILTER (WHERE o.kind = 'recv'))
+             AS op_diff,
+           list_sort(list({'pair': o.pair, 'moved': o.moved} ORDER BY o.step) FILTER (WHERE o.kind = 'send'))
+             <> list_sort(list({'pair': o.pair, 'moved': o.moved} ORDER BY o.step)
+                          FILTER (WHERE o.kind = 'recv')) AS size_diff,
+           list_sort(list({'pair': o.pair, 'moved': o.moved, 'dtypes': o.moved_dtypes}
+                          ORDER BY o.step)
+                     FILTER (WHERE o.kind = 'send'))
+             <> list_sort(list({'pair': o.pair, 'moved': o.moved, 'dtypes': o.moved_dtypes}
+                          ORDER BY o.step)
+                          FILTER (WHERE o.kind = 'recv')) AS dtype_diff,
+           bool_and(o.completed) AS all_done, min(o.ts_ns) AS since_ns,
+           count(*) FILTER (WHERE o.kind = '') AS n_odd
+    FROM p2p_ops o
+    WHERE o.p2p_seq >= (SELECT max(m.first) FROM p2p_mine m
+                        WHERE m.incident = o.incident AND m.process_group = o.process_group)
+    GROUP BY ALL
+), p2p_first AS (
+    SELECT x.*, g.members, g.ranks_with_dump, x.issued < len(g.ranks_with_dump) AS rank_gone,
+           CASE WHEN x.issued < len(g.ranks_with_dump) THEN 'rank missing'
+                WHEN x.n_odd > 0 OR x.op_diff THEN 'op mismatch'
+                WHEN x.size_diff THEN 'size mismatch' WHEN x.dtype_diff THEN 'dtype mismatch'
+                WHEN len(g.missing) > 0 AND NOT x.all_done THEN 'rank missing'
+                ELSE 'not completed' END AS finding
+    FROM p2p_x x JOIN grp g USING (incident, process_group)
+    WHERE x.issued < len(g.ranks_with_dump) OR x.n_odd > 0 OR x.op_diff OR x.size_diff
+       OR x.dtype_diff OR NOT x.all_done
+    QUALIFY row_number() OVER (PARTITION BY x.incident, x.process_group ORDER BY x.p2p_seq)
+            = 1
+), p2p_sig AS (  -- per rank, its ops of that id in words, and those that pair with no op of
+    -- the other side (sends with no recv of the same transfer, and the reverse)
+    SELECT o.incident, o.process_group, o.rank, o.p2p_seq,
+           string_agg(o.op, ' + ' ORDER BY o.step) AS ops,
+           string_agg(o.in_sizes, ' + ' ORDER BY o.step) AS in_sizes,
+           string_agg(o.out_sizes, ' + ' ORDER BY o.step) AS out_sizes,
+           string_agg(o.in_dtypes, ' + ' ORDER BY o.step) AS dtypes,
+           min(o.state) AS state, bool_and(o.completed) AS completed,
+           string_agg(o.op || ' ' || o.moved, ' + ' ORDER BY o.step) AS words,
+           string_agg(o.op || ' ' || o.moved, ' + ' ORDER BY o.step) FILTER (WHERE NOT EXISTS (
+               SELECT 1 FROM p2p_ops q
+               WHERE q.incident = o.incident AND q.process_group = o.process_group
+                 AND q.p2p_seq = o.p2p_seq AND q.rank <> o.rank AND q.kind <> o.kind
+                 AND q.pair = o.pair AND q.moved = o.moved
+                 AND q.moved_dtypes IS NOT DISTINCT FROM o.moved_dtypes)) AS unmatched
+    FROM p2p_ops o JOIN p2p_first f USING (incident, process_group, p2p_seq)
+    GROUP BY ALL
+), p2p_v AS (
+    SELECT f.incident, f.process_group, f.seq, f.p2p_seq, f.finding, f.since_ns, m.r AS rank,
+           s.ops, s.in_sizes, s.out_sizes, s.dtypes, s.state, s.completed, s.unmatched,
+           (SELECT string_agg(s2.ops, '; ' ORDER BY s2.rank) FROM p2p_sig s2
+            WHERE s2.incident = f.incident AND s2.process_group = f.process_group
+              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> m.r) AS peer_ops,
+           (SELECT string_agg(s2.in_sizes, '; ' ORDER BY s2.rank) FROM p2p_sig s2
+            WHERE s2.incident = f.incident AND s2.process_group = f.process_group
+              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> m.r) AS peer_sizes,
+           (SELECT string_agg(s2.words, '; ' ORDER BY s2.rank)
+            FROM p2p_sig s2
+            WHERE s2.incident = f.incident AND s2.process_group = f.process_group
+              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> m.r) AS peer_words,
+           pm.first AS my_first,
+           CASE WHEN NOT list_contains(f.ranks_with_dump, m.r) THEN 'missing dump'
+                WHEN s.rank IS NULL AND pm.first > f.p2p_seq THEN 'not in its ring'
+                WHEN s.rank IS NULL THEN 'never issued it'
+                WHEN s.unmatched IS NOT NULL AND f.finding = 'op mismatch'
+                THEN 'issued a different op'
+                WHEN s.unmatched IS NOT NULL AND f.finding = 'size mismatch'
+                THEN 'different sizes'
+                WHEN s.unmatched IS NOT NULL AND f.finding = 'dtype mismatch'
+                THEN 'different dtypes'
+                WHEN NOT s.completed THEN 'waiting'
+                ELSE 'completed' END AS verdict
+    FROM p2p_first f, unnest(f.members) AS m(r)
+    LEFT JOIN p2p_sig s ON s.incident = f.incident AND s.process_group = f.process_group
+     AND s.p2p_seq = f.p2p_seq AND s.rank = m.r
+    LEFT JOIN p2p_mine pm ON pm.incident = f.incident AND pm.process_group = f.process_group
+     AND pm.rank = m.r
+), p2p AS (  -- the point-to-point exchanges' rows
+SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdict,
+       -- a transfer that does not pair up: either side may be wrong (a rank absent from
+       -- the exchange holds it up)
+       CASE WHEN v.verdict IN ('missing dump', 'not in its ring') THEN NULL
+            WHEN v.verdict IN ('waiting', 'completed') THEN false
+            WHEN v.verdict = 'never issued it' THEN true
+            ELSE NULL END AS culprit,
+       v.peer_ops AS expected_ops, v.peer_sizes AS expected_sizes, v.ops, v.in_sizes,
+       v.out_sizes, v.dtypes, v.state, v.since_ns, re.last_op, re.last_group, re.last_seq,
+       re.last_ns,
+       (SELECT string_agg(p.what, ', ' ORDER BY p.what) FROM pending p
+        WHERE p.incident = v.incident AND p.rank = v.rank
+          AND p.process_group <> v.process_group) AS blocked_in,
+       CASE v.verdict
+            WHEN 'missing dump' THEN 'rank ' || v.rank
+                 || ': no Flight Recorder dump of it in this incident'
+            WHEN 'never issued it' THEN 'rank ' || v.rank || ' never issued '
+                 || CASE WHEN g.pg_desc IS NULL OR g.pg_desc = 'undefined'
+                         THEN 'group ' || v.process_group ELSE g.pg_desc END
+                 || ' p2p #' || v.p2p_seq || ' (after #' || v.seq || '; the peer posted '
+                 || COALESCE(v.peer_ops, '?') || ')'
+                 || COALESCE('; its last entry: ' || re.last_op || ' ' || re.last_group
+                             || ':' || re.last_seq, '')
+            WHEN 'not in its ring' THEN 'rank ' || v.rank || ': its ring buffer starts at p2p #'
+                 || v.my_first || ', after p2p #' || v.p2p_seq
+            WHEN 'waiting' THEN 'rank ' || v.rank || ' issued ' || v.ops || ' and waits'
+            WHEN 'completed' THEN 'rank ' || v.rank || ' completed ' || v.ops
+            ELSE 'rank ' || v.rank || ' ' || v.verdict || ' in p2p #' || v.p2p_seq || ': '
+                 || v.unmatched || ' pairs with no op of the peer, which posted '
+                 || COALESCE(v.peer_words, 'nothing')
+                 || ' (either side may be wrong'
+                 || CASE WHEN v.ops LIKE '% + %'
+                         THEN ': torch''s analyzer names no culprit of a batch either)'
+                         ELSE ')' END
+       END AS reason,
+       v.p2p_seq
+FROM p2p_v v JOIN grp g USING (incident, process_group)
+LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
+), pick AS (  -- per group, the collective's finding, else the exchange's, whichever began
+    -- first (ties: the collective)
+    SELECT incident, process_group, arg_min(p2p, [since_ns, p2p::INT]) AS p2p
+    FROM (SELECT DISTINCT incident, process_group, since_ns, false AS p2p FROM coll
+          UNION ALL SELECT DISTINCT incident, process_group, since_ns, true FROM p2p)
+    GROUP BY ALL
+), all_rows AS (
+    SELECT c.* FROM coll c JOIN pick k USING (incident, process_group) WHERE NOT k.p2p
+    UNION ALL BY NAME
+    SELECT p.* FROM p2p p JOIN pick k USING (incident, process_group) WHERE k.p2p
+)
+SELECT incident, process_group, pg_desc, seq, finding, rank, verdict, culprit, expected_ops,
+       expected_sizes, ops, in_sizes, out_sizes, dtypes, state, since_ns, last_op, last_group,
+       last_seq, last_ns, blocked_in,
+       dense_rank() OVER (PARTITION BY incident ORDER BY since_ns) = 1 AS root,
+       reason, p2p_seq
+FROM all_rows;
 
 -- hang_stacks: per rank of an incident with a Python stack dump, each thread's innermost
 -- frames (stack dumps are joined by rank; where an incident's ranks have several stack

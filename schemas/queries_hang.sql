@@ -35,7 +35,7 @@ GROUP BY d.incident ORDER BY d.incident;
 -- The verdict rows of incident $1: root group first, culprits first.
 SELECT process_group, pg_desc, seq, finding, rank, verdict, culprit, expected_ops,
        expected_sizes, ops, in_sizes, since_ns, last_op, last_group, last_seq, last_ns,
-       blocked_in, root, reason
+       blocked_in, root, reason, p2p_seq
 FROM hang_verdict WHERE incident = $1
 ORDER BY NOT root, since_ns, process_group, culprit IS NOT TRUE, rank;
 

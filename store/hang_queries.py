@@ -36,6 +36,7 @@ class Verdict:
     blocked_in: str | None
     root: bool
     reason: str
+    p2p_seq: int | None = None  # a point-to-point exchange's p2p id; None: a collective
 
 
 @frozen

@@ -61,11 +61,28 @@ def group_line(rows: Sequence[Verdict]) -> str:
             parts.append(f"{who(ranks)}: {verdict}")
     undecided = [v.rank for v in rows if v.culprit is None and v.verdict not in
                  ("missing dump", "not in its ring")]
-    tail = (f" (ranks {rank_ranges(undecided)} split evenly: either may be wrong)"
-            if undecided else "")
+    tail = (f" (ranks {rank_ranges(undecided)} split evenly: either may be wrong"
+            f"{fr_trace_words(rows)})" if undecided else "")
     root = " [first in the incident]" if v0.root else ""
-    return (f"{group_name(v0.pg_desc, v0.process_group)} #{v0.seq} ({expected(rows)}), "
-            f"{v0.finding}: {'; '.join(parts)}{tail}{root}")
+    return f"{where(rows)}, {v0.finding}: {'; '.join(parts)}{tail}{root}"
+
+
+def where(rows: Sequence[Verdict]) -> str:
+    """``default_pg #10 (nccl:all_reduce)``; a point-to-point exchange with its p2p id:
+    ``default_pg #10 p2p #9 (nccl:send 0->1)``."""
+    v0 = rows[0]
+    p2p = f" p2p #{v0.p2p_seq}" if v0.p2p_seq is not None else ""
+    return f"{group_name(v0.pg_desc, v0.process_group)} #{v0.seq}{p2p} ({expected(rows)})"
+
+
+def fr_trace_words(rows: Sequence[Verdict]) -> str:
+    """Where tlview cannot tell the culprit, what torch's analyzer does: of a p2p exchange
+    whose ops do not pair it names none; of a collective split evenly it names the rank
+    whose dump it read second (os.walk's order of the folder: not a property of the
+    dumps)."""
+    if rows[0].p2p_seq is not None and any(v.ops and " + " in v.ops for v in rows):
+        return "; torch's analyzer names no culprit of a batch either"
+    return "; torch's analyzer names one by the order it reads the files in"
 
 
 def expected(rows: Sequence[Verdict]) -> str:
@@ -89,21 +106,21 @@ def hang_sentence(i: Incident, when: Callable[[int | None], str]) -> str:
         return (f"Flight Recorder dumps of {who(list(i.ranks))}: every collective they hold "
                 "matches across ranks and completed (no hang in them).")
     v0 = root[0]
-    where = f"{group_name(v0.pg_desc, v0.process_group)} #{v0.seq} ({expected(root)})"
+    at = where(root)
     culprits = [v for v in root if v.culprit]
     undecided = [v for v in root if v.culprit is None
                  and v.verdict not in ("missing dump", "not in its ring")]
     waiting = [v.rank for v in root if v.verdict == "waiting"]
     if culprits:
-        head = "; ".join(f"rank {v.rank} {_DID.get(v.verdict, v.verdict + ' at')} {where}"
+        head = "; ".join(f"rank {v.rank} {_DID.get(v.verdict, v.verdict + ' at')} {at}"
                          for v in culprits)
     elif undecided:
-        head = (f"ranks {rank_ranges([v.rank for v in undecided])} disagree at {where} "
-                f"({v0.finding}; split evenly: either may be wrong)")
+        head = (f"ranks {rank_ranges([v.rank for v in undecided])} disagree at {at} "
+                f"({v0.finding}; split evenly: either may be wrong{fr_trace_words(root)})")
     elif i.missing:
-        head = f"{where}: {v0.finding}"
+        head = f"{at}: {v0.finding}"
     else:
-        head = f"{where} {v0.finding}: every rank issued it and none finished it"
+        head = f"{at} {v0.finding}: every rank issued it and none finished it"
     out = f"Hang: {head}"
     if waiting:
         out += (f"; {who(waiting)} wait{'' if len(waiting) > 1 else 's'} in it since "
