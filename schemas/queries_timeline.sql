@@ -25,7 +25,11 @@ SELECT COALESCE((SELECT max(source_id) FROM sources), 0),
        (SELECT count(*) FROM timeline_records);
 
 -- name: tui_has_node_times
-SELECT count(DISTINCT column_name) = 3 FROM information_schema.columns
+-- Whether node_times can give a time: the view with its columns, and a measured kernel in
+-- the database (without a profiler trace every time is NULL, and reading node_times would
+-- cost its planning, ~0.7 CPU-s, on every timeline opened, for nothing).
+SELECT count(DISTINCT column_name) = 3 AND EXISTS (SELECT 1 FROM events_kernel_measured)
+FROM information_schema.columns
 WHERE table_name = 'node_times' AND column_name IN ('timeline_id', 'step', 'total_ns');
 
 -- name: tui_curve_stats

@@ -254,7 +254,8 @@ def timeline_notes(db: Database, timeline_id: int) -> tuple[str, ...]:
 
 
 def has_node_times(db: Database) -> bool:
-    """Whether a profile view ``node_times(timeline_id, step, total_ns, ...)`` exists."""
+    """Whether a profile view ``node_times(timeline_id, step, total_ns, ...)`` exists and
+    the database holds a measured kernel it could attach (else every time is NULL)."""
     return bool(db.query("tui_has_node_times")[0][0])
 
 

@@ -261,6 +261,13 @@ class TestHonestStates:
             assert "no buffer lifetimes" in str(app.screen.query_one("#status").render())
 
 
+def _a_measured_kernel(con: duckdb.DuckDBPyConnection) -> None:
+    """One measured kernel row: the TUI reads node_times only where a trace could give it
+    a time (the stand-in views below give every step one)."""
+    con.execute("INSERT INTO events_kernel_measured (source_id, timeline_id, seq) "
+                "VALUES (1, 1, 0)")
+
+
 class TestDurations:
     @asynctest
     async def test_duration_column_only_with_node_times(self, tmp_path):
@@ -269,11 +276,12 @@ class TestDurations:
         app = TlviewApp(str(path))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
-            # the profile schema defines node_times; no trace, so no time on any step
+            # the profile schema defines node_times; no trace, so it is not read
             steps = app.screen.query_one(ExecutionList)
-            assert steps.has_durations and steps.durations.get(3) is None
+            assert not steps.has_durations and steps.durations.get(3) is None
             assert not steps.timed
         con = duckdb.connect(str(path))
+        _a_measured_kernel(con)
         con.execute("CREATE OR REPLACE VIEW node_times AS SELECT timeline_id, step, node, "
                     "1000 * (step + 1) AS total_ns FROM nodes")
         con.close()
@@ -295,6 +303,7 @@ class TestDurations:
         path = tmp_path / "d.duckdb"
         ingest_into(path, SEED_001)
         con = duckdb.connect(str(path))
+        _a_measured_kernel(con)
         con.execute("CREATE OR REPLACE VIEW node_times AS SELECT timeline_id, step, node, "
                     "CAST(error('attachment failed') AS BIGINT) AS total_ns FROM nodes")
         con.close()
