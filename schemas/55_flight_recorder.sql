@@ -576,21 +576,24 @@ LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
                  AND q.moved_dtypes IS NOT DISTINCT FROM o.moved_dtypes)) AS unmatched
     FROM p2p_ops o JOIN p2p_first f USING (incident, process_group, p2p_seq)
     GROUP BY ALL
+), p2p_rows AS (  -- one row per member, apart from the joins below (the duckdb CLI 1.5
+    -- plans no outer join on a lateral unnest's columns)
+    SELECT f.*, m.r FROM p2p_first f, unnest(f.members) AS m(r)
 ), p2p_v AS (
-    SELECT f.incident, f.process_group, f.seq, f.p2p_seq, f.finding, f.since_ns, m.r AS rank,
+    SELECT f.incident, f.process_group, f.seq, f.p2p_seq, f.finding, f.since_ns, f.r AS rank,
            s.ops, s.in_sizes, s.out_sizes, s.dtypes, s.state, s.completed, s.unmatched,
            (SELECT string_agg(s2.ops, '; ' ORDER BY s2.rank) FROM p2p_sig s2
             WHERE s2.incident = f.incident AND s2.process_group = f.process_group
-              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> m.r) AS peer_ops,
+              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> f.r) AS peer_ops,
            (SELECT string_agg(s2.in_sizes, '; ' ORDER BY s2.rank) FROM p2p_sig s2
             WHERE s2.incident = f.incident AND s2.process_group = f.process_group
-              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> m.r) AS peer_sizes,
+              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> f.r) AS peer_sizes,
            (SELECT string_agg(s2.words, '; ' ORDER BY s2.rank)
             FROM p2p_sig s2
             WHERE s2.incident = f.incident AND s2.process_group = f.process_group
-              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> m.r) AS peer_words,
+              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> f.r) AS peer_words,
            pm.first AS my_first,
-           CASE WHEN NOT list_contains(f.ranks_with_dump, m.r) THEN 'missing dump'
+           CASE WHEN NOT list_contains(f.ranks_with_dump, f.r) THEN 'missing dump'
                 WHEN s.rank IS NULL AND pm.first > f.p2p_seq THEN 'not in its ring'
                 WHEN s.rank IS NULL THEN 'never issued it'
                 WHEN s.unmatched IS NOT NULL AND f.finding = 'op mismatch'
@@ -601,11 +604,11 @@ LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
                 THEN 'different dtypes'
                 WHEN NOT s.completed THEN 'waiting'
                 ELSE 'completed' END AS verdict
-    FROM p2p_first f, unnest(f.members) AS m(r)
+    FROM p2p_rows f
     LEFT JOIN p2p_sig s ON s.incident = f.incident AND s.process_group = f.process_group
-     AND s.p2p_seq = f.p2p_seq AND s.rank = m.r
+     AND s.p2p_seq = f.p2p_seq AND s.rank = f.r
     LEFT JOIN p2p_mine pm ON pm.incident = f.incident AND pm.process_group = f.process_group
-     AND pm.rank = m.r
+     AND pm.rank = f.r
 ), p2p AS (  -- the point-to-point exchanges' rows
 SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdict,
        -- a transfer that does not pair up: either side may be wrong (a rank absent from
