@@ -12,7 +12,7 @@ Inputs (the other benchmarks' builders, from the real fixtures):
 * Kineto (chrome_trace), the scheduler IR (inductor_ir), XLA (xla_buffer_assignment),
   the allocator snapshot (cuda_snapshot): ``TLVIEW_BENCH_TWINS_MB`` (default 20; the
   snapshot half of it);
-* Flight Recorder dumps (flight_recorder), each form: ``TLVIEW_BENCH_TWINS_FR_RANKS``
+* Flight Recorder dumps (flight_recorder), the pickle form: ``TLVIEW_BENCH_TWINS_FR_RANKS``
   (default 64) ranks' dumps of 2,000 entries, bench_hang's: the folder ingested whole,
   as a hang's dumps are, with ``-j`` the machine's cores (the workers forked from the
   measured process, the twin hidden in them too) and once with ``-j 1``.
@@ -20,7 +20,9 @@ Inputs (the other benchmarks' builders, from the real fixtures):
 The torch logs' twins were removed after this bench's runs of 2026-11-28
 (docs/benchmarks.md): the FX graph and output-code readers (torch_fx, wrapper_module,
 torch_wrapper) first, then torch_log (the dress, TORCH_TRACE's payload runs) with the
-event sink that served it (bench/results/2026-11-28-twins-torch_log.txt).
+event sink that served it (bench/results/2026-11-28-twins-torch_log.txt); then the Flight
+Recorder twin's JSON half (bench/results/2026-11-28-issue25-frnative.txt: json.loads is
+already compiled), its pickle half kept.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ from .harness import OUT, Result, run_child
 SIZE_MB = float(os.environ.get("TLVIEW_BENCH_TWINS_MB", "20"))
 RUNS = int(os.environ.get("TLVIEW_BENCH_TWINS_RUNS", "3"))
 
-# The entry points each twin adds to the core ("*": the format has no other twin; the
-# core is left out whole).
-FR_PICKLE, FR_JSON = "FlightRecorderParser", "flight_recorder_json"
+# The entry point of the Flight Recorder twin (the other formats' twins: "*", the core
+# left out whole).
+FR_PICKLE = "FlightRecorderParser"
 FR_RANKS = int(os.environ.get("TLVIEW_BENCH_TWINS_FR_RANKS", "64"))
 
 
@@ -105,7 +107,6 @@ def _input(label: str) -> Path:
         "XLA": lambda: bench_xla.build(SIZE_MB),
         "snapshot": lambda: bench_snapshot.scaled_snapshot(SIZE_MB / 2),
         "FR pickle": lambda: bench_hang.dumps("pickle", FR_RANKS),
-        "FR json": lambda: bench_hang.dumps("json", FR_RANKS),
     }
     return build[label]()
 
@@ -118,9 +119,7 @@ CASES: list[tuple[str, ...]] = [
     ("xla_buffer_assignment", "XLA", "*", ""),
     ("cuda_snapshot", "snapshot", "*", ""),
     ("flight_recorder", "FR pickle", FR_PICKLE, "", CORES),
-    ("flight_recorder", "FR json", FR_JSON, "", CORES),
     ("flight_recorder", "FR pickle", FR_PICKLE, "", "1"),
-    ("flight_recorder", "FR json", FR_JSON, "", "1"),
 ]
 
 

@@ -330,16 +330,16 @@ class _Dump:
             out += columns.records()
         return out
 
-    def native_outputs(self, outputs: list[Any], loads: Any = None) -> Iterator[Record]:
+    def native_outputs(self, outputs: list[Any]) -> Iterator[Record]:
         """The records of the compiled core's outputs (native/flight_recorder.hpp): its
-        rows, the entries it left to this reader (``loads`` makes a JSON entry's value),
-        the attrs keys in the order they were first counted, frames and stacks."""
+        rows, the entries it left to this reader, the attrs keys in the order they were
+        first counted, frames and stacks."""
         for item in outputs:
             tag = item[0]
             if tag == "batch":
                 yield from self.native_rows(item[1])
             elif tag == "entry":
-                self.entry(item[1] if loads is None else loads(item[1]))
+                self.entry(item[1])
                 if self.n_rows() >= BATCH:
                     yield from self.rows()
             elif tag == "key":
@@ -451,15 +451,16 @@ def _is_pickle(path: str) -> bool:
 
 def parse_flight_recorder(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
     """The timeline of one rank's dump: its entries, groups, their progress, the note.
-    The compiled core reads the entries where it is built (the same rows: native.py)."""
-    core = native.module()
+    The compiled core reads a pickle where it is built (the same rows: native.py); JSON is
+    json.loads's (already compiled: a twin of it earned too little, docs/native.md)."""
     if _is_pickle(path):
+        core = native.module()
         if core is not None and hasattr(core, "FlightRecorderParser"):
             yield from _parse_pickle_native(core, path, progress)
         else:
             yield from _parse_pickle(path, progress)
     else:
-        yield from _parse_json(path, core if hasattr(core, "flight_recorder_json") else None)
+        yield from _parse_json(path)
 
 
 def _check_top(path: str, item: Any) -> None:
@@ -512,31 +513,17 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
             raise IngestError(path, None, f"corrupt gzip data ({e})") from None
 
 
-def _parse_json(path: str, core: Any = None) -> Iterator[Record]:
+def _parse_json(path: str) -> Iterator[Record]:
     try:
-        yield from _parse_json_nested(path, core)
+        yield from _parse_json_nested(path)
     except RecursionError:  # json.loads of data nested ~1,000 deep
         raise IngestError(path, None, "data nested too deep for Python's JSON reader; "
                           "expected the JSON of a Flight Recorder dump") from None
 
 
-def _parse_json_nested(path: str, core: Any) -> Iterator[Record]:
+def _parse_json_nested(path: str) -> Iterator[Record]:
     with open_binary(path) as f:
         data = f.read()
-    got = core.flight_recorder_json(path, data) if core is not None else None
-    if got is not None:  # the compiled core read it; else this code reads it or says why
-        outputs, rest, has_entries, (_, keys, old_seq_ids) = got
-        del data
-        dump = _Dump(path, "json")
-        yield dump.timeline()
-        yield from dump.native_outputs(outputs, json.loads)
-        dump.native_counts(keys, old_seq_ids)
-        top = json.loads(rest)
-        if has_entries:
-            top["entries"] = []
-        yield from dump.rows()
-        yield from dump.tail(top)
-        return
     try:
         top = json.loads(data)
     except UnicodeDecodeError as e:

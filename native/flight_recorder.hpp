@@ -1,5 +1,5 @@
 // Flight Recorder dumps: the compiled twin of ingest/flight_recorder.py's per-entry work
-// (_Dump.entry), for both forms (flight_recorder_pickle.cpp, flight_recorder_json.cpp).
+// (_Dump.entry), for the pickle form (flight_recorder_pickle.cpp).
 // The Python module is the specification: every entry it reads as plain data of the
 // kinds torch writes (text keys, ints, bools, None, text, lists) becomes here the same
 // row of collective_recorded's columns, the same attrs text and the same unknown-key
@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "columns.hpp"
-#include "pyjson.hpp"
 
 namespace tlv::fr {
 
@@ -327,13 +326,13 @@ struct Batch {
     }
 };
 
-// What both forms hand to Python, in file order: batches of rows, entries Python reads
+// What the reader hands to Python, in file order: batches of rows, entries Python reads
 // itself, attrs keys counted for the first time (the note lists them in that order).
 struct Out {
     enum Kind { Rows, Entry, NewKey } kind;
     std::unique_ptr<Batch> batch;  // Rows
-    std::string text;  // NewKey: the key; Entry (JSON form): the entry's JSON
-    size_t value = 0;  // Entry (pickle form): the index of its value (see the reader)
+    std::string text;  // NewKey: the key
+    size_t value = 0;  // Entry: the index of its value (see the reader)
 };
 
 // The rows of one dump, and the note's counts of what the rows hold.
@@ -366,9 +365,9 @@ struct Rows {
         if (batch->rows >= kBatchRows) flush();
     }
     // An entry Python reads: the rows before it go first.
-    void python_entry(std::string json, size_t value) {
+    void python_entry(size_t value) {
         flush();
-        outs.push_back(Out{Out::Entry, nullptr, std::move(json), value});
+        outs.push_back(Out{Out::Entry, nullptr, {}, value});
     }
     // ("counts", {key: n}, old_seq_ids): what the rows add to the note.
     PyObject* counts_py() const {

@@ -5,6 +5,7 @@
 // _parse_pickle with pickle_stream.PickleStream and cuda_snapshot.Interner).
 #include "cuda_snapshot.hpp"
 #include "flight_recorder.hpp"
+#include "pyjson.hpp"
 
 namespace tlv {
 namespace {
@@ -175,7 +176,7 @@ struct Reader final : snapshot::Items {
 
     void to_python(const Val& v) {
         values.push_back(v);
-        rows.python_entry({}, values.size() - 1);
+        rows.python_entry(values.size() - 1);
     }
 
     // The row's fields but the stack; false: Python reads the entry.
