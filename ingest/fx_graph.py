@@ -36,6 +36,7 @@ from typing import Any
 import attrs
 
 from .errors import IngestError
+from .pytext import CALL
 from .records import (
     BufferAliased,
     BufferAllocated,
@@ -70,7 +71,6 @@ _DECL = re.compile(r'(?P<name>[A-Za-z_]\w*): "(?P<ann>[^"]*)"')
 _DECLS = re.compile(r'(?<!\w)\d*(?P<name>[A-Za-z_]\w*): "(?P<ann>[^"]*)"')
 _NODE = re.compile(r'(?P<name>[A-Za-z_]\w*)(?:: "(?P<ann>[^"]*)")? = (?P<rhs>.*)\Z')
 _RELEASE = re.compile(r"(?:[A-Za-z_]\w* = )+None\Z")
-_CALL = re.compile(r"(?P<target>[A-Za-z_][\w.]*)\((?P<args>.*)\)\Z")
 _GETITEM = re.compile(r"(?P<base>[A-Za-z_]\w*)\[(?P<i>-?\d+)\]\Z")
 _FILE = re.compile(r"#\s*File: (?P<loc>.*)")
 _FORWARD = re.compile(r"def forward\(self(?:, )?(?P<params>.*)\):\s*\Z")
@@ -134,10 +134,10 @@ def graph_summary(lines: Iterable[tuple[int, str]]) -> dict[str, Any]:
         if m is None:
             continue
         rhs = m["rhs"].strip()
-        call = _CALL.match(rhs)
+        call = CALL.match(rhs)
         if m["ann"] is None:
             if call is not None:
-                tuples[m["name"]] = op_name(call["target"])
+                tuples[m["name"]] = op_name(call["callee"])
             continue
         a = _loose_annotation(m["ann"])
         if a is None:
@@ -147,7 +147,7 @@ def graph_summary(lines: Iterable[tuple[int, str]]) -> dict[str, Any]:
         if g is not None and g["base"] in tuples:
             outputs.append((tuples[g["base"]], int(g["i"]), a["dtype"], shape, stride))
         elif call is not None:
-            outputs.append((op_name(call["target"]), None, a["dtype"], shape, stride))
+            outputs.append((op_name(call["callee"]), None, a["dtype"], shape, stride))
     return {"outputs": outputs, "inputs": inputs}
 
 
@@ -386,10 +386,10 @@ class FxGraphParser:
         a = parse_annotation(ann) if ann else None
         target: str | None = None
         args = ""
-        m = _CALL.match(rhs)
+        m = CALL.match(rhs)
         g = _GETITEM.match(rhs)
         if m:
-            target, args = m["target"], m["args"]
+            target, args = m["callee"], m["args"]
         elif g:
             target = "getitem"
         if target == "operator.getitem" and m:

@@ -49,7 +49,7 @@ import attrs
 
 from .errors import IngestError
 from .fx_graph import op_name
-from .pytext import balance, dims, split_args, split_comment, split_semicolons
+from .pytext import CALL, balance, dims, split_args, split_comment, split_semicolons
 from .records import (
     BufferAliased,
     BufferAllocated,
@@ -88,7 +88,6 @@ _ASSIGN = re.compile(r"(?P<lhs>[A-Za-z_]\w*)\s*=\s*(?P<rhs>.*)\Z")
 _NAME = re.compile(r"[A-Za-z_]\w*\Z")
 _SYMBOL = re.compile(r"(?:s|u|ps|ks|q|zuf)\d+\Z")  # Inductor's size symbols (s77 = primals_3)
 _INDEX = re.compile(r"(?P<base>[A-Za-z_]\w*)\[(?P<i>\d+)\]\Z")
-_CALL = re.compile(r"(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)\Z")
 _RAND_STRIDED = re.compile(r"(?P<name>\w+) = rand_strided\((?P<args>.*)\)\Z")
 _DEVICE_GUARD = re.compile(r"with torch\.(?P<dev>\w+)\._DeviceGuard\((?P<idx>\d+)\):")
 _RAW_STREAM = re.compile(r"(?P<name>\w+) = get_raw_stream\((?P<idx>\d+)\)\Z")
@@ -521,7 +520,7 @@ class WrapperParser:
             dels = [st[4:].strip() for st in stmts[1:] if st.startswith("del ")]
             self._assign(m["lhs"], m["rhs"].strip(), dels, comment, number, s)
             return
-        m = _CALL.match(first)
+        m = CALL.match(first)
         if m:
             self._call(m["callee"], m["args"], number, s)
             return
@@ -591,7 +590,7 @@ class WrapperParser:
             for d in dels:
                 self._del(d, number, reuse=False)
             return
-        m = _CALL.match(rhs)
+        m = CALL.match(rhs)
         callee = m["callee"] if m else None
         if callee in _ALLOC_FNS or callee in _CONTIGUOUS_ALLOC_FNS:
             assert m is not None
@@ -765,7 +764,7 @@ class WrapperParser:
         a = arg.strip()
         if _NAME.match(a) and a in self.bound:
             return a
-        m = _CALL.match(a)
+        m = CALL.match(a)
         if m and m["callee"] == "reinterpret_tensor":
             inner = self._split_args(m["args"])
             if inner and inner[0].strip() in self.bound:
@@ -1164,7 +1163,7 @@ class WrapperParser:
 def _target_of(rhs: str) -> str | None:
     if _NAME.match(rhs):
         return rhs
-    m = _CALL.match(rhs)
+    m = CALL.match(rhs)
     if m and m["callee"] in ("reinterpret_tensor", "alloc_from_pool"):
         a = split_args(m["args"])
         return a[0].strip() if a else None

@@ -7,8 +7,11 @@ comments, bracket balance (for statements that span lines), and shape tuples.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 _SPECIAL = re.compile(r"[()\[\]{},'\"\\]")
+# A whole expression that is one call: `f(a, b)`, `torch.ops.aten.mm.default(x, y)`
+CALL = re.compile(r"(?P<callee>[A-Za-z_][\w.]*)\((?P<args>.*)\)\Z")
 
 
 def split_args(text: str) -> list[str]:
@@ -51,19 +54,27 @@ def dims(text: str) -> list[str]:
     return [d for d in split_args(t) if d]
 
 
-def balance(text: str) -> int:
-    opened = text.count("(") + text.count("[") + text.count("{")
-    if opened == text.count(")") + text.count("]") + text.count("}"):
-        return 0
-    depth = 0
+def _outside_quotes(text: str) -> Iterator[tuple[int, str]]:
+    """Each character of ``text`` outside a quoted string, with its index (the quotes
+    themselves left out)."""
     quote: str | None = None
-    for ch in text:
+    for i, ch in enumerate(text):
         if quote:
             if ch == quote:
                 quote = None
         elif ch in "'\"":
             quote = ch
-        elif ch in "([{":
+        else:
+            yield i, ch
+
+
+def balance(text: str) -> int:
+    opened = text.count("(") + text.count("[") + text.count("{")
+    if opened == text.count(")") + text.count("]") + text.count("}"):
+        return 0
+    depth = 0
+    for _, ch in _outside_quotes(text):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
@@ -74,14 +85,8 @@ def split_comment(s: str) -> tuple[str, str, str]:
     """Code and trailing ``# comment`` (quotes respected)."""
     if "#" not in s:
         return s, "", ""
-    quote: str | None = None
-    for i, ch in enumerate(s):
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "#":
+    for i, ch in _outside_quotes(s):
+        if ch == "#":
             return s[:i].rstrip(), "#", s[i + 1:].strip()
     return s, "", ""
 
@@ -91,22 +96,14 @@ def split_semicolons(code: str) -> list[str]:
         return [code]
     out: list[str] = []
     depth = 0
-    quote: str | None = None
-    cur: list[str] = []
-    for ch in code:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
+    start = 0
+    for i, ch in _outside_quotes(code):
+        if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
         elif ch == ";" and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
+            out.append(code[start:i])
+            start = i + 1
+    out.append(code[start:])
     return out
