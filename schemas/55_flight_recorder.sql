@@ -579,19 +579,20 @@ LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
 ), p2p_rows AS (  -- one row per member, apart from the joins below (the duckdb CLI 1.5
     -- plans no outer join on a lateral unnest's columns)
     SELECT f.*, m.r FROM p2p_first f, unnest(f.members) AS m(r)
+), p2p_peer AS (  -- per member, what the other ranks posted: their ops, input sizes, and
+    -- ops with what each moves, in rank order
+    SELECT f.incident, f.process_group, f.p2p_seq, f.r,
+           string_agg(s.ops, '; ' ORDER BY s.rank) AS ops,
+           string_agg(s.in_sizes, '; ' ORDER BY s.rank) AS sizes,
+           string_agg(s.words, '; ' ORDER BY s.rank) AS words
+    FROM p2p_rows f
+    JOIN p2p_sig s ON s.incident = f.incident AND s.process_group = f.process_group
+     AND s.p2p_seq = f.p2p_seq AND s.rank <> f.r
+    GROUP BY ALL
 ), p2p_v AS (
     SELECT f.incident, f.process_group, f.seq, f.p2p_seq, f.finding, f.since_ns, f.r AS rank,
            s.ops, s.in_sizes, s.out_sizes, s.dtypes, s.state, s.completed, s.unmatched,
-           (SELECT string_agg(s2.ops, '; ' ORDER BY s2.rank) FROM p2p_sig s2
-            WHERE s2.incident = f.incident AND s2.process_group = f.process_group
-              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> f.r) AS peer_ops,
-           (SELECT string_agg(s2.in_sizes, '; ' ORDER BY s2.rank) FROM p2p_sig s2
-            WHERE s2.incident = f.incident AND s2.process_group = f.process_group
-              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> f.r) AS peer_sizes,
-           (SELECT string_agg(s2.words, '; ' ORDER BY s2.rank)
-            FROM p2p_sig s2
-            WHERE s2.incident = f.incident AND s2.process_group = f.process_group
-              AND s2.p2p_seq = f.p2p_seq AND s2.rank <> f.r) AS peer_words,
+           pp.ops AS peer_ops, pp.sizes AS peer_sizes, pp.words AS peer_words,
            pm.first AS my_first,
            CASE WHEN NOT list_contains(f.ranks_with_dump, f.r) THEN 'missing dump'
                 WHEN s.rank IS NULL AND pm.first > f.p2p_seq THEN 'not in its ring'
@@ -607,6 +608,8 @@ LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
     FROM p2p_rows f
     LEFT JOIN p2p_sig s ON s.incident = f.incident AND s.process_group = f.process_group
      AND s.p2p_seq = f.p2p_seq AND s.rank = f.r
+    LEFT JOIN p2p_peer pp ON pp.incident = f.incident AND pp.process_group = f.process_group
+     AND pp.p2p_seq = f.p2p_seq AND pp.r = f.r
     LEFT JOIN p2p_mine pm ON pm.incident = f.incident AND pm.process_group = f.process_group
      AND pm.rank = f.r
 ), p2p AS (  -- the point-to-point exchanges' rows
