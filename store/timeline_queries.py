@@ -174,13 +174,9 @@ class UnderNode:
 
 
 @frozen
-class CollectiveInFlight:
-    node: str
-    op: str | None
-    bytes: int | None
-    issue_step: int
-    wait_node: str | None
-    wait_step: int | None
+class CollectiveInFlight(Collective):
+    """A collective in flight at a step, with the compute scheduled under it."""
+
     under: tuple[UnderNode, ...]  # compute between issue and wait (first few)
     n_under: int
 
