@@ -31,7 +31,7 @@ from .prompts import Prompt
 from .reader import Reader
 from .row_list import Column, RowList
 from .timeline_messages import Exported, PeakKnown
-from .title_bar import TitleBar
+from .title_bar import TitleBar, timeline_heading
 
 KEYS = (
     ("[ ]  <- ->", "previous / next step"),
@@ -127,8 +127,8 @@ class HoldersScreen(Screen[None]):
     def _title(self) -> None:
         info = self.timeline
         self.query_one(TitleBar).show(
-            f"tlview  {info.title or info.name}  who holds the memory at step {self.step:,} of "
-            f"{info.n_steps:,}")
+            timeline_heading(info),
+            keep=f"who holds the memory at step {self.step:,} of {info.n_steps:,}")
 
     # -- reads ----------------------------------------------------------------------------
 
