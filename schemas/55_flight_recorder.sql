@@ -333,8 +333,11 @@ LEFT JOIN ops od ON od.timeline_id = q.timeline_id AND od.process_group = q.proc
 CREATE OR REPLACE VIEW hang_verdict AS
 WITH dumps AS MATERIALIZED (
     SELECT timeline_id, incident, rank FROM fr_dumps WHERE status = 'ok'
-), grp AS MATERIALIZED (
-    SELECT * FROM fr_groups
+), grp AS MATERIALIZED (  -- called: the group as the reasons name it (its description,
+    -- else, none or torch's 'undefined', 'group <name>': store/hang_queries.group_name)
+    SELECT *, CASE WHEN pg_desc IS NULL OR pg_desc = 'undefined' THEN 'group ' || process_group
+                   ELSE pg_desc END AS called
+    FROM fr_groups
 ), mine AS MATERIALIZED (  -- each rank's ids in each group: what its ring holds (grouped
     -- by dump first: the calls are joined to nothing row by row)
     SELECT d.incident, k.process_group, d.rank, k.timeline_id, k.first, k.last
@@ -420,8 +423,11 @@ WITH dumps AS MATERIALIZED (
 ), rows AS (
     SELECT f.*, m.r AS rank, list_contains(f.ranks_with_dump, m.r) AS has_dump
     FROM found f, unnest(f.members) AS m(r)
-), reach AS (  -- each rank's newest entry, any group (_fr_dump_stats_derived, cached)
-    SELECT d.incident, d.rank, s.last_op, s.last_group, s.last_seq, s.last_ns
+), reach AS (  -- each rank's newest entry, any group (_fr_dump_stats_derived, cached),
+    -- and in words for the reasons
+    SELECT d.incident, d.rank, s.last_op, s.last_group, s.last_seq, s.last_ns,
+           '; its last entry: ' || s.last_op || ' ' || s.last_group || ':' || s.last_seq
+             AS last_words
     FROM dumps d JOIN _cache_fr_dump_stats s USING (timeline_id)
 ), pending AS (  -- each rank's oldest entry not completed, per group
     SELECT incident, rank, process_group,
@@ -464,9 +470,6 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
             ELSE true END AS culprit,
        v.expected_ops, v.expected_sizes, v.ops, v.in_sizes, v.out_sizes, v.dtypes,
        v.state, v.since_ns, re.last_op, re.last_group, re.last_seq, re.last_ns,
-       (SELECT string_agg(p.what, ', ' ORDER BY p.what) FROM pending p
-        WHERE p.incident = v.incident AND p.rank = v.rank
-          AND p.process_group <> v.process_group) AS blocked_in,
        CASE v.verdict
             WHEN 'missing dump' THEN 'rank ' || v.rank || ': '
                  || CASE WHEN v.conflict_paths IS NOT NULL
@@ -474,10 +477,8 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
                               || ') claim it'
                          ELSE 'no Flight Recorder dump of it in this incident' END
             WHEN 'never issued it' THEN 'rank ' || v.rank || ' never issued '
-                 || CASE WHEN g.pg_desc IS NULL OR g.pg_desc = 'undefined'
-                         THEN 'group ' || v.process_group ELSE g.pg_desc END || ' #' || v.seq || ' (' || COALESCE(v.expected_ops, '?') || ')'
-                 || COALESCE('; its last entry: ' || re.last_op || ' ' || re.last_group
-                             || ':' || re.last_seq, '')
+                 || g.called || ' #' || v.seq || ' (' || COALESCE(v.expected_ops, '?') || ')'
+                 || COALESCE(re.last_words, '')
             WHEN 'not in its ring' THEN 'rank ' || v.rank || ': its ring buffer starts at #'
                  || v.my_first || ', after #' || v.seq
             WHEN 'waiting' THEN 'rank ' || v.rank || ' issued ' || v.ops || ' and waits'
@@ -623,19 +624,13 @@ SELECT v.incident, v.process_group, g.pg_desc, v.seq, v.finding, v.rank, v.verdi
        v.peer_ops AS expected_ops, v.peer_sizes AS expected_sizes, v.ops, v.in_sizes,
        v.out_sizes, v.dtypes, v.state, v.since_ns, re.last_op, re.last_group, re.last_seq,
        re.last_ns,
-       (SELECT string_agg(p.what, ', ' ORDER BY p.what) FROM pending p
-        WHERE p.incident = v.incident AND p.rank = v.rank
-          AND p.process_group <> v.process_group) AS blocked_in,
        CASE v.verdict
             WHEN 'missing dump' THEN 'rank ' || v.rank
                  || ': no Flight Recorder dump of it in this incident'
             WHEN 'never issued it' THEN 'rank ' || v.rank || ' never issued '
-                 || CASE WHEN g.pg_desc IS NULL OR g.pg_desc = 'undefined'
-                         THEN 'group ' || v.process_group ELSE g.pg_desc END
-                 || ' p2p #' || v.p2p_seq || ' (after #' || v.seq || '; the peer posted '
-                 || COALESCE(v.peer_ops, '?') || ')'
-                 || COALESCE('; its last entry: ' || re.last_op || ' ' || re.last_group
-                             || ':' || re.last_seq, '')
+                 || g.called || ' p2p #' || v.p2p_seq || ' (after #' || v.seq
+                 || '; the peer posted ' || COALESCE(v.peer_ops, '?') || ')'
+                 || COALESCE(re.last_words, '')
             WHEN 'not in its ring' THEN 'rank ' || v.rank || ': its ring buffer starts at p2p #'
                  || v.my_first || ', after p2p #' || v.p2p_seq
             WHEN 'waiting' THEN 'rank ' || v.rank || ' issued ' || v.ops || ' and waits'
@@ -664,10 +659,13 @@ LEFT JOIN reach re ON re.incident = v.incident AND re.rank = v.rank
 )
 SELECT incident, process_group, pg_desc, seq, finding, rank, verdict, culprit, expected_ops,
        expected_sizes, ops, in_sizes, out_sizes, dtypes, state, since_ns, last_op, last_group,
-       last_seq, last_ns, blocked_in,
+       last_seq, last_ns,
+       (SELECT string_agg(p.what, ', ' ORDER BY p.what) FROM pending p
+        WHERE p.incident = a.incident AND p.rank = a.rank
+          AND p.process_group <> a.process_group) AS blocked_in,
        dense_rank() OVER (PARTITION BY incident ORDER BY since_ns) = 1 AS root,
        reason, p2p_seq
-FROM all_rows;
+FROM all_rows a;
 
 -- hang_stacks: per rank of an incident with a Python stack dump, each thread's innermost
 -- frames (stack dumps are joined by rank; where an incident's ranks have several stack
