@@ -54,18 +54,25 @@ def dims(text: str) -> list[str]:
     return [d for d in split_args(t) if d]
 
 
-def _outside_quotes(text: str) -> Iterator[tuple[int, str]]:
-    """Each character of ``text`` outside a quoted string, with its index (the quotes
-    themselves left out)."""
+# What each reader below looks for, and both quotes (the other characters change nothing)
+_BRACKETS = re.compile(r"[()\[\]{}'\"]")
+_HASH = re.compile(r"[#'\"]")
+_BRACKETS_SEMI = re.compile(r"[()\[\]{};'\"]")
+
+
+def _outside_quotes(text: str, marks: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    """Each character ``marks`` finds in ``text`` outside a quoted string, with its index
+    (``marks`` finds both quotes too; they are left out)."""
     quote: str | None = None
-    for i, ch in enumerate(text):
+    for m in marks.finditer(text):
+        ch = m.group()
         if quote:
             if ch == quote:
                 quote = None
         elif ch in "'\"":
             quote = ch
         else:
-            yield i, ch
+            yield m.start(), ch
 
 
 def balance(text: str) -> int:
@@ -73,7 +80,7 @@ def balance(text: str) -> int:
     if opened == text.count(")") + text.count("]") + text.count("}"):
         return 0
     depth = 0
-    for _, ch in _outside_quotes(text):
+    for _, ch in _outside_quotes(text, _BRACKETS):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
@@ -85,7 +92,7 @@ def split_comment(s: str) -> tuple[str, str, str]:
     """Code and trailing ``# comment`` (quotes respected)."""
     if "#" not in s:
         return s, "", ""
-    for i, ch in _outside_quotes(s):
+    for i, ch in _outside_quotes(s, _HASH):
         if ch == "#":
             return s[:i].rstrip(), "#", s[i + 1:].strip()
     return s, "", ""
@@ -97,7 +104,7 @@ def split_semicolons(code: str) -> list[str]:
     out: list[str] = []
     depth = 0
     start = 0
-    for i, ch in _outside_quotes(code):
+    for i, ch in _outside_quotes(code, _BRACKETS_SEMI):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
