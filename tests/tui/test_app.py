@@ -22,7 +22,7 @@ from tlview.tui.live_buffers import LiveBuffers
 from tlview.tui.memory_curve import MemoryCurve
 
 from tests.conftest import SEED_000, SEED_001, SEED_002, ingest_into
-from tests.tui.pilot import asynctest, press, settle, wait_for
+from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
 
@@ -114,7 +114,9 @@ class TestSearch:
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            await press(pilot, "slash", *"buf1048", "enter")
+            await press(pilot, "slash")
+            await type_text(pilot, "buf1048")
+            await press(pilot, "enter")
             assert app.screen.step == alloc
             assert app.screen.query_one(LiveBuffers).selected.buffer == "buf1048"
 
@@ -124,9 +126,13 @@ class TestSearch:
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            await press(pilot, "slash", *"extern_kernels.mm", "enter")
+            await press(pilot, "slash")
+            await type_text(pilot, "extern_kernels.mm")
+            await press(pilot, "enter")
             assert app.screen.step == mm_step
-            await press(pilot, "slash", *"op1012_", "enter")
+            await press(pilot, "slash")
+            await type_text(pilot, "op1012_")
+            await press(pilot, "enter")
             assert app.screen.step == 879
 
     @asynctest
@@ -134,7 +140,9 @@ class TestSearch:
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            await press(pilot, "j", "slash", *"x'; DROP TABLE events; --", "enter")
+            await press(pilot, "j", "slash")
+            await type_text(pilot, "x'; DROP TABLE events; --")
+            await press(pilot, "enter")
             assert app.screen.step == 1
             assert any("no node, kernel or buffer matches" in n.message
                        for n in app._notifications)

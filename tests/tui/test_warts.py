@@ -14,7 +14,7 @@ from tlview.tui.app import TlviewApp
 from tlview.tui.timeline_screen import TimelineScreen
 
 from tests.conftest import FIXTURES, SEED_003, ingest_into
-from tests.tui.pilot import asynctest, press, settle, wait_for
+from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
 XLA_MLP = FIXTURES / "xla" / "module_0032.jit_mlp_train_step.cpu_after_optimizations-buffer-assignment.txt"
@@ -72,7 +72,9 @@ class TestXlaNodes:
         app = TlviewApp(str(seed))
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            await press(pilot, "g", *"100", "enter")
+            await press(pilot, "g")
+            await type_text(pilot, "100")
+            await press(pilot, "enter")
             text = node_text(app)
             assert "reads nothing" not in text and "writes nothing" not in text
             assert "operands fusion.123, p.16" in text
