@@ -9,15 +9,29 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
 
-async def settle(pilot: Pilot, rounds: int = 4) -> None:
-    """Workers post messages that start more workers: wait a few rounds of that."""
+async def settle(pilot: Pilot, rounds: int = 100) -> None:
+    """Workers post messages that start more workers: wait until nothing is left to do.
+
+    Done when, twice in a row, every message queued on the app and its screen has been
+    handled and no worker is pending or running (a handler may start a worker or post a
+    message); then one pause, for the screen to be drawn. Exact, not a fixed number of
+    rounds: a round costs no sleep (``rounds`` bounds it, as a worker that waits for a
+    locked file never ends)."""
     app = pilot.app
+    quiet = 0
     for _ in range(rounds):
-        await pilot.pause()
+        await pilot._wait_for_screen()
+        busy = [w for w in app.workers if not w.is_finished]
+        if not busy:
+            quiet += 1
+            if quiet == 2:
+                break
+            continue
+        quiet = 0
         try:
-            await app.workers.wait_for_complete()
+            await app.workers.wait_for_complete(busy)
         except WorkerCancelled:  # replaced by a newer read of its group, or its screen left
-            await pilot.pause()
+            pass
     await pilot.pause()
 
 

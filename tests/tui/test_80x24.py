@@ -72,9 +72,11 @@ class TestPeakKey:
             assert biggest.buffer in body[header + 1].split("▏")[-1]
 
 
-class TestTitle:
+class TestTitleAndHelp:
     @asynctest
-    async def test_the_step_stays_when_the_name_is_long(self, irs):
+    async def test_the_step_stays_when_the_name_is_long_and_help_lines_wrap(self, irs):
+        """One session: the title line keeps the step when the name is long; then the
+        help's long lines wrap under their own column."""
         app = TlviewApp(str(irs))
         async with app.run_test(size=SIZE) as pilot:
             screen = await _open(pilot, 0)
@@ -83,6 +85,16 @@ class TestTitle:
             assert title.endswith(f"step {screen.step} of {screen.timeline.n_steps}")
             name = screen.timeline.title  # the title, as the chooser names it, cut at its end
             assert len(name) > 40 and title.startswith(" tlview  " + name[:30])
+
+            await press(pilot, "question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            lines = screen_text(app).splitlines()
+            tab = next(i for i, ln in enumerate(lines) if "Tab " in ln and "focus:" in ln)
+            key, col = lines[tab].index("Tab "), lines[tab].index("focus:")
+            assert "then arrows scroll it" not in lines[tab]  # it does not fit on one line
+            # the description goes on on the next line under its own column, not under Tab
+            assert lines[tab + 1][key:col].strip() == "" and lines[tab + 1][col:col + 1].strip()
+            assert "scroll it" in lines[tab + 1]
 
 
 class TestCompareKey:
@@ -133,23 +145,6 @@ class TestAscii:
             assert not drawn & set("─│┌┐└┘▏▕▔▁"), sorted(drawn)
             await press(pilot, "question_mark")
             assert not {c for c in screen_text(app) if not c.isascii()} & set("─│┌┐└┘")
-
-
-class TestHelp:
-    @asynctest
-    async def test_long_lines_wrap_under_their_own_column(self, irs):
-        app = TlviewApp(str(irs))
-        async with app.run_test(size=SIZE) as pilot:
-            await _open(pilot, 0)
-            await press(pilot, "question_mark")
-            assert isinstance(app.screen, HelpScreen)
-            lines = screen_text(app).splitlines()
-            tab = next(i for i, ln in enumerate(lines) if "Tab " in ln and "focus:" in ln)
-            key, col = lines[tab].index("Tab "), lines[tab].index("focus:")
-            assert "then arrows scroll it" not in lines[tab]  # it does not fit on one line
-            # the description goes on on the next line under its own column, not under Tab
-            assert lines[tab + 1][key:col].strip() == "" and lines[tab + 1][col:col + 1].strip()
-            assert "scroll it" in lines[tab + 1]
 
 
 class TestGraphSources:

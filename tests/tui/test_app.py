@@ -6,6 +6,7 @@ queried directly with duckdb, never from the UI's own queries.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ from tlview.tui.live_buffers import LiveBuffers
 from tlview.tui.memory_curve import MemoryCurve
 
 from tests.conftest import SEED_000, SEED_001, SEED_002, ingest_into
-from tests.tui.pilot import asynctest, press, settle, wait_for
+from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
 
@@ -30,6 +31,14 @@ from tests.tui.screen_text import screen_text
 def two_timelines(tmp_path_factory):
     path = tmp_path_factory.mktemp("tui") / "two.duckdb"
     ingest_into(path, SEED_000, SEED_001)
+    return path
+
+
+@pytest.fixture(scope="module")
+def seed001_file(tmp_path_factory):
+    """Seed 001 ingested once: a test that changes it works on a copy of the file."""
+    path = tmp_path_factory.mktemp("tui") / "001.duckdb"
+    ingest_into(path, SEED_001)
     return path
 
 
@@ -50,14 +59,28 @@ def node_text(app) -> str:
 
 
 class TestStepping:
-    """j/k, arrows, PgDn, Home/End move the cursor; the panels follow it."""
+    """j/k, arrows, PgDn, Home/End move the cursor; the panels follow it; / searches from
+    the cursor. One session: each step starts where a fresh app would (Home is step 0,
+    the search reads only the text and the step)."""
 
     @asynctest
-    async def test_step_keys_move_cursor_and_node(self, seed000):
+    async def test_step_keys_move_cursor_and_node_then_search(self, seed000):
         nodes = dict(view(seed000, "SELECT step, node FROM nodes"))
+        curve = view(seed000, "SELECT step, alloc_bytes, freed_bytes FROM memory_curve "
+                              "WHERE step < 10 ORDER BY step")
+        ((alloc, last),) = view(seed000, "SELECT alloc_step, last_step FROM buffers "
+                                         "WHERE buffer = 'buf1048'")
+        ((mm_step,),) = view(seed000, "SELECT min(step) FROM nodes WHERE kernel LIKE '%mm%'")
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
+            # the first screen is quick: a smoke check of responsiveness on the largest
+            # seed (the benchmark measures more)
+            t0 = time.perf_counter()
             await settle(pilot)
+            assert time.perf_counter() - t0 < 10
+            # the rows show the bytes allocated and freed
+            rows = app.screen.query_one(ExecutionList).rows
+            assert [(s, rows[s].alloc_bytes, rows[s].freed_bytes) for s, _, _ in curve] == curve
             assert app.screen.step == 0 and nodes[0] in node_text(app)
             await press(pilot, "j", "j", "right", "down", "k", "left")
             assert app.screen.step == 2
@@ -72,20 +95,36 @@ class TestStepping:
             live = app.screen.query_one(LiveBuffers).live
             assert live is not None and live.step == app.screen.step
 
-    @asynctest
-    async def test_rows_show_bytes_allocated_and_freed(self, seed000):
-        curve = view(seed000, "SELECT step, alloc_bytes, freed_bytes FROM memory_curve "
-                              "WHERE step < 10 ORDER BY step")
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            rows = app.screen.query_one(ExecutionList).rows
-            assert [(s, rows[s].alloc_bytes, rows[s].freed_bytes) for s, _, _ in curve] == curve
+            # SQL characters are a parameter
+            await press(pilot, "home", "j", "slash")
+            await type_text(pilot, "x'; DROP TABLE events; --")
+            await press(pilot, "enter")
+            assert app.screen.step == 1
+            assert any("no node, kernel or buffer matches" in n.message
+                       for n in app._notifications)
+            # a buffer: its allocation (the prompt's text is selected: typing replaces it)
+            await press(pilot, "home", "slash")
+            await type_text(pilot, "buf1048")
+            await press(pilot, "enter")
+            assert app.screen.step == alloc
+            assert app.screen.query_one(LiveBuffers).selected.buffer == "buf1048"
+            # a kernel, then a node
+            await press(pilot, "home", "slash")
+            await type_text(pilot, "extern_kernels.mm")
+            await press(pilot, "enter")
+            assert app.screen.step == mm_step
+            await press(pilot, "slash")
+            await type_text(pilot, "op1012_")
+            await press(pilot, "enter")
+            assert app.screen.step == 879
+        assert view(seed000, "SELECT count(*) > 0 FROM events") == [(True,)]
 
 
 class TestPeak:
     @asynctest
-    async def test_p_lands_on_peak_and_live_list_sums_to_it(self, seed000):
+    async def test_p_lands_on_peak_then_b_highlights_a_buffer_lifetime(self, seed000):
+        """p: the peak, the live list summing to it; then b highlights the selected
+        buffer's lifetime and jumps between its allocation and last use."""
         ((peak_step, peak_bytes),) = view(seed000, "SELECT peak_step, peak_bytes FROM peak_memory")
         ((n_live,),) = view(seed000, "SELECT count(*) FROM live_at(1, ?)", peak_step)
         app = TlviewApp(str(seed000))
@@ -105,49 +144,6 @@ class TestPeak:
             curve = app.screen.query_one(MemoryCurve).curve
             assert curve.peak_step == peak_step and max(curve.buckets) == peak_bytes
 
-
-class TestSearch:
-    @asynctest
-    async def test_search_buffer_jumps_to_its_allocation(self, seed000):
-        ((alloc, last),) = view(seed000, "SELECT alloc_step, last_step FROM buffers "
-                                         "WHERE buffer = 'buf1048'")
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "slash", *"buf1048", "enter")
-            assert app.screen.step == alloc
-            assert app.screen.query_one(LiveBuffers).selected.buffer == "buf1048"
-
-    @asynctest
-    async def test_search_node_and_kernel(self, seed000):
-        ((mm_step,),) = view(seed000, "SELECT min(step) FROM nodes WHERE kernel LIKE '%mm%'")
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "slash", *"extern_kernels.mm", "enter")
-            assert app.screen.step == mm_step
-            await press(pilot, "slash", *"op1012_", "enter")
-            assert app.screen.step == 879
-
-    @asynctest
-    async def test_sql_characters_are_a_parameter(self, seed000):
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "j", "slash", *"x'; DROP TABLE events; --", "enter")
-            assert app.screen.step == 1
-            assert any("no node, kernel or buffer matches" in n.message
-                       for n in app._notifications)
-        assert view(seed000, "SELECT count(*) > 0 FROM events") == [(True,)]
-
-
-class TestBufferLifetime:
-    @asynctest
-    async def test_b_highlights_and_jumps_between_alloc_and_last(self, seed000):
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "p")
             buf = app.screen.query_one(LiveBuffers).selected
             ((alloc, last),) = view(seed000, "SELECT alloc_step, last_step FROM buffers "
                                              "WHERE buffer = ?", buf.buffer)
@@ -270,9 +266,9 @@ def _a_measured_kernel(con: duckdb.DuckDBPyConnection) -> None:
 
 class TestDurations:
     @asynctest
-    async def test_duration_column_only_with_node_times(self, tmp_path):
+    async def test_duration_column_only_with_node_times(self, tmp_path, seed001_file):
         path = tmp_path / "d.duckdb"
-        ingest_into(path, SEED_001)
+        shutil.copy(seed001_file, path)
         app = TlviewApp(str(path))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
@@ -297,11 +293,11 @@ class TestDurations:
 
 
     @asynctest
-    async def test_rows_do_not_wait_for_node_times(self, tmp_path):
+    async def test_rows_do_not_wait_for_node_times(self, tmp_path, seed001_file):
         """node_times attaches kernels as it is read (seconds with traces): the execution
         order is drawn without it, and a failing read of it costs only the time column."""
         path = tmp_path / "d.duckdb"
-        ingest_into(path, SEED_001)
+        shutil.copy(seed001_file, path)
         con = duckdb.connect(str(path))
         _a_measured_kernel(con)
         con.execute("CREATE OR REPLACE VIEW node_times AS SELECT timeline_id, step, node, "
@@ -316,20 +312,6 @@ class TestDurations:
             steps = app.screen.query_one(ExecutionList)
             await wait_for(pilot, lambda: len(steps.rows) > 5)
             assert not steps.timed and steps.durations == {}
-
-
-def test_first_screen_is_quick(seed000):
-    """A smoke check of responsiveness on the largest seed (the benchmark measures more)."""
-    import asyncio
-
-    async def go() -> float:
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            t0 = time.perf_counter()
-            await settle(pilot)
-            return time.perf_counter() - t0
-
-    assert asyncio.run(go()) < 10
 
 
 class TestNotes:

@@ -72,7 +72,9 @@ def view(path, sql, *params):
 
 class TestChooserScale:
     @asynctest
-    async def test_thousand_timelines_ready_at_once_with_peaks(self, catalog):
+    async def test_thousand_timelines_ready_at_once_with_peaks_then_keys(self, catalog):
+        """One session: 1,004 timelines ready at once with their peaks; then the keys
+        move the cursor and Enter opens."""
         want = view(catalog, "SELECT t.timeline_id, t.name, p.peak_bytes, p.peak_step "
                              "FROM timelines t JOIN peak_memory p USING (timeline_id) "
                              "ORDER BY 1")
@@ -88,11 +90,7 @@ class TestChooserScale:
             assert "1,004 timelines" in text
             assert "0_forward" in text and "1.00 KiB" in text
 
-    @asynctest
-    async def test_keys_move_and_enter_opens(self, catalog):
-        app = TlviewApp(str(catalog))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
+            # the keys move the cursor, Enter opens
             table = app.screen.query_one("#chooser-table")
             await press(pilot, "j", "j", "j", "k")
             assert table.cursor == 2

@@ -54,7 +54,7 @@ class TestCompareMode:
             assert isinstance(app.screen, ChooserScreen)
             assert "compare 1 with" in screen_text(app).splitlines()[0]
             await press(pilot, "j", "c")
-            await settle(pilot, 8)
+            await settle(pilot)
             screen = app.screen
             assert isinstance(screen, CompareScreen)
             snap = screen.snapshot
@@ -93,7 +93,7 @@ class TestCompareMode:
             await press(pilot, "t", "k", "c")
             assert isinstance(app.screen, ChooserScreen) and app.screen.compare_from == 1
             await press(pilot, "j", "c")
-            await settle(pilot, 8)
+            await settle(pilot)
             assert isinstance(app.screen, CompareScreen)
             assert (app.screen.a.timeline_id, app.screen.b.timeline_id) == (1, 2)
 
@@ -106,7 +106,7 @@ class TestCompareMode:
             assert isinstance(app.screen, ChooserScreen)
             assert "compare" not in screen_text(app).splitlines()[0]
             await press(pilot, "c", "j", "j", "c")  # an IR against a snapshot
-            await settle(pilot, 8)
+            await settle(pilot)
             assert isinstance(app.screen, CompareScreen)
             assert "not of the same kind" in screen_text(app)
 
@@ -115,7 +115,7 @@ def keys(*names: str):
     async def run_before(pilot) -> None:
         await settle(pilot)
         await press(pilot, *names)
-        await settle(pilot, 8)
+        await settle(pilot)
 
     return run_before
 

@@ -68,10 +68,19 @@ class TestAtThePeak:
     """Seed 000 at its peak (step 879): 258 live buffers, 26,812,233,984 bytes."""
 
     @asynctest
-    async def test_groups_by_producer_with_bytes_and_share(self, seed000):
+    async def test_groups_largest_buffers_sort_filter_and_steps(self, seed000):
+        """One session from p, w: the groups by producer with bytes and share, the largest
+        buffers on top and visible at 80x24; then sorting, filtering and stepping."""
         ((peak_step, peak_bytes),) = view(seed000, "SELECT peak_step, peak_bytes FROM peak_memory")
         live = view(seed000, "SELECT producer, bytes FROM live_at(1, ?)", peak_step)
         want = grouped(live, peak_bytes)
+        top = [b for (b,) in view(seed000, "SELECT buffer FROM live_at(1, 879) LIMIT 10")]
+        by_alloc = [b for (b,) in view(seed000, "SELECT buffer FROM live_at(1, 879) "
+                                                "ORDER BY alloc_step, buffer")]
+        matching = [b for (b,) in view(
+            seed000, "SELECT buffer FROM live_at(1, 879) WHERE dtype = 'bfloat16' "
+                     "AND contains(shape, '3136') ORDER BY bytes DESC, buffer")]
+        ((at_880,),) = view(seed000, "SELECT count(*) FROM live_at(1, 880)")
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
@@ -85,31 +94,12 @@ class TestAtThePeak:
             text = screen_text(app)
             assert "op1012_op1015_op1030_op1033" in text and "49.1%" in text
             assert "live 26,812,233,984 B (24.97 GiB)" in text
-
-    @asynctest
-    async def test_largest_buffers_on_top_and_visible_at_80x24(self, seed000):
-        top = [b for (b,) in view(seed000, "SELECT buffer FROM live_at(1, 879) LIMIT 10")]
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "p", "w")
-            assert [b.buffer for b in app.screen.shown[:10]] == top
-            text = screen_text(app)
+            # the largest buffers on top, visible at 80x24
+            assert [b.buffer for b in screen.shown[:10]] == top
             for name in top:
                 assert f"\n{name} " in text, name
 
-    @asynctest
-    async def test_sort_filter_and_steps(self, seed000):
-        by_alloc = [b for (b,) in view(seed000, "SELECT buffer FROM live_at(1, 879) "
-                                                "ORDER BY alloc_step, buffer")]
-        matching = [b for (b,) in view(
-            seed000, "SELECT buffer FROM live_at(1, 879) WHERE dtype = 'bfloat16' "
-                     "AND contains(shape, '3136') ORDER BY bytes DESC, buffer")]
-        ((at_880,),) = view(seed000, "SELECT count(*) FROM live_at(1, 880)")
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "p", "w", "s")
+            await press(pilot, "s")
             assert [b.buffer for b in app.screen.shown] == by_alloc
             await press(pilot, "s", "s", "s")  # back to bytes
             await press(pilot, "slash")

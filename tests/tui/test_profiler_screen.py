@@ -171,9 +171,13 @@ class TestWindowReads:
 
 class TestProfilerScreen:
     @asynctest
-    async def test_trace_opens_on_lanes_not_no_steps(self, coll):
+    async def test_trace_opens_on_lanes_not_no_steps_then_zoom_and_steps(self, coll):
+        """One session: the trace opens on its lanes, then +/0 zoom and ]/[ step."""
         trace = load(COLL_RANK0 / "rank0.pt.trace.json.gz")
         first7 = next(r for r in gpu_rows(trace) if r[0] == 7)
+        tid = trace_tid(coll)
+        steps = view(coll, "SELECT gpu_first_ns, gpu_last_ns FROM step_totals "
+                           "WHERE timeline_id = ? ORDER BY step", tid)
         app = TlviewApp(str(coll))
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
@@ -188,6 +192,19 @@ class TestProfilerScreen:
             assert (screen.kernel.ts_ns, screen.kernel.name) == (first7[1], first7[3])
             assert "30.78% overlapped by compute" in text
             assert "3 profiler steps" in text
+
+            whole = screen.col_ns
+            await press(pilot, "plus", "plus")
+            assert screen.col_ns == whole // 4
+            await press(pilot, "0")
+            assert screen.col_ns == whole
+            await press(pilot, "right_square_bracket")  # from step 1, where the cursor is
+            first, last = steps[1]
+            assert screen.cursor_ns == first and screen.t0 == first
+            assert screen.t0 + screen.cols * screen.col_ns >= last
+            assert screen.query_one("#steps-table").cursor == 1
+            await press(pilot, "left_square_bracket")
+            assert screen.cursor_ns == steps[0][0]
 
     @asynctest
     async def test_scrub_by_kernel_and_time_shows_duration_and_launch(self, coll):
@@ -220,32 +237,11 @@ class TestProfilerScreen:
             assert screen.kernel.ts_ns < screen.cursor_ns + screen.col_ns
 
     @asynctest
-    async def test_zoom_and_steps(self, coll):
-        tid = trace_tid(coll)
-        steps = view(coll, "SELECT gpu_first_ns, gpu_last_ns FROM step_totals "
-                           "WHERE timeline_id = ? ORDER BY step", tid)
-        app = TlviewApp(str(coll))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "slash")
-            await type_text(pilot, "kineto")
-            await press(pilot, "enter", "enter")
-            screen = app.screen
-            whole = screen.col_ns
-            await press(pilot, "plus", "plus")
-            assert screen.col_ns == whole // 4
-            await press(pilot, "0")
-            assert screen.col_ns == whole
-            await press(pilot, "right_square_bracket")  # from step 1, where the cursor is
-            first, last = steps[1]
-            assert screen.cursor_ns == first and screen.t0 == first
-            assert screen.t0 + screen.cols * screen.col_ns >= last
-            assert screen.query_one("#steps-table").cursor == 1
-            await press(pilot, "left_square_bracket")
-            assert screen.cursor_ns == steps[0][0]
-
-    @asynctest
     async def test_enter_opens_the_attached_node_and_m_comes_back(self, single):
+        """One session: Enter on a kernel opens its node, m comes back; then m on a copy
+        of the graph: the folder holds the forward's output code twice (compile.log and
+        the debug tree): the copy's times come from the other (graph_copies); m finds
+        its kernels."""
         tid = trace_tid(single)
         att = view(single, "SELECT a.seq, a.graph_timeline_id, a.step, a.node, e.ts_ns "
                            "FROM kernel_attachments a JOIN measured e "
@@ -253,6 +249,16 @@ class TestProfilerScreen:
                            "WHERE a.timeline_id = ? ORDER BY e.ts_ns, a.seq, "
                            "a.graph_timeline_id", tid)
         first = att[0]
+        copy, source, copy_step = view(
+            single, "SELECT timeline_id, copy_of, min(step) FROM node_times "
+                    "WHERE copy_of IS NOT NULL AND n_gpu_events > 0 GROUP BY ALL "
+                    "ORDER BY timeline_id LIMIT 1")[0]
+        copy_want = [r[0] for r in view(
+            single, "SELECT a.seq FROM kernel_attachments a JOIN measured e "
+                    "ON e.timeline_id = a.timeline_id AND e.seq = a.seq "
+                    "WHERE a.graph_timeline_id = ? AND a.step = ? ORDER BY e.ts_ns, a.seq",
+            source, copy_step)]
+        assert copy_want
         app = TlviewApp(str(single))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
@@ -281,29 +287,12 @@ class TestProfilerScreen:
             await press(pilot, "escape")
             assert app.screen is screen
 
-    @asynctest
-    async def test_m_on_a_copy_of_the_graph(self, single):
-        """The folder holds the forward's output code twice (compile.log and the debug
-        tree): the copy's times come from the other (graph_copies); m finds its kernels."""
-        copy, source, step = view(
-            single, "SELECT timeline_id, copy_of, min(step) FROM node_times "
-                    "WHERE copy_of IS NOT NULL AND n_gpu_events > 0 GROUP BY ALL "
-                    "ORDER BY timeline_id LIMIT 1")[0]
-        want = [r[0] for r in view(
-            single, "SELECT a.seq FROM kernel_attachments a JOIN measured e "
-                    "ON e.timeline_id = a.timeline_id AND e.seq = a.seq "
-                    "WHERE a.graph_timeline_id = ? AND a.step = ? ORDER BY e.ts_ns, a.seq",
-            source, step)]
-        assert want
-        app = TlviewApp(str(single))
-        async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
-            app.open_timeline(copy, step=step)
+            app.open_timeline(copy, step=copy_step)
             await settle(pilot)
             await press(pilot, "m")
-            screen = app.screen
-            assert isinstance(screen, ProfilerScreen)
-            assert [k.seq for k in screen.node_kernels] == want
+            on_copy = app.screen
+            assert isinstance(on_copy, ProfilerScreen)
+            assert [k.seq for k in on_copy.node_kernels] == copy_want
 
     @asynctest
     async def test_jax_trace(self, tmp_path):

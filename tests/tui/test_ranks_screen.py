@@ -97,9 +97,18 @@ class TestRankQueries:
 
 class TestRanksScreen:
     @asynctest
-    async def test_from_the_chooser_the_run_and_its_straggler(self, coll_tree):
+    async def test_from_the_chooser_the_run_its_straggler_and_enter(self, coll_tree):
+        """One session: r from the chooser, the run and its straggler, s sorts by skew;
+        then (Home: the first row in time order) Enter goes to the node before the late
+        arrival, or to the trace where no node is attached."""
         skew = view(coll_tree, "SELECT collective_id, skew_ns, last_rank FROM collective_skew "
                                "ORDER BY first_arrival_ns, collective_id")
+        late = view(coll_tree, "SELECT collective_id, rank, graph_timeline_id, step, node, "
+                               "timeline_id, seq, before_seq FROM late_arrivals")
+        attached = {r[0]: r for r in late if r[2] is not None}
+        bare = {r[0]: r for r in late if r[2] is None}
+        order = [r[0] for r in view(coll_tree, "SELECT collective_id FROM collective_skew "
+                                               "ORDER BY first_arrival_ns, collective_id")]
         app = TlviewApp(str(coll_tree))
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
@@ -132,6 +141,28 @@ class TestRanksScreen:
             assert [screen.view.collectives[i].collective_id for i in screen.order] == \
                 [c for c, _, _ in skew]
 
+            # Enter: the node before the late arrival
+            ranks = app.screen
+            row = next(i for i, cid in enumerate(order) if cid in attached)
+            await press(pilot, "home", *["down"] * row, "enter")
+            node = app.screen
+            cid, _, graph, step, name, *_ = attached[order[row]]
+            assert isinstance(node, TimelineScreen)
+            assert (node.timeline.timeline_id, node.step) == (graph, step)
+            await press(pilot, "escape")
+            assert app.screen is ranks
+            row = next(i for i, cid in enumerate(order) if cid in bare)
+            await press(pilot, "home", *["down"] * row, "enter")
+            trace = app.screen
+            _, rank, _, _, _, tid, seq, before = bare[order[row]]
+            assert isinstance(trace, ProfilerScreen) and trace.timeline.timeline_id == tid
+            assert trace.kernel is not None and trace.kernel.seq == (before or seq)
+            await press(pilot, "escape")
+            assert app.screen is ranks
+            await press(pilot, "tab", "enter")  # a rank of the collective: its kernel
+            assert isinstance(app.screen, ProfilerScreen)
+            assert app.screen.kernel.seq == ranks.arrivals[0].seq
+
     @asynctest
     async def test_while_the_run_is_read_no_list_says_it_is_empty(self, coll_tree,
                                                                   monkeypatch):
@@ -159,39 +190,6 @@ class TestRanksScreen:
             release.set()
             await settle(pilot)
             assert app.screen.view is not None and "24 collectives" in screen_text(app)
-
-    @asynctest
-    async def test_enter_goes_to_the_node_before_the_late_arrival(self, coll_tree):
-        late = view(coll_tree, "SELECT collective_id, rank, graph_timeline_id, step, node, "
-                               "timeline_id, seq, before_seq FROM late_arrivals")
-        attached = {r[0]: r for r in late if r[2] is not None}
-        bare = {r[0]: r for r in late if r[2] is None}
-        order = [r[0] for r in view(coll_tree, "SELECT collective_id FROM collective_skew "
-                                               "ORDER BY first_arrival_ns, collective_id")]
-        app = TlviewApp(str(coll_tree))
-        async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
-            await press(pilot, "r")
-            ranks = app.screen
-            row = next(i for i, cid in enumerate(order) if cid in attached)
-            await press(pilot, *["down"] * row, "enter")
-            node = app.screen
-            cid, _, graph, step, name, *_ = attached[order[row]]
-            assert isinstance(node, TimelineScreen)
-            assert (node.timeline.timeline_id, node.step) == (graph, step)
-            await press(pilot, "escape")
-            assert app.screen is ranks
-            row = next(i for i, cid in enumerate(order) if cid in bare)
-            await press(pilot, "home", *["down"] * row, "enter")
-            trace = app.screen
-            _, rank, _, _, _, tid, seq, before = bare[order[row]]
-            assert isinstance(trace, ProfilerScreen) and trace.timeline.timeline_id == tid
-            assert trace.kernel is not None and trace.kernel.seq == (before or seq)
-            await press(pilot, "escape")
-            assert app.screen is ranks
-            await press(pilot, "tab", "enter")  # a rank of the collective: its kernel
-            assert isinstance(app.screen, ProfilerScreen)
-            assert app.screen.kernel.seq == ranks.arrivals[0].seq
 
     @asynctest
     async def test_r_on_a_trace_opens_its_run(self, tmp_path):

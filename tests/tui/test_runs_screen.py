@@ -79,52 +79,13 @@ class TestRunsScreen:
             assert screen.query_one("#runs-list").cursor == 1  # on the first verdict
 
     @asynctest
-    async def test_enter_opens_the_evidence(self, two_runs):
-        (at,) = view(two_runs, "SELECT event_index FROM ooms")[0]
-        app = TlviewApp(str(two_runs), runs_first=True)
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = await runs_read(pilot)
-            i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
-                     and ln.verdict.key == "oom1")
-            screen.query_one("#runs-list").cursor = i
-            await settle(pilot)
-            assert "Enter: the snapshot at trace entry 436" in screen_text(app)
-            await press(pilot, "enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, SnapshotScreen))
-            assert app.screen.start_event == at
-            await press(pilot, "escape")
-            await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
-            screen = app.screen
-            i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
-                     and ln.verdict.key == "straggler")
-            screen.query_one("#runs-list").cursor = i
-            await settle(pilot)
-            await press(pilot, "enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
-
-    @asynctest
-    async def test_enter_on_a_run_lists_its_timelines(self, two_runs):
-        app = TlviewApp(str(two_runs), runs_first=True)
-        async with app.run_test(size=(80, 24)) as pilot:
-            screen = await runs_read(pilot)
-            i = next(i for i, ln in enumerate(screen.lines) if ln.run.name == "delayed")
-            screen.query_one("#runs-list").cursor = i
-            await settle(pilot)
-            await press(pilot, "enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, ChooserScreen))
-            await settle(pilot)
-            assert [r.info.name for r in app.screen.shown] == ["rank0 rank0.pt.trace.json.gz",
-                                                               "rank1 rank1.pt.trace.json.gz"]
-            await press(pilot, "s")
-            await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
-
-
-    @asynctest
-    async def test_enter_on_the_peak_and_the_step_time(self, two_runs):
-        """The OOM run's peak opens the snapshot at the peak's trace entry (run_peaks), the
-        delayed pair's step time its profiler trace."""
+    async def test_enter_on_the_peak_the_step_time_a_run_and_the_evidence(self, two_runs):
+        """One session at 80x24. The OOM run's peak opens the snapshot at the peak's trace
+        entry (run_peaks), the delayed pair's step time its profiler trace; Enter on a run
+        lists its timelines (s comes back); Enter on a verdict opens its evidence."""
         (at,) = view(two_runs, "SELECT p.at_step FROM run_peaks p JOIN runs r USING (run_id) "
                                "WHERE r.name = 'oom'")[0]
+        (oom_at,) = view(two_runs, "SELECT event_index FROM ooms")[0]
         app = TlviewApp(str(two_runs), runs_first=True)
         async with app.run_test(size=(80, 24)) as pilot:
             screen = await runs_read(pilot)
@@ -140,6 +101,39 @@ class TestRunsScreen:
                 await press(pilot, "escape")
                 await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
                 screen = app.screen
+
+            # Enter on a run lists its timelines
+            screen = await runs_read(pilot)
+            i = next(i for i, ln in enumerate(screen.lines) if ln.run.name == "delayed")
+            screen.query_one("#runs-list").cursor = i
+            await settle(pilot)
+            await press(pilot, "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, ChooserScreen))
+            await settle(pilot)
+            assert [r.info.name for r in app.screen.shown] == ["rank0 rank0.pt.trace.json.gz",
+                                                               "rank1 rank1.pt.trace.json.gz"]
+            await press(pilot, "s")
+            await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+
+            # Enter on a verdict opens its evidence
+            screen = await runs_read(pilot)
+            i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
+                     and ln.verdict.key == "oom1")
+            screen.query_one("#runs-list").cursor = i
+            await settle(pilot)
+            assert "Enter: the snapshot at trace entry 436" in screen_text(app)
+            await press(pilot, "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, SnapshotScreen))
+            assert app.screen.start_event == oom_at
+            await press(pilot, "escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+            screen = app.screen
+            i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
+                     and ln.verdict.key == "straggler")
+            screen.query_one("#runs-list").cursor = i
+            await settle(pilot)
+            await press(pilot, "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, RanksScreen))
 
     @asynctest
     async def test_enter_on_a_compiled_graphs_peak_opens_it_at_that_step(self, tmp_path):

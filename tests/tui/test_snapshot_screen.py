@@ -99,43 +99,36 @@ def shown_sites(screen: SnapshotScreen) -> list[tuple[str, int, int]]:
 class TestHeaderAndScrub:
     @pytest.mark.parametrize("name", FILES)
     @asynctest
-    async def test_header_peaks_equal_allocator_peak(self, snap_db, name):
+    async def test_header_peaks_then_sites_at_the_peak_sum_to_allocated(self, snap_db, name):
+        """One session: the header's peaks equal allocator_peak and the screen opens on the
+        peak; then Home, then p: the live blocks by site sum to the allocated bytes there,
+        summed here from blocks_live_at and from the pickle's own replay."""
         db, tids = snap_db
-        event, allocated, reserved, r_event, time_us, blocks, consistent = peak_row(
-            db, tids[name])
-        ref = replay(load(SNAP / name))
+        tid = tids[name]
+        event, allocated, reserved, r_event, time_us, blocks_bytes, consistent = peak_row(
+            db, tid)
+        snap = load(SNAP / name)
+        ref = replay(snap)
         assert (allocated, reserved) == (ref["peak"], ref["reserved_peak"])
+        blocks = view(db, "SELECT site, requested_size FROM blocks_live_at(?, ?)", tid, event)
+        by_site: dict[str, list[int]] = defaultdict(list)
+        for site, size in blocks:
+            by_site[site].append(size)
+        assert sum(sum(v) for v in by_site.values()) == allocated
+        assert sum(live_at(snap, event).values()) == allocated
         app = TlviewApp(db)
         async with app.run_test(size=(120, 40)) as pilot:
-            screen = await open_snapshot(pilot, tids[name])
+            screen = await open_snapshot(pilot, tid)
             o = screen.overview
             assert (o.peak_event, o.peak_allocated, o.peak_reserved, o.reserved_event,
                     o.peak_time_us, o.peak_blocks, o.consistent) == (
-                event, allocated, reserved, r_event, time_us, blocks, consistent)
+                event, allocated, reserved, r_event, time_us, blocks_bytes, consistent)
             text = screen_text(app)
             assert f"peak allocated {exact_bytes(allocated)} at event {event}" in text
             assert f"peak reserved  {exact_bytes(reserved)}" in text
             # The screen opens on the peak.
             assert screen.cursor == event
 
-    @pytest.mark.parametrize("name", FILES)
-    @asynctest
-    async def test_sites_at_the_peak_sum_to_allocated(self, snap_db, name):
-        """Home, then p: the live blocks by site sum to the allocated bytes there, summed
-        here from blocks_live_at and from the pickle's own replay."""
-        db, tids = snap_db
-        tid = tids[name]
-        event, allocated, *_ = peak_row(db, tid)
-        blocks = view(db, "SELECT site, requested_size FROM blocks_live_at(?, ?)", tid, event)
-        by_site: dict[str, list[int]] = defaultdict(list)
-        for site, size in blocks:
-            by_site[site].append(size)
-        assert sum(sum(v) for v in by_site.values()) == allocated
-        snap = load(SNAP / name)
-        assert sum(live_at(snap, event).values()) == allocated
-        app = TlviewApp(db)
-        async with app.run_test(size=(120, 40)) as pilot:
-            screen = await open_snapshot(pilot, tid)
             await press(pilot, "home")
             assert screen.cursor == -1
             await press(pilot, "p")
@@ -151,8 +144,9 @@ class TestHeaderAndScrub:
 
     @asynctest
     async def test_scrub_by_entry_shows_each_entry(self, snap_db):
-        """Right/left one entry, Shift ten, End the last, Home the start; the entry line
-        is the allocator_events row there, the allocated bytes allocator_curve's."""
+        """o with no OOM leaves the cursor; right/left one entry, Shift ten, End the last,
+        Home the start; the entry line is the allocator_events row there, the allocated
+        bytes allocator_curve's."""
         db, tids = snap_db
         tid = tids["compiled_step.pickle.gz"]
         events = {r[0]: r[1:] for r in view(
@@ -166,6 +160,12 @@ class TestHeaderAndScrub:
         app = TlviewApp(db)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await open_snapshot(pilot, tid)
+            # o where the snapshot has no OOM leaves the cursor (this check was an
+            # unreachable method nested in test_next_oom_both_ways, never run)
+            before = screen.cursor
+            await press(pilot, "o")
+            assert screen.cursor == before
+            assert "no OOM" in screen_text(app)
             await press(pilot, "home")
             assert screen.cursor == -1
             assert "the state before the first recorded entry" in screen_text(app)
@@ -226,21 +226,11 @@ def test_next_oom_both_ways():
     assert [next_oom(ooms, c, 1) for c in (-1, 5, 6, 9, 40)] == [5, 9, 9, 40, None]
     assert [next_oom(ooms, c, -1) for c in (-1, 5, 6, 9, 41)] == [None, None, 5, 5, 40]
 
-    @asynctest
-    async def test_no_oom_leaves_the_cursor(self, snap_db):
-        db, tids = snap_db
-        app = TlviewApp(db)
-        async with app.run_test(size=(120, 40)) as pilot:
-            screen = await open_snapshot(pilot, tids["compiled_step.pickle.gz"])
-            before = screen.cursor
-            await press(pilot, "o")
-            assert screen.cursor == before
-            assert "no OOM" in screen_text(app)
-
 
 class TestStacks:
     @asynctest
-    async def test_enter_opens_the_largest_blocks_stack(self, snap_db):
+    async def test_enter_opens_the_largest_blocks_stack_then_g_goes_to_an_entry(self, snap_db):
+        """One session on the OOM snapshot: Enter opens the largest block's stack; then g."""
         db, tids = snap_db
         tid = tids["oom.pickle.gz"]
         event, *_ = peak_row(db, tid)
@@ -270,6 +260,11 @@ class TestStacks:
             await press(pilot, "enter", "left")
             assert screen.cursor == event - 1
             assert any(line.frame is not None for line in screen.lines)
+            # g goes to an entry (wherever the cursor was)
+            await press(pilot, "g")
+            await pilot.press(*"123")
+            await press(pilot, "enter")
+            assert screen.cursor == 123
 
 
 class TestRouting:
@@ -296,17 +291,6 @@ class TestRouting:
             assert "next / previous OOM" in app.screen.text
             await press(pilot, "escape", "escape")
             assert isinstance(app.screen, ChooserScreen)
-
-    @asynctest
-    async def test_go_to_an_entry(self, snap_db):
-        db, tids = snap_db
-        app = TlviewApp(db)
-        async with app.run_test(size=(120, 40)) as pilot:
-            screen = await open_snapshot(pilot, tids["oom.pickle.gz"])
-            await press(pilot, "g")
-            await pilot.press(*"123")
-            await press(pilot, "enter")
-            assert screen.cursor == 123
 
 
 def keys(*names: str):

@@ -14,7 +14,7 @@ from tlview.tui.app import TlviewApp
 from tlview.tui.timeline_screen import TimelineScreen
 
 from tests.conftest import FIXTURES, SEED_003, ingest_into
-from tests.tui.pilot import asynctest, press, settle, wait_for
+from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
 XLA_MLP = FIXTURES / "xla" / "module_0032.jit_mlp_train_step.cpu_after_optimizations-buffer-assignment.txt"
@@ -72,7 +72,9 @@ class TestXlaNodes:
         app = TlviewApp(str(seed))
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            await press(pilot, "g", *"100", "enter")
+            await press(pilot, "g")
+            await type_text(pilot, "100")
+            await press(pilot, "enter")
             text = node_text(app)
             assert "reads nothing" not in text and "writes nothing" not in text
             assert "operands fusion.123, p.16" in text
@@ -98,9 +100,11 @@ class TestXlaNodes:
             assert "frame 4" in text and "fusion kCustom" in text
 
 
-class TestUnitsAndScale:
+class TestUnitsScrollingAndQuit:
     @asynctest
-    async def test_one_unit_system_and_a_y_axis(self, seed000):
+    async def test_units_scrolling_help_and_ctrl_c(self, seed000):
+        """One session on seed 000 from p: one unit system and a y axis; the node panel
+        scrolls from the keyboard; the help scrolls to its end at 80x24; Ctrl-C quits."""
         ((peak,),) = view(seed000, "SELECT peak_bytes FROM peak_memory")
         app = TlviewApp(str(seed000))
         async with app.run_test(size=(80, 24)) as pilot:
@@ -115,27 +119,8 @@ class TestUnitsAndScale:
             assert lines[1].lstrip().startswith(f"{peak / 2**30:.1f} GiB┤")
             assert lines[2].lstrip().startswith("0┤")
 
-
-class TestScrolling:
-    @asynctest
-    async def test_help_scrolls_to_its_end_at_80x24(self, seed000):
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "question_mark")
-            assert "Esc closes" not in screen_text(app)  # longer than the screen
-            await press(pilot, "pagedown", "pagedown", "pagedown")
-            text = screen_text(app)
-            assert "Esc closes" in text and "Ctrl-C" in text
-            await press(pilot, "escape")
-            assert isinstance(app.screen, TimelineScreen)
-
-    @asynctest
-    async def test_node_panel_scrolls_from_the_keyboard(self, seed000):
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
-            await press(pilot, "p", "tab", "tab")
+            # the node panel scrolls from the keyboard
+            await press(pilot, "tab", "tab")
             panel = app.screen.query_one("#node")
             assert app.focused is panel and panel.max_scroll_y > 0
             await press(pilot, "down", "down")
@@ -144,13 +129,16 @@ class TestScrolling:
             assert panel.scroll_y == panel.max_scroll_y
             assert app.screen.step == 879  # the keys scrolled the panel, not the steps
 
+            # the help scrolls to its end at 80x24
+            await press(pilot, "question_mark")
+            assert "Esc closes" not in screen_text(app)  # longer than the screen
+            await press(pilot, "pagedown", "pagedown", "pagedown")
+            text = screen_text(app)
+            assert "Esc closes" in text and "Ctrl-C" in text
+            await press(pilot, "escape")
+            assert isinstance(app.screen, TimelineScreen)
 
-class TestQuit:
-    @asynctest
-    async def test_ctrl_c_quits(self, seed000):
-        app = TlviewApp(str(seed000))
-        async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot)
+            # Ctrl-C quits
             await pilot.press("ctrl+c")
             await pilot.pause()
             assert not app.is_running
