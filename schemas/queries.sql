@@ -308,26 +308,38 @@ SELECT current_setting('memory_limit');
 -- name: current_threads
 SELECT current_setting('threads');
 
--- Content digests of one source: what an ingest wrote, independent of ids and of when
--- (tests and benchmarks compare them before and after a change to an ingester). NULL
--- columns are left out of each row's JSON, so a column added to the table later leaves
--- the digests of inputs that do not use it unchanged.
--- name: digest_events
-SELECT sha256(COALESCE(string_agg(
-           md5(regexp_replace(to_json(x)::VARCHAR, '"\w+":null,?', '', 'g')), '' ORDER BY x.seq), ''))
-FROM (SELECT e.* EXCLUDE (source_id, timeline_id), t.key AS timeline_key
-      FROM events e JOIN timeline_records t USING (timeline_id)
-      WHERE e.source_id = ?) x;
-
--- name: digest_timelines
-SELECT sha256(COALESCE(string_agg(md5(to_json(x)::VARCHAR), '' ORDER BY x.key, x.n), ''))
-FROM (SELECT t.key, t.name, t.format, t.device, t.attrs, n.attrs AS note,
-             row_number() OVER (PARTITION BY t.key ORDER BY n.attrs) AS n
-      FROM timeline_records t LEFT JOIN timeline_notes n USING (timeline_id)
-      WHERE t.source_id = ?) x;
-
--- name: source_summary
-SELECT format, attrs FROM sources WHERE source_id = ?;
+-- Content digests of sources $1 (a list of ids): what each ingest wrote, independent of ids
+-- and of when (tests and benchmarks compare them before and after a change to an
+-- ingester), as (source_id, format, attrs, events, timelines, stacks). NULL columns are
+-- left out of each event's JSON, so a column added to the table later leaves the digests
+-- of inputs that do not use it unchanged. stacks (interned frames and stacks: allocator
+-- snapshots) is NULL where the source interned none. One statement for many sources:
+-- its planning (the events view's every kind) is most of its cost on a small source.
+-- name: digest_sources
+SELECT s.source_id, s.format, s.attrs,
+       (SELECT sha256(COALESCE(string_agg(
+                   md5(regexp_replace(to_json(x)::VARCHAR, '"\w+":null,?', '', 'g')), ''
+                   ORDER BY x.seq), ''))
+        FROM (SELECT e.* EXCLUDE (source_id, timeline_id), t.key AS timeline_key
+              FROM events e JOIN timeline_records t USING (timeline_id)
+              WHERE e.source_id = s.source_id) x) AS events,
+       (SELECT sha256(COALESCE(string_agg(md5(to_json(x)::VARCHAR), '' ORDER BY x.key, x.n), ''))
+        FROM (SELECT t.key, t.name, t.format, t.device, t.attrs, n.attrs AS note,
+                     row_number() OVER (PARTITION BY t.key ORDER BY n.attrs) AS n
+              FROM timeline_records t LEFT JOIN timeline_notes n USING (timeline_id)
+              WHERE t.source_id = s.source_id) x) AS timelines,
+       CASE WHEN NOT EXISTS (FROM stacks k WHERE k.source_id = s.source_id)
+                 AND NOT EXISTS (FROM frames f WHERE f.source_id = s.source_id) THEN NULL
+            ELSE sha256(
+                COALESCE((SELECT string_agg(md5(to_json(f)::VARCHAR), '' ORDER BY f.frame_id)
+                          FROM (SELECT frame_id, filename, line, name, attrs FROM frames
+                                WHERE source_id = s.source_id) f), '') ||
+                COALESCE((SELECT string_agg(md5(to_json(k)::VARCHAR), '' ORDER BY k.stack_id)
+                          FROM (SELECT stack_id, frame_ids FROM stacks
+                                WHERE source_id = s.source_id) k), ''))
+       END AS stacks
+FROM sources s WHERE list_contains($1::INTEGER[], s.source_id)
+ORDER BY s.source_id;
 
 -- Storage format (store/storage.py): the file's version tag, and the rewrite of a file
 -- in an older format through COPY FROM DATABASE (tables, views and macros).

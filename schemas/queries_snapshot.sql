@@ -60,19 +60,6 @@ SELECT * FROM _allocator_blocks_before WHERE timeline_id = $1 AND $2 = -1 AND $3
 UNION ALL
 SELECT * FROM _allocator_blocks_window($1, $2, $3) WHERE $2 >= 0;
 
--- Content digest of a source's interned frames and stacks (store/digest.py), given only
--- where the source has any, so that other sources' digests are unchanged.
--- name: digest_stacks
-SELECT CASE WHEN (SELECT count(*) FROM stacks WHERE source_id = $1) = 0
-            AND (SELECT count(*) FROM frames WHERE source_id = $1) = 0 THEN NULL
-       ELSE sha256(
-           COALESCE((SELECT string_agg(md5(to_json(f)::VARCHAR), '' ORDER BY f.frame_id)
-                     FROM (SELECT frame_id, filename, line, name, attrs FROM frames
-                           WHERE source_id = $1) f), '') ||
-           COALESCE((SELECT string_agg(md5(to_json(s)::VARCHAR), '' ORDER BY s.stack_id)
-                     FROM (SELECT stack_id, frame_ids FROM stacks WHERE source_id = $1) s), ''))
-       END;
-
 -- The `tlview ingest` / `tlview info` summary of a snapshot timeline (cli/snapshot_summary.py).
 -- name: snapshot_summary
 -- allocator_peak's figures for one timeline (cli/snapshot_summary.py), read as it defines

@@ -9,7 +9,7 @@ caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,11 +30,38 @@ CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_block
 # (a trace alone would pay the matching at each ingest, seconds per GB, for nothing to
 # match). In dependency order: the traces' runs, the groups' ranks, the matching.
 RANK_CACHES = ("rank_traces", "pg_ranks", "arrivals")
+# The event kinds each cache's statements read, through its views and the caches before it
+# (its rows are made from these alone: a timeline with none of them has none): an ingest
+# that wrote none of a cache's kinds skips its statements (``refresh``'s ``kinds``), which
+# cost ~10 ms of DuckDB's planning each on any database. tests/store/test_cache_reads.py
+# checks these against the tables that the statements' plans scan, and that the caches
+# of every fixture are the same skipped or not.
+_BUFFERS = frozenset({"buffer_allocated", "buffer_freed"})
+_CURVE = _BUFFERS | {"node_scheduled"}
+CACHE_KINDS: dict[str, frozenset[str]] = {
+    "buffers": _BUFFERS,
+    "memory_curve": _CURVE,
+    "peak": _CURVE,
+    "allocator_curve": frozenset({"allocator_action", "allocator_block", "allocator_segment"}),
+    "allocator_blocks": frozenset({"allocator_action", "allocator_block"}),
+    "fr_dump_stats": frozenset({"collective_recorded"}),
+    "fr_calls": frozenset({"collective_recorded", "process_group_status"}),
+}
+# The named queries of each cache's refresh beyond its ``cache_clear_*``, ``cache_fill_*``
+# and ``cache_ranges_*`` (those of its Python fill, ``PYTHON_FILLS``).
+FILL_QUERIES: dict[str, tuple[str, ...]] = {
+    "allocator_curve": ("allocator_curve_before", "allocator_curve_deltas"),
+}
 
 
-def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
-    """Recompute every cache for ``timeline_ids`` (the caller holds the transaction)."""
+def refresh(db: Any, timeline_ids: Iterable[int], kinds: Collection[str] | None = None
+            ) -> None:
+    """Recompute every cache for ``timeline_ids`` (the caller holds the transaction).
+    ``kinds``: where the timelines are new (an ingest's: their ids hold no cached rows
+    yet), the event kinds written to them; the caches that read none of these
+    (``CACHE_KINDS``) are left as they are."""
     ids = sorted(set(timeline_ids))
+    names = CACHES if kinds is None else [n for n in CACHES if not CACHE_KINDS[n].isdisjoint(kinds)]
     # One statement per cache and run of consecutive ids (an ingest's timelines are
     # consecutive): an ingest may declare thousands of timelines.
     runs: list[list[int]] = []
@@ -44,7 +71,7 @@ def refresh(db: Any, timeline_ids: Iterable[int]) -> None:
         else:
             runs.append([tid, tid])
     for lo, hi in runs:
-        for name in CACHES:
+        for name in names:
             db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
             ranged = db.queries.get(f"cache_ranges_{name}")
             if ranged is None:

@@ -9,20 +9,25 @@ benchmarks compare the compiled and the previous ingest on the scaled inputs.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
+
+
+def source_digests(db: Any, source_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """``source_id -> source_digest`` of each of ``source_ids`` in the database, in one
+    statement (schemas/queries.sql digest_sources: its planning is most of the cost of a
+    small source's digest)."""
+    out: dict[int, dict[str, Any]] = {}
+    for sid, fmt, attrs, events, timelines, stacks in db.query("digest_sources",
+                                                               sorted(set(source_ids))):
+        out[sid] = {"format": fmt, "events": events, "timelines": timelines,
+                    "summary": json.loads(attrs) if attrs else {}}
+        if stacks is not None:  # interned frames (allocator snapshots)
+            out[sid]["stacks"] = stacks
+    return out
 
 
 def source_digest(db: Any, source_id: int) -> dict[str, Any]:
     """``{"format", "events": sha256, "timelines": sha256, "summary": the source's attrs}``,
     and ``"stacks"`` (frames and stacks tables) where the source interned any."""
-    fmt, attrs = db.query("source_summary", source_id)[0]
-    out = {
-        "format": fmt,
-        "events": db.scalar("digest_events", source_id),
-        "timelines": db.scalar("digest_timelines", source_id),
-        "summary": json.loads(attrs) if attrs else {},
-    }
-    stacks = db.scalar("digest_stacks", source_id)  # interned frames (allocator snapshots)
-    if stacks is not None:
-        out["stacks"] = stacks
-    return out
+    return source_digests(db, [source_id])[source_id]

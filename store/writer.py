@@ -195,7 +195,8 @@ def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batc
          source.tool_version, _dt.datetime.now(),
          dumps({**source.attrs, **(summary_attrs or {}), "counts": dict(rows.counts)})],
     )
-    caches.refresh(db, rows.tids.values())  # after the source row: the ranks' caches read it
+    # After the source row: the ranks' caches read it. Only the caches of the kinds written.
+    caches.refresh(db, rows.tids.values(), {k for k, n in rows.counts.items() if n})
     runs.assign_unassigned(db)  # the source's run, where no registered root holds it
     return IngestSummary(source_id, rows.tids, dict(rows.counts))
 

@@ -14,6 +14,7 @@ import pytest
 from tlview.ingest import native, records_for
 from tlview.ingest.discover import discover
 from tlview.store import Database, open_database, write_records
+from tlview.store.digest import source_digests
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEEDS = FIXTURES / "seeds"
@@ -125,16 +126,39 @@ class IngestedFixtures:
         self.path = path
         self.parser = parser
         self.source_ids: dict[str, int] = {}
+        # Whether the ingest of each fixture asked for the compiled core (native.module()):
+        # a parser without a compiled twin never does.
+        self.asked_core: dict[str, bool] = {}
+        self.digests: dict[str, dict] = {}
         self.db: Database = open_database(path)
 
     def source_id(self, rel: str, fmt: str | None = None) -> int:
         """The source id of fixture ``rel`` (relative to fixtures/), ingested if not yet."""
         if rel not in self.source_ids:
+            asked: list[bool] = []
+            module = native.module
+
+            def spy():
+                asked.append(True)
+                return module()
+
             with pytest.MonkeyPatch.context() as mp:
                 mp.setenv("TLVIEW_NATIVE", "1" if self.parser == "compiled" else "0")
+                mp.setattr(native, "module", spy)
                 summary = write_records(self.db, records_for(FIXTURES / rel, fmt))
             self.source_ids[rel] = summary.source_id
+            self.asked_core[rel] = bool(asked)
         return self.source_ids[rel]
+
+    def digest(self, rel: str, fmt: str | None = None) -> dict:
+        """``source_digest`` of fixture ``rel``, ingested if not yet. The digests of every
+        fixture ingested until then are computed together, in one statement."""
+        self.source_id(rel, fmt)
+        if rel not in self.digests:
+            todo = {sid: r for r, sid in self.source_ids.items() if r not in self.digests}
+            for sid, got in source_digests(self.db, todo).items():
+                self.digests[todo[sid]] = got
+        return self.digests[rel]
 
     def every_fixture(self) -> IngestedFixtures:
         """All of fixture_inputs() ingested."""

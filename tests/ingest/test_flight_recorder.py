@@ -4,6 +4,7 @@ torch's own analyzer gave on them (fr_trace.txt beside each), and what tlview ad
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -29,6 +30,27 @@ def rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
         cur = d.con.execute(sql, params or [])
         cols = [c[0] for c in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+@functools.cache
+def shared_verdicts(db: Path) -> tuple[list[dict], list[dict]]:
+    """hang_verdict's rows in a module's shared database (which no test changes), and
+    its dumps' (incident, rank, source_path, run), read once: the view's planning alone is
+    ~2 CPU-s a query. The tests filter them as their SQL did (``verdicts``)."""
+    return (rows(db, "SELECT * FROM hang_verdict"),
+            rows(db, "SELECT d.incident, d.rank, d.source_path, runs.name AS run FROM fr_dumps d "
+                     "LEFT JOIN timeline_runs t ON t.timeline_id = d.timeline_id "
+                     "LEFT JOIN runs USING (run_id)"))
+
+
+def verdicts(db: Path, incident: int | None = None, path: str | None = None) -> list[dict]:
+    """hang_verdict's rows (of a shared database) of ``incident``, or of the incidents of
+    the dumps whose source path holds ``path`` (``source_path LIKE '%path%'``)."""
+    verdict, dumps = shared_verdicts(db)
+    if path is not None:
+        incidents = {d["incident"] for d in dumps if path in d["source_path"]}
+        return [v for v in verdict if v["incident"] in incidents]
+    return [v for v in verdict if v["incident"] == incident]
 
 
 def fr_trace_findings(scenario: str, path: Path | None = None) -> list[dict]:
@@ -178,7 +200,7 @@ class TestVerdict:
         inc = incident_of(hangs, scenario)
         groups = {g["process_group"]: g for g in rows(
             hangs, "SELECT * FROM fr_groups WHERE incident = ?", [inc])}
-        verdict = rows(hangs, "SELECT * FROM hang_verdict WHERE incident = ?", [inc])
+        verdict = verdicts(hangs, inc)
         seen: set[str] = set()
         for f in fr_trace_findings(scenario):
             if f["group"] in seen:
@@ -206,9 +228,7 @@ class TestVerdict:
         merged from its branch): the watchdog's dumps and the stacks, against torch's
         analyzer on the same dumps (fr_trace/timeout_dump__default.txt)."""
         folder = FR / scenario
-        verdict = rows(nccl, "SELECT v.* FROM hang_verdict v WHERE v.incident IN (SELECT "
-                             "incident FROM fr_dumps WHERE source_path LIKE ?)",
-                       [f"%/{scenario}/timeout_dump/%"])
+        verdict = verdicts(nccl, path=f"/{scenario}/timeout_dump/")
         assert verdict
         found = fr_trace_findings(scenario, folder / "fr_trace" / "timeout_dump__default.txt")
         assert found
@@ -227,7 +247,7 @@ class TestVerdict:
 
     def test_the_late_rank_sits_in_its_slow_computation(self, hangs):
         inc = incident_of(hangs, "late")
-        (v,) = rows(hangs, "SELECT * FROM hang_verdict WHERE incident = ? AND culprit", [inc])
+        (v,) = [v for v in verdicts(hangs, inc) if v["culprit"] is True]
         assert (v["rank"], v["verdict"], v["seq"]) == (1, "never issued it", 8)
         frames = rows(hangs, "SELECT frame FROM hang_stacks WHERE incident = ? AND rank = 1",
                       [inc])
@@ -237,8 +257,7 @@ class TestVerdict:
 
     def test_the_subgroup_is_the_root_and_the_world_waits_for_it(self, hangs):
         inc = incident_of(hangs, "subgroup")
-        v = {(r["process_group"], r["rank"]): r for r in rows(
-            hangs, "SELECT * FROM hang_verdict WHERE incident = ?", [inc])}
+        v = {(r["process_group"], r["rank"]): r for r in verdicts(hangs, inc)}
         high = [r for r in v.values() if r["pg_desc"] == "pair_high"]
         assert {r["rank"]: r["verdict"] for r in high} == {2: "waiting", 3: "never issued it"}
         assert all(r["root"] for r in high)
@@ -413,10 +432,11 @@ class TestReport:
     @pytest.mark.parametrize("scenario", SCENARIOS)
     def test_the_hang_section_is_hang_verdict_and_fr_trace(self, nccl, reports, scenario):
         r = reports[scenario]
-        root = rows(nccl, "SELECT v.* FROM hang_verdict v JOIN fr_dumps d USING (incident) "
-                          "JOIN timeline_runs t ON t.timeline_id = d.timeline_id JOIN runs "
-                          "USING (run_id) WHERE runs.name = ? AND v.root AND d.rank = v.rank",
-                    [scenario])
+        # hang_verdict's root rows joined with the dumps of their incident and rank in the
+        # scenario's run (a row per such dump)
+        verdict, dumps = shared_verdicts(nccl)
+        root = [v for v in verdict for d in dumps if v["root"] and d["run"] == scenario
+                and (d["incident"], d["rank"]) == (v["incident"], v["rank"])]
         assert root and len({v["seq"] for v in root}) == 1
         f = fr_trace_findings(scenario, FR / scenario / "fr_trace" /
                               "timeout_dump__default.txt")[0]  # the analyzer's first finding
@@ -583,9 +603,7 @@ def analyzer_text(scenario: str, form: str) -> str:
 
 
 def verdict_of(db: Path, scenario: str, form: str) -> dict[int, dict]:
-    got = rows(db, "SELECT v.* FROM hang_verdict v WHERE v.incident IN (SELECT incident "
-                   "FROM fr_dumps WHERE source_path LIKE ?)", [f"%/{scenario}/{form}/%"])
-    return {r["rank"]: r for r in got}
+    return {r["rank"]: r for r in verdicts(db, path=f"/{scenario}/{form}/")}
 
 
 class TestNcclP2PAndCoalesced:
