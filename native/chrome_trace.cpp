@@ -14,12 +14,7 @@ using namespace kineto;
 
 // ---- the Python type ---------------------------------------------------------------------
 
-struct PyParser {
-    PyObject_HEAD
-    Parser* p;
-    PyObject* path;
-    bool failed;
-};
+using PyParser = PyParserOf<Parser>;
 
 PyObject* outputs(PyParser* self) {
     Parser& P = *self->p;
@@ -61,15 +56,12 @@ PyObject* guarded(PyParser* self, F&& body) {
 }
 
 PyObject* feed(PyParser* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    std::string_view chunk(static_cast<const char*>(view.buf), (size_t)view.len);
-    PyObject* r = guarded(self, [&] {
-        self->p->w.append(chunk);
-        self->p->run();
+    return with_chunk(arg, [&](std::string_view chunk) {
+        return guarded(self, [&] {
+            self->p->w.append(chunk);
+            self->p->run();
+        });
     });
-    PyBuffer_Release(&view);
-    return r;
 }
 
 PyObject* finish(PyParser* self, PyObject*) {
@@ -92,35 +84,12 @@ PyObject* finish(PyParser* self, PyObject*) {
     }
     for (size_t i = 0; i < P.devices.size(); ++i)
         PyList_SET_ITEM(devices, (Py_ssize_t)i, py_str(P.devices[i]));
-    PyObject* end = Py_BuildValue("(sNNN)", "end", P.kept.to_py(), P.skipped.to_py(), devices);
-    if (!end || PyList_Append(r, end) < 0) {
-        Py_XDECREF(end);
-        Py_DECREF(r);
-        return nullptr;
-    }
-    Py_DECREF(end);
-    return r;
+    return append_end(
+        r, Py_BuildValue("(sNNN)", "end", P.kept.to_py(), P.skipped.to_py(), devices));
 }
 
 PyObject* line(PyParser* self, PyObject*) {
     return PyLong_FromLongLong(self->p->line_of(self->p->w.pos));
-}
-
-int init(PyParser* self, PyObject* args, PyObject*) {
-    PyObject* path;
-    if (!PyArg_ParseTuple(args, "U", &path)) return -1;
-    Py_INCREF(path);
-    Py_XSETREF(self->path, path);
-    delete self->p;
-    self->p = new Parser();
-    self->failed = false;
-    return 0;
-}
-
-void dealloc(PyParser* self) {
-    delete self->p;
-    Py_XDECREF(self->path);
-    Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
 PyMethodDef methods[] = {
@@ -138,7 +107,8 @@ PyTypeObject ParserType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 int add_chrome_trace(PyObject* module) {
     return add_type(module, ParserType, "ChromeTraceParser",
                     "ChromeTraceParser(path): Kineto/JAX trace bytes to event columns",
-                    sizeof(PyParser), (initproc)init, (destructor)dealloc, methods);
+                    sizeof(PyParser), (initproc)init_path<PyParser>,
+                    (destructor)dealloc_path<PyParser>, methods);
 }
 
 }  // namespace tlv

@@ -62,10 +62,17 @@ struct Column {
         used = true;
         while (size() < *rows) push_null();
     }
+    // A NULL in the current row.
+    void set_null() {
+        pad();
+        push_null();
+    }
 };
 
-struct I64Col final : Column {
-    std::vector<int64_t> v;
+// Fixed-width values (a zero under a NULL) and their validity; export_py names the type.
+template <class V, class Arg = V>
+struct FixedCol : Column {
+    std::vector<V> v;
     Validity valid;
     size_t size() const override { return v.size(); }
     void push_null() override {
@@ -77,63 +84,28 @@ struct I64Col final : Column {
         valid.clear();
         used = false;
     }
-    void set(int64_t x) {
+    void set(Arg x) {
         pad();
-        v.push_back(x);
+        v.push_back((V)x);
         valid.push(true);
     }
-    void set_null() {
-        pad();
-        push_null();
-    }
+};
+
+struct I64Col final : FixedCol<int64_t> {
     PyObject* export_py() const override {
         return Py_BuildValue("(snnNN)", "i64", (Py_ssize_t)v.size(), (Py_ssize_t)valid.nulls,
                              valid.packed(), bytes_of(v.data(), v.size() * 8));
     }
 };
 
-struct I32Col final : Column {
-    std::vector<int32_t> v;
-    Validity valid;
-    size_t size() const override { return v.size(); }
-    void push_null() override {
-        v.push_back(0);
-        valid.push(false);
-    }
-    void clear() override {
-        v.clear();
-        valid.clear();
-        used = false;
-    }
-    void set(int32_t x) {
-        pad();
-        v.push_back(x);
-        valid.push(true);
-    }
+struct I32Col final : FixedCol<int32_t> {
     PyObject* export_py() const override {
         return Py_BuildValue("(snnNN)", "i32", (Py_ssize_t)v.size(), (Py_ssize_t)valid.nulls,
                              valid.packed(), bytes_of(v.data(), v.size() * 4));
     }
 };
 
-struct BoolCol final : Column {
-    std::vector<uint8_t> v;
-    Validity valid;
-    size_t size() const override { return v.size(); }
-    void push_null() override {
-        v.push_back(0);
-        valid.push(false);
-    }
-    void clear() override {
-        v.clear();
-        valid.clear();
-        used = false;
-    }
-    void set(bool x) {
-        pad();
-        v.push_back(x ? 1 : 0);
-        valid.push(true);
-    }
+struct BoolCol final : FixedCol<uint8_t, bool> {  // a value 1 or 0; exported as bits
     PyObject* export_py() const override {
         std::vector<uint8_t> bits((v.size() + 7) / 8, 0);
         for (size_t i = 0; i < v.size(); ++i)
@@ -164,10 +136,6 @@ struct StrCol final : Column {
         data.append(s.data(), s.size());
         off.push_back((int32_t)data.size());
         valid.push(true);
-    }
-    void set_null() {
-        pad();
-        push_null();
     }
     // Build a value in place: begin(), append to `data`, commit().
     std::string& begin() {

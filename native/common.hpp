@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "columns.hpp"
@@ -21,9 +23,11 @@ struct ParseError {
 };
 
 // Length of the longest prefix of s that is valid UTF-8 as Python's strict decoder reads
-// it (no overlongs, no encoded surrogates, nothing above U+10FFFF); `complete` false when
+// it (no overlongs, no encoded surrogates, nothing above U+10FFFF); `cut` true when
 // the prefix stops at a sequence cut by the end of s rather than at a bad byte.
-inline size_t utf8_valid_prefix(std::string_view s, bool* cut) {
+// `surrogatepass`: encoded surrogates (ED A0..BF) allowed, as the "surrogatepass" handler
+// reads them (pickle text).
+inline size_t utf8_valid_prefix(std::string_view s, bool* cut, bool surrogatepass = false) {
     const auto* p = reinterpret_cast<const uint8_t*>(s.data());
     size_t n = s.size(), i = 0;
     *cut = false;
@@ -52,7 +56,7 @@ inline size_t utf8_valid_prefix(std::string_view s, bool* cut) {
             need = 2;
         else if (c == 0xED) {
             need = 2;
-            hi = 0x9F;
+            if (!surrogatepass) hi = 0x9F;
         } else if (c >= 0xEE && c <= 0xEF)
             need = 2;
         else if (c == 0xF0) {
@@ -77,6 +81,30 @@ inline size_t utf8_valid_prefix(std::string_view s, bool* cut) {
         i += need + 1;
     }
     return i;
+}
+
+// A chunk of streamed text after the UTF-8 sequence the chunk before cut (`pending`,
+// joined in `joined`): its longest valid prefix, the sequence this chunk cuts kept in
+// `pending` for the next. Where a byte is not UTF-8, `*bad` is its offset in the whole
+// text returned (pending unchanged but emptied); else npos.
+inline std::string_view utf8_chunk(std::string& pending, std::string_view chunk,
+                                   std::string& joined, size_t* bad) {
+    std::string_view s = chunk;
+    if (!pending.empty()) {
+        joined = pending;
+        joined.append(chunk);
+        s = joined;
+        pending.clear();
+    }
+    bool cut = false;
+    size_t ok = utf8_valid_prefix(s, &cut);
+    if (ok < s.size() && !cut) {
+        *bad = ok;
+        return s;
+    }
+    *bad = std::string_view::npos;
+    pending.assign(s.data() + ok, s.size() - ok);
+    return s.substr(0, ok);
 }
 
 inline int64_t count_lines(std::string_view s) {
@@ -111,22 +139,14 @@ struct Window {
     // Append a chunk; a byte that is not UTF-8 is a ParseError at its own line.
     void append(std::string_view chunk) {
         std::string joined;
-        std::string_view s = chunk;
-        if (!pending.empty()) {
-            joined = pending;
-            joined.append(chunk);
-            s = joined;
-            pending.clear();
-        }
-        bool cut = false;
-        size_t ok = utf8_valid_prefix(s, &cut);
-        if (ok < s.size() && !cut) {
-            int64_t line = line_at(buf.size()) + count_lines(s.substr(0, ok));
+        size_t bad;
+        std::string_view s = utf8_chunk(pending, chunk, joined, &bad);
+        if (bad != std::string_view::npos) {
+            int64_t line = line_at(buf.size()) + count_lines(s.substr(0, bad));
             throw ParseError{
-                line, "not UTF-8 text (byte " + hex_byte((uint8_t)s[ok]) + "): expected JSON"};
+                line, "not UTF-8 text (byte " + hex_byte((uint8_t)s[bad]) + "): expected JSON"};
         }
-        buf.append(s.data(), ok);
-        pending.assign(s.data() + ok, s.size() - ok);
+        buf.append(s.data(), s.size());
     }
 
     void finish() {
@@ -200,6 +220,77 @@ bool run_released(PyObject* path, bool& failed, F&& body) {
         return false;
     }
     return true;
+}
+
+// feed(chunk)'s buffer: run(chunk) over the bytes of a bytes-like object; its result.
+template <class Run>
+PyObject* with_chunk(PyObject* arg, Run&& run) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
+    PyObject* r = run(std::string_view(static_cast<const char*>(view.buf), (size_t)view.len));
+    PyBuffer_Release(&view);
+    return r;
+}
+
+// finish()'s last output: `end` (a new reference, or null: failed) appended to the
+// outputs `r`; r, or null with both released.
+inline PyObject* append_end(PyObject* r, PyObject* end) {
+    if (!end || PyList_Append(r, end) < 0) {
+        Py_XDECREF(end);
+        Py_DECREF(r);
+        return nullptr;
+    }
+    Py_DECREF(end);
+    return r;
+}
+
+// {text: count} from (text, count) pairs in their order (a collections.Counter's content).
+inline PyObject* counts_dict(const std::vector<std::pair<std::string, int64_t>>& items) {
+    PyObject* d = PyDict_New();
+    if (!d) return nullptr;
+    for (auto& kv : items) {
+        PyObject* k = py_str(kv.first);
+        PyObject* n = k ? PyLong_FromLongLong(kv.second) : nullptr;
+        if (!n || PyDict_SetItem(d, k, n) < 0) {
+            Py_XDECREF(k);
+            Py_XDECREF(n);
+            Py_DECREF(d);
+            return nullptr;
+        }
+        Py_DECREF(k);
+        Py_DECREF(n);
+    }
+    return d;
+}
+
+// A parser type's Python object: its parser, the path its errors name, and whether it
+// failed (a failed parser refuses every later call).
+template <class P>
+struct PyParserOf {
+    PyObject_HEAD
+    P* p;
+    PyObject* path;
+    bool failed;
+};
+
+// init(path) of a parser made from nothing but its path's type: a fresh parser.
+template <class Self>
+int init_path(Self* self, PyObject* args, PyObject*) {
+    PyObject* path;
+    if (!PyArg_ParseTuple(args, "U", &path)) return -1;
+    Py_INCREF(path);
+    Py_XSETREF(self->path, path);
+    delete self->p;
+    self->p = new std::remove_pointer_t<decltype(self->p)>();
+    self->failed = false;
+    return 0;
+}
+
+template <class Self>
+void dealloc_path(Self* self) {
+    delete self->p;
+    Py_XDECREF(self->path);
+    Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
 // Registers a parser type as module.<name>: the fields every parser type sets alike.

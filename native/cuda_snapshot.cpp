@@ -107,6 +107,42 @@ PyObject* val_to_py(const Val& v, PyObject* path, PyObject* frame_cls, PyObject*
     Py_RETURN_NONE;
 }
 
+PyObject* interned_py(PyPickle* self, const Parser::Out& o) {
+    if (o.kind == 2) {
+        PyObject* v = to_py(self, o.value);
+        return v ? Py_BuildValue("(sLN)", "frame", (long long)o.id, v) : nullptr;
+    }
+    PyObject* ids = PyList_New((Py_ssize_t)o.ids.size());
+    for (size_t k = 0; ids && k < o.ids.size(); ++k)
+        PyList_SET_ITEM(ids, (Py_ssize_t)k, PyLong_FromLongLong(o.ids[k]));
+    return ids ? Py_BuildValue("(sLN)", "stack", (long long)o.id, ids) : nullptr;
+}
+
+int init_pickle(PyPickle* self, PyObject* args) {
+    PyObject *path, *frame_cls, *stack_cls;
+    if (!PyArg_ParseTuple(args, "UOO", &path, &frame_cls, &stack_cls)) return -1;
+    Py_INCREF(path);
+    Py_XSETREF(self->path, path);
+    Py_INCREF(frame_cls);
+    Py_XSETREF(self->frame_cls, frame_cls);
+    Py_INCREF(stack_cls);
+    Py_XSETREF(self->stack_cls, stack_cls);
+    Py_ssize_t n;
+    const char* s = PyUnicode_AsUTF8AndSize(path, &n);
+    if (!s) return -1;
+    delete self->p;
+    self->p = new Parser(std::string(s, (size_t)n));
+    self->failed = false;
+    return 0;
+}
+
+void clear_pickle(PyPickle* self) {
+    delete self->p;
+    Py_XDECREF(self->path);
+    Py_XDECREF(self->frame_cls);
+    Py_XDECREF(self->stack_cls);
+}
+
 }  // namespace snapshot
 
 namespace {
@@ -115,40 +151,11 @@ using namespace snapshot;
 
 // ---- Python values ---------------------------------------------------------------------
 
-struct PyParser {
-    PyObject_HEAD
-    Parser* p;
-    PyObject* path;
-    PyObject* frame_cls;
-    PyObject* stack_cls;
-    bool failed;
-};
-
-PyObject* to_py(PyParser* self, const Val& v) {
-    return val_to_py(v, self->path, self->frame_cls, self->stack_cls);
-}
+using PyParser = PyPickle;
 
 PyObject* i128_py(i128 v) {
     std::string t = i128_text(v);
     return PyLong_FromString(t.c_str(), nullptr, 10);
-}
-
-PyObject* counter_py(const Counter& c) {
-    PyObject* d = PyDict_New();
-    if (!d) return nullptr;
-    for (auto& kv : c.items) {
-        PyObject* k = py_str(kv.first);
-        PyObject* n = PyLong_FromLongLong(kv.second);
-        if (!k || !n || PyDict_SetItem(d, k, n) < 0) {
-            Py_XDECREF(k);
-            Py_XDECREF(n);
-            Py_DECREF(d);
-            return nullptr;
-        }
-        Py_DECREF(k);
-        Py_DECREF(n);
-    }
-    return d;
 }
 
 // The devices' trace state, as _Device attributes (see _Parser._consume_native).
@@ -188,8 +195,8 @@ PyObject* states_py(PyParser* self) {
             d.has_last ? PyLong_FromLongLong(d.last_time) : (Py_INCREF(Py_None), Py_None);
         PyObject* st = Py_BuildValue(
             "{s:L,s:N,s:N,s:N,s:N,s:N,s:L,s:O,s:N,s:N}", "step", (long long)d.step, "actions",
-            counter_py(d.actions), "problems", counter_py(d.problems), "examples", examples,
-            "live", live, "before_freed", before, "estimated", (long long)d.estimated,
+            counts_dict(d.actions.items), "problems", counts_dict(d.problems.items), "examples",
+            examples, "live", live, "before_freed", before, "estimated", (long long)d.estimated,
             "exact_rule", d.exact_rule ? Py_True : Py_False, "seg_made", seg_made, "last_time",
             last);
         PyObject* key = to_py(self, d.index);
@@ -230,18 +237,8 @@ PyObject* outputs(PyParser* self) {
                 item = v ? Py_BuildValue("(sN)", "device", v) : nullptr;
                 break;
             }
-            case 2: {
-                PyObject* v = to_py(self, o.value);
-                item = v ? Py_BuildValue("(sLN)", "frame", (long long)o.id, v) : nullptr;
-                break;
-            }
-            case 3: {
-                PyObject* ids = PyList_New((Py_ssize_t)o.ids.size());
-                for (size_t k = 0; ids && k < o.ids.size(); ++k)
-                    PyList_SET_ITEM(ids, (Py_ssize_t)k, PyLong_FromLongLong(o.ids[k]));
-                item = ids ? Py_BuildValue("(sLN)", "stack", (long long)o.id, ids) : nullptr;
-                break;
-            }
+            case 2:
+            case 3: item = interned_py(self, o); break;
             case 4:
             case 5: {
                 PyObject* v = to_py(self, o.value);
@@ -272,24 +269,15 @@ PyObject* guarded(PyParser* self, F&& body) {
 }
 
 PyObject* feed(PyParser* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    std::string_view chunk(static_cast<const char*>(view.buf), (size_t)view.len);
-    PyObject* r = guarded(self, [&] {
-        Parser& P = *self->p;
-        if (!P.done) P.buf.append(chunk.data(), chunk.size());
-        P.run();
+    return with_chunk(arg, [&](std::string_view chunk) {
+        return guarded(self, [&] { self->p->feed(chunk); });
     });
-    PyBuffer_Release(&view);
-    return r;
 }
 
 PyObject* finish(PyParser* self, PyObject*) {
     PyObject* r = guarded(self, [&] {
-        Parser& P = *self->p;
-        P.eof = true;
-        P.run();
-        P.flush_batch();
+        self->p->end();
+        self->p->flush_batch();
     });
     if (!r) return nullptr;
     Parser& P = *self->p;
@@ -299,43 +287,16 @@ PyObject* finish(PyParser* self, PyObject*) {
     if (!end) {
         Py_XDECREF(top);
         Py_XDECREF(states);
-        Py_DECREF(r);
-        return nullptr;
     }
-    if (PyList_Append(r, end) < 0) {
-        Py_DECREF(end);
-        Py_DECREF(r);
-        return nullptr;
-    }
-    Py_DECREF(end);
-    return r;
+    return append_end(r, end);
 }
 
 PyObject* line(PyParser*, PyObject*) { Py_RETURN_NONE; }
 
-int init(PyParser* self, PyObject* args, PyObject*) {
-    PyObject *path, *frame_cls, *stack_cls;
-    if (!PyArg_ParseTuple(args, "UOO", &path, &frame_cls, &stack_cls)) return -1;
-    Py_INCREF(path);
-    Py_XSETREF(self->path, path);
-    Py_INCREF(frame_cls);
-    Py_XSETREF(self->frame_cls, frame_cls);
-    Py_INCREF(stack_cls);
-    Py_XSETREF(self->stack_cls, stack_cls);
-    Py_ssize_t n;
-    const char* s = PyUnicode_AsUTF8AndSize(path, &n);
-    if (!s) return -1;
-    delete self->p;
-    self->p = new Parser(std::string(s, (size_t)n));
-    self->failed = false;
-    return 0;
-}
+int init(PyParser* self, PyObject* args, PyObject*) { return init_pickle(self, args); }
 
 void dealloc(PyParser* self) {
-    delete self->p;
-    Py_XDECREF(self->path);
-    Py_XDECREF(self->frame_cls);
-    Py_XDECREF(self->stack_cls);
+    clear_pickle(self);
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 

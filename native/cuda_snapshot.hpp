@@ -260,10 +260,23 @@ struct Parser {
 
     // -- the opcode loop (pickle_stream.PickleStream._run) ---------------------------------
     void run();
+    // feed(chunk): the opcodes the chunk completes (bytes after the top object ignored)
+    void feed(std::string_view chunk) {
+        if (!done) buf.append(chunk.data(), chunk.size());
+        run();
+    }
+    // finish(): the end of the file
+    void end() {
+        eof = true;
+        run();
+    }
 
     void compact_input();
 
     void flush_items(int64_t at);
+    // The items on the stack handed to handle() as the streamed list's next items, the
+    // memo they used compacted.
+    void hand_over_items(int64_t at);
 
     static bool no_push(uint8_t op);
 
@@ -417,5 +430,27 @@ struct Parser {
 // the Python error set, an IngestError naming `path` for a value nested too deep.
 PyObject* val_to_py(const Val& v, PyObject* path, PyObject* frame_cls, PyObject* stack_cls,
                     int depth = 0);
+
+// ---- the pickle readers' Python objects (SnapshotParser, FlightRecorderParser) ----------
+
+// The parser, the path, and the classes frames and stacks become in Python values.
+struct PyPickle : PyParserOf<Parser> {
+    PyObject* frame_cls;
+    PyObject* stack_cls;
+};
+
+inline PyObject* to_py(PyPickle* self, const Val& v) {
+    return val_to_py(v, self->path, self->frame_cls, self->stack_cls);
+}
+
+// An interned frame or stack output (Out kind 2 or 3): ("frame", id, value) or
+// ("stack", id, ids); null with the Python error set.
+PyObject* interned_py(PyPickle* self, const Parser::Out& o);
+
+// init(path, Frame, InternedStack): the references kept, a fresh parser; -1 on error.
+int init_pickle(PyPickle* self, PyObject* args);
+
+// dealloc's common part: the parser and the references released.
+void clear_pickle(PyPickle* self);
 
 }  // namespace tlv::snapshot

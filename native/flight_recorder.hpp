@@ -370,22 +370,10 @@ struct Rows {
         outs.push_back(Out{Out::Entry, nullptr, {}, value});
     }
     // ("counts", {key: n}, old_seq_ids): what the rows add to the note.
+    // (The keys hold no surrogates: an entry with such a key goes to Python.)
     PyObject* counts_py() const {
-        PyObject* d = PyDict_New();
+        PyObject* d = counts_dict(unknown);
         if (!d) return nullptr;
-        for (auto& kv : unknown) {
-            PyObject* k =
-                PyUnicode_DecodeUTF8(kv.first.data(), (Py_ssize_t)kv.first.size(), "strict");
-            PyObject* n = k ? PyLong_FromLongLong(kv.second) : nullptr;
-            if (!n || PyDict_SetItem(d, k, n) < 0) {
-                Py_XDECREF(k);
-                Py_XDECREF(n);
-                Py_DECREF(d);
-                return nullptr;
-            }
-            Py_DECREF(k);
-            Py_DECREF(n);
-        }
         return Py_BuildValue("(sNL)", "counts", d, (long long)old_seq_ids);
     }
 };

@@ -223,19 +223,9 @@ struct Reader final : snapshot::Items {
     }
 };
 
-struct PyReader {
-    PyObject_HEAD
-    Parser* p;
+struct PyReader : snapshot::PyPickle {
     Reader* r;
-    PyObject* path;
-    PyObject* frame_cls;
-    PyObject* stack_cls;
-    bool failed;
 };
-
-PyObject* to_py(PyReader* self, const Val& v) {
-    return snapshot::val_to_py(v, self->path, self->frame_cls, self->stack_cls);
-}
 
 bool append(PyObject* list, PyObject* item) {
     if (!item) return false;
@@ -254,17 +244,7 @@ PyObject* outputs(PyReader* self) {
     bool ok = list != nullptr;
     for (auto& o : P.outs) {
         if (!ok) break;
-        if (o.kind == 2) {
-            PyObject* v = to_py(self, o.value);
-            ok =
-                append(list, v ? Py_BuildValue("(sLN)", "frame", (long long)o.id, v) : nullptr);
-        } else if (o.kind == 3) {
-            PyObject* ids = PyList_New((Py_ssize_t)o.ids.size());
-            for (size_t k = 0; ids && k < o.ids.size(); ++k)
-                PyList_SET_ITEM(ids, (Py_ssize_t)k, PyLong_FromLongLong(o.ids[k]));
-            ok = append(list,
-                        ids ? Py_BuildValue("(sLN)", "stack", (long long)o.id, ids) : nullptr);
-        }
+        if (o.kind == 2 || o.kind == 3) ok = append(list, snapshot::interned_py(self, o));
     }
     for (auto& o : R.outs) {
         if (!ok) break;
@@ -300,22 +280,14 @@ PyObject* guarded(PyReader* self, F&& body) {
 }
 
 PyObject* feed(PyReader* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    std::string_view chunk(static_cast<const char*>(view.buf), (size_t)view.len);
-    PyObject* r = guarded(self, [&] {
-        Parser& P = *self->p;
-        if (!P.done) P.buf.append(chunk.data(), chunk.size());
-        P.run();
+    return with_chunk(arg, [&](std::string_view chunk) {
+        return guarded(self, [&] { self->p->feed(chunk); });
     });
-    PyBuffer_Release(&view);
-    return r;
 }
 
 PyObject* finish(PyReader* self, PyObject*) {
     PyObject* r = guarded(self, [&] {
-        self->p->eof = true;
-        self->p->run();
+        self->p->end();
         self->r->rows.flush();
     });
     if (!r) return nullptr;
@@ -335,31 +307,15 @@ PyObject* finish(PyReader* self, PyObject*) {
 PyObject* line(PyReader*, PyObject*) { Py_RETURN_NONE; }
 
 int init(PyReader* self, PyObject* args, PyObject*) {
-    PyObject *path, *frame_cls, *stack_cls;
-    if (!PyArg_ParseTuple(args, "UOO", &path, &frame_cls, &stack_cls)) return -1;
-    Py_INCREF(path);
-    Py_XSETREF(self->path, path);
-    Py_INCREF(frame_cls);
-    Py_XSETREF(self->frame_cls, frame_cls);
-    Py_INCREF(stack_cls);
-    Py_XSETREF(self->stack_cls, stack_cls);
-    Py_ssize_t n;
-    const char* s = PyUnicode_AsUTF8AndSize(path, &n);
-    if (!s) return -1;
-    delete self->r;
-    delete self->p;
-    self->p = new Parser(std::string(s, (size_t)n));
+    if (init_pickle(self, args) < 0) return -1;
+    delete self->r;  // it held the parser init_pickle replaced (its destructor reads none)
     self->r = new Reader(*self->p);
-    self->failed = false;
     return 0;
 }
 
 void dealloc(PyReader* self) {
     delete self->r;
-    delete self->p;
-    Py_XDECREF(self->path);
-    Py_XDECREF(self->frame_cls);
-    Py_XDECREF(self->stack_cls);
+    clear_pickle(self);
     Py_TYPE(self)->tp_free((PyObject*)self);
 }
 

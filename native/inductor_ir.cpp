@@ -18,12 +18,7 @@ using namespace ir;
 
 // ---- the Python type --------------------------------------------------------------------
 
-struct PyParser {
-    PyObject_HEAD
-    Parser* p;
-    PyObject* path;
-    bool failed;
-};
+using PyParser = PyParserOf<Parser>;
 
 PyObject* outputs(PyParser* self) {
     Parser& P = *self->p;
@@ -79,12 +74,8 @@ PyObject* guarded(PyParser* self, F&& body) {
 }
 
 PyObject* feed(PyParser* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    sv data(static_cast<const char*>(view.buf), (size_t)view.len);
-    PyObject* r = guarded(self, [&] { self->p->chunk(data); });
-    PyBuffer_Release(&view);
-    return r;
+    return with_chunk(arg,
+                      [&](sv data) { return guarded(self, [&] { self->p->chunk(data); }); });
 }
 
 PyObject* finish(PyParser* self, PyObject*) {
@@ -99,36 +90,12 @@ PyObject* finish(PyParser* self, PyObject*) {
     for (size_t i = 0; i < P.symbolic.size(); ++i)
         PyList_SET_ITEM(sym, (Py_ssize_t)i, py_str(P.symbolic[i]));
     PyObject* dev = P.device ? py_str(*P.device) : (Py_INCREF(Py_None), Py_None);
-    PyObject* end = Py_BuildValue("(sLNN)", "end", (long long)P.step, dev, sym);
-    if (!end || PyList_Append(r, end) < 0) {
-        Py_XDECREF(end);
-        Py_DECREF(r);
-        return nullptr;
-    }
-    Py_DECREF(end);
-    return r;
+    return append_end(r, Py_BuildValue("(sLNN)", "end", (long long)P.step, dev, sym));
 }
 
 PyObject* line(PyParser* self, PyObject*) {
     // where reading stands: the line the unread text starts on (lines.py's gzip errors)
     return PyLong_FromLongLong(self->p->next_line);
-}
-
-int init(PyParser* self, PyObject* args, PyObject*) {
-    PyObject* path;
-    if (!PyArg_ParseTuple(args, "U", &path)) return -1;
-    Py_INCREF(path);
-    Py_XSETREF(self->path, path);
-    delete self->p;
-    self->p = new Parser();
-    self->failed = false;
-    return 0;
-}
-
-void dealloc(PyParser* self) {
-    delete self->p;
-    Py_XDECREF(self->path);
-    Py_TYPE(self)->tp_free((PyObject*)self);
 }
 
 PyMethodDef methods[] = {
@@ -147,7 +114,8 @@ PyTypeObject ParserType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 int add_inductor_ir(PyObject* module) {
     return add_type(module, ParserType, "InductorIrParser",
                     "InductorIrParser(path): scheduler-IR dump bytes to event columns",
-                    sizeof(PyParser), (initproc)init, (destructor)dealloc, methods);
+                    sizeof(PyParser), (initproc)init_path<PyParser>,
+                    (destructor)dealloc_path<PyParser>, methods);
 }
 
 }  // namespace tlv

@@ -196,8 +196,13 @@ struct Parser {
     // -- rows -----------------------------------------------------------------------------
     void end_row();
     void flush();
-    static void set_opt(StrCol& c, const OptStr& v);
-    static void set_opt(I64Col& c, const std::optional<int64_t>& v);
+    template <class C, class Opt>
+    static void set_opt(C& c, const Opt& v) {  // the value, or NULL
+        if (v)
+            c.set(*v);
+        else
+            c.set_null();
+    }
 
     // -- node completion (_finish_node) ---------------------------------------------------
     std::vector<std::string> writes, reads, met, names_tmp, later_;
@@ -214,6 +219,9 @@ struct Parser {
     [[noreturn]] void out_of_range(int64_t line, const std::string& name, const Storage& s);
 
     void declare_inputs(const Node& node, const std::vector<std::string>& names);
+
+    // A buffer_allocated row's dtype, shape, stride and device columns from its layout.
+    void layout_columns(const Layout& L);
 
     // A buffer's attrs written straight as JSON, or through a JObj when one of its fields
     // has the name of a key allocate() sets itself (the dict then overwrites in place).

@@ -281,21 +281,26 @@ void Parser::declare_inputs(const Node& node, const std::vector<std::string>& na
             e.layout.set(L.kind);
         else
             e.layout.set_null();
-        set_opt(e.dtype, L.dtype);
-        if (L.has_size)
-            e.shape.set(L.shape_text);
-        else
-            e.shape.set_null();
-        if (L.has_stride)
-            e.stride.set(L.stride_text);
-        else
-            e.stride.set_null();
-        set_opt(e.device, L.device);
+        layout_columns(L);
         set_opt(e.size_expr, stg ? stg->expr : std::nullopt);
         e.is_input.set(true);
         e.line.set(node.line);
         end_row();
     }
+}
+
+void Parser::layout_columns(const Layout& L) {
+    EventBatch& e = *batch;
+    set_opt(e.dtype, L.dtype);
+    if (L.has_size)
+        e.shape.set(L.shape_text);
+    else
+        e.shape.set_null();
+    if (L.has_stride)
+        e.stride.set(L.stride_text);
+    else
+        e.stride.set_null();
+    set_opt(e.device, L.device);
 }
 
 bool Parser::own_attr_key(sv k) {
@@ -391,16 +396,7 @@ void Parser::allocate(const Node& node, int64_t st, const Buffer& buf) {
     set_opt(e.bytes, nbytes);
     e.node.set(node.name);
     e.layout.set(kind);
-    set_opt(e.dtype, L.dtype);
-    if (L.has_size)
-        e.shape.set(L.shape_text);
-    else
-        e.shape.set_null();
-    if (L.has_stride)
-        e.stride.set(L.stride_text);
-    else
-        e.stride.set_null();
-    set_opt(e.device, L.device);
+    layout_columns(L);
     set_opt(e.size_expr, size_expr);
     e.is_input.set(false);
     e.line.set(buf.line);

@@ -282,20 +282,6 @@ void Parser::flush() {
         batch.reset(new EventBatch());
 }
 
-void Parser::set_opt(StrCol& c, const OptStr& v) {
-    if (v)
-        c.set(*v);
-    else
-        c.set_null();
-}
-
-void Parser::set_opt(I64Col& c, const std::optional<int64_t>& v) {
-    if (v)
-        c.set(*v);
-    else
-        c.set_null();
-}
-
 void Parser::finish() {
     int64_t end = last_line;
     if (pending) fail(pend_start, "file ends inside a bracketed value: truncated?");
@@ -328,22 +314,13 @@ void Parser::chunk(sv data) {
                  "NUL byte in a text dump: binary data?");
     }
     std::string joined;
-    sv s = data;
-    size_t lead = cut.size();
-    if (lead) {
-        joined = cut;
-        joined.append(data);
-        s = joined;
-        cut.clear();
+    size_t bad;
+    sv text = utf8_chunk(cut, data, joined, &bad);
+    if (bad != sv::npos) {
+        fail(
+            next_line + count_lines(text.substr(0, bad)),
+            "not UTF-8 text (byte " + hex_byte((uint8_t)text[bad]) + "): expected a text dump");
     }
-    bool cutp = false;
-    size_t ok = utf8_valid_prefix(s, &cutp);
-    if (ok < s.size() && !cutp) {
-        fail(next_line + count_lines(s.substr(0, ok)),
-             "not UTF-8 text (byte " + hex_byte((uint8_t)s[ok]) + "): expected a text dump");
-    }
-    sv text = s.substr(0, ok);
-    cut.assign(s.substr(ok));
     if (text.find('\0') != sv::npos) {
         size_t p = text.find('\0');
         fail(next_line + count_lines(text.substr(0, p)),

@@ -173,42 +173,8 @@ Val Parser::text(size_t p, size_t n, int64_t at) {
 }
 
 bool Parser::valid_utf8_surrogatepass(std::string_view s) {
-    const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-    size_t n = s.size(), i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        size_t need;
-        uint8_t lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            need = 1;
-        else if (c == 0xE0) {
-            need = 2;
-            lo = 0xA0;
-        } else if (c >= 0xE1 && c <= 0xEF)
-            need = 2;  // ED: surrogates allowed
-        else if (c == 0xF0) {
-            need = 3;
-            lo = 0x90;
-        } else if (c >= 0xF1 && c <= 0xF3)
-            need = 3;
-        else if (c == 0xF4) {
-            need = 3;
-            hi = 0x8F;
-        } else
-            return false;
-        for (size_t k = 1; k <= need; ++k) {
-            if (i + k >= n) return false;
-            uint8_t d = p[i + k];
-            uint8_t l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
-            if (d < l || d > h) return false;
-        }
-        i += need + 1;
-    }
-    return true;
+    bool cut;
+    return utf8_valid_prefix(s, &cut, true) == s.size();
 }
 
 Val Parser::long_of(size_t p, size_t n) {
@@ -260,6 +226,11 @@ void Parser::compact_input() {
 }
 
 void Parser::flush_items(int64_t at) {  // the previous item of a streamed list is complete
+    hand_over_items(at);
+    pending_from = (int64_t)memo.size();
+}
+
+void Parser::hand_over_items(int64_t at) {
     Mark& m = marks.back();
     checked.clear();
     for (auto& item : stack) {
@@ -270,7 +241,6 @@ void Parser::flush_items(int64_t at) {  // the previous item of a streamed list 
     }
     stack.clear();
     if (pending_from >= 0) compact_memo((size_t)pending_from, at);
-    pending_from = (int64_t)memo.size();
 }
 
 bool Parser::no_push(uint8_t op) {
@@ -392,16 +362,7 @@ void Parser::step() {
             if (metastack.empty()) fail_at(at, "SETITEMS/APPENDS without a MARK");
             pos = a;
             if (marks.back().streamed) {
-                Mark& m = marks.back();
-                checked.clear();
-                for (auto& item : stack) {
-                    Path p = m.path;
-                    p.k[p.n++] = Val::integer(m.handed);
-                    handle(p, item, at);
-                    ++m.handed;
-                }
-                stack.clear();
-                if (pending_from >= 0) compact_memo((size_t)pending_from, at);
+                hand_over_items(at);
                 pending_from = -1;
             }
             std::vector<Val> items = std::move(stack);

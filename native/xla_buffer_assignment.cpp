@@ -144,13 +144,11 @@ bool pass1_line(PyXla* self, int64_t n, sv t) {
 
 // feed1(chunk) -> bool: the scan and pass 1; False when the dump is not plain (stop)
 PyObject* feed1(PyXla* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    sv chunk(static_cast<const char*>(view.buf), (size_t)view.len);
-    PyObject* r = guarded(self, [&] {
-        self->scan->feed(chunk, [&](int64_t n, sv t) { return pass1_line(self, n, t); });
+    PyObject* r = with_chunk(arg, [&](sv chunk) {
+        return guarded(self, [&] {
+            self->scan->feed(chunk, [&](int64_t n, sv t) { return pass1_line(self, n, t); });
+        });
     });
-    PyBuffer_Release(&view);
     if (!r) return nullptr;
     Py_DECREF(r);
     return PyBool_FromLong(self->scan->ok);
@@ -199,13 +197,11 @@ PyObject* start2(PyXla* self, PyObject*) {
 
 // feed2(chunk) -> (batches, more): pass 2
 PyObject* feed2(PyXla* self, PyObject* arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return nullptr;
-    sv chunk(static_cast<const char*>(view.buf), (size_t)view.len);
-    PyObject* r = guarded(self, [&] {
-        self->lines->feed(chunk, [&](int64_t n, sv t) { return self->p->line(n, t); });
+    PyObject* r = with_chunk(arg, [&](sv chunk) {
+        return guarded(self, [&] {
+            self->lines->feed(chunk, [&](int64_t n, sv t) { return self->p->line(n, t); });
+        });
     });
-    PyBuffer_Release(&view);
     if (!r) return nullptr;
     return Py_BuildValue("(NO)", r, self->lines->stopped ? Py_False : Py_True);
 }

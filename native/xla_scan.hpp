@@ -141,22 +141,13 @@ struct Scan {
     void feed(sv chunk, F&& more) {
         if (!ok) return;
         std::string joined;
-        sv s = chunk;
-        if (!pending.empty()) {
-            joined = pending;
-            joined.append(chunk);
-            s = joined;
-            pending.clear();
-        }
-        bool cut = false;
-        size_t good = utf8_valid_prefix(s, &cut);
-        if (good < s.size() && !cut) {
+        size_t at;
+        sv text = utf8_chunk(pending, chunk, joined, &at);
+        if (at != sv::npos) {
             bad(lines.number, "bad UTF-8");
             return;
         }
-        pending.assign(s.data() + good, s.size() - good);
-        lines.feed(s.substr(0, good),
-                   [&](int64_t n, sv t) { return line(n, t) && more(n, t); });
+        lines.feed(text, [&](int64_t n, sv t) { return line(n, t) && more(n, t); });
         if (lines.stopped) ok = false;
     }
     template <class F>

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tlview.ingest import IngestError, native
 from tlview.ingest.source import records_for
-from tlview.store import open_database, write_records
+from tlview.store import Database, write_records
 from tlview.store.digest import source_digest
 
 from tests.conftest import FIXTURES, needs_native
@@ -31,24 +31,21 @@ TRACES = [FIXTURES / "profile/single/compiled_step.pt.trace.json.gz",
           FIXTURES / "profile/jax/vm.trace.json.gz"]
 
 
-def outcome(path: Path, fmt: str | None, db_path: Path, compiled: bool,
+def outcome(path: Path, fmt: str | None, db: Database, compiled: bool,
             monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
-    """("rows", digest) of an ingest, or ("error", class, line) where it fails: the twins
-    agree on the error's class and place, not on its wording."""
+    """("rows", digest) of an ingest into ``db``, or ("error", class, line) where it fails:
+    the twins agree on the error's class and place, not on its wording."""
     monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
-    if db_path.exists():
-        db_path.unlink()
     try:
-        with open_database(db_path) as db:
-            summary = write_records(db, records_for(path, fmt))
-            return ("rows", source_digest(db, summary.source_id))
+        summary = write_records(db, records_for(path, fmt))
+        return ("rows", source_digest(db, summary.source_id))
     except IngestError as e:
         return ("error", type(e).__name__, e.line)
 
 
-def both(path: Path, fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    spec = outcome(path, fmt, tmp_path / "py.duckdb", False, monkeypatch)
-    fast = outcome(path, fmt, tmp_path / "c.duckdb", True, monkeypatch)
+def both(path: Path, fmt: str, dbs: dict[bool, Database], monkeypatch: pytest.MonkeyPatch):
+    spec = outcome(path, fmt, dbs[False], False, monkeypatch)
+    fast = outcome(path, fmt, dbs[True], True, monkeypatch)
     return spec, fast
 
 
@@ -63,7 +60,7 @@ class TestMutatedTraces:
 
     @pytest.mark.parametrize("kind", MUTATIONS)
     @pytest.mark.parametrize("src", TRACES, ids=lambda p: p.parent.name)
-    def test_mutation(self, src, kind, tmp_path, monkeypatch):
+    def test_mutation(self, src, kind, tmp_path, dbs, monkeypatch):
         import gzip
 
         data = gzip.decompress(src.read_bytes())
@@ -71,7 +68,7 @@ class TestMutatedTraces:
         for case in range(2):  # bench.fuzz runs the long campaign
             p = tmp_path / f"m{case}.json"
             p.write_bytes(mutate(data, kind, rnd))
-            spec, fast = both(p, "kineto", tmp_path, monkeypatch)
+            spec, fast = both(p, "kineto", dbs, monkeypatch)
             same(spec, fast)
 
 
@@ -110,11 +107,11 @@ class TestBadEvents:
     """Each bad event, on line 3 of a trace: the same error class and line."""
 
     @pytest.mark.parametrize("event", BAD_EVENTS, ids=range(len(BAD_EVENTS)))
-    def test_same_error(self, event, tmp_path, monkeypatch):
+    def test_same_error(self, event, tmp_path, dbs, monkeypatch):
         p = tmp_path / "t.json"
         p.write_text('{"traceEvents": [\n{"ph": "X", "name": "a", "ts": 1, "dur": 1},\n'
                      + event + "\n]}\n")
-        spec, fast = both(p, "kineto", tmp_path, monkeypatch)
+        spec, fast = both(p, "kineto", dbs, monkeypatch)
         assert spec[0] == "error" and spec[2] == 3, spec
         same(spec, fast)
 
@@ -155,7 +152,7 @@ class TestEventValues:
     # 20 here (two databases each); `python -m bench.fuzz` runs the long campaign
     @settings(max_examples=20, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture])
-    def test_same_rows(self, args, extra, seed, ts, tmp_path_factory, monkeypatch):
+    def test_same_rows(self, args, extra, seed, ts, tmp_path_factory, dbs, monkeypatch):
         tmp = tmp_path_factory.mktemp("ev")
         rnd = random.Random(seed)
         cat = rnd.choice(['"kernel"', '"cpu_op"', '"gpu_memcpy"', "null", '"Trace"',
@@ -166,7 +163,7 @@ class TestEventValues:
         p = tmp / "t.json"
         p.write_text('{"traceEvents": [\n' + ev + "\n]}\n", encoding="utf-8",
                      errors="surrogatepass")
-        spec, fast = both(p, "kineto", tmp, monkeypatch)
+        spec, fast = both(p, "kineto", dbs, monkeypatch)
         same(spec, fast)
 
 
@@ -174,10 +171,10 @@ class TestChunks:
     """Chunk boundaries inside every token change nothing."""
 
     @pytest.mark.parametrize("src", TRACES, ids=lambda p: p.parent.name)
-    def test_tiny_chunks(self, src, tmp_path, monkeypatch):
-        spec = outcome(src, None, tmp_path / "a.duckdb", True, monkeypatch)
+    def test_tiny_chunks(self, src, dbs, monkeypatch):
+        spec = outcome(src, None, dbs[False], True, monkeypatch)
         monkeypatch.setattr(native, "CHUNK", 97)
-        small = outcome(src, None, tmp_path / "b.duckdb", True, monkeypatch)
+        small = outcome(src, None, dbs[True], True, monkeypatch)
         assert small == spec and small[0] == "rows"
 
 
@@ -239,13 +236,13 @@ class TestNestingDepth:
         (TRACES[2], "deepValue", 1), (TRACES[0], None, 1), (TRACES[0], "deepValue", 1)],
         ids=["jax-event-at-the-bound", "jax-event-past-it", "jax-top-level-at-the-bound",
              "jax-top-level-past-it", "kineto-event-past-it", "kineto-top-level-past-it"])
-    def test_bound(self, src, key, over, tmp_path, monkeypatch):
+    def test_bound(self, src, key, over, tmp_path, dbs, monkeypatch):
         from tlview.ingest.chrome_trace import MAX_DEPTH
 
         levels = MAX_DEPTH + over
         text = self.event(levels) if key is None else self.nested(levels)
         p, line = self.trace_with(src, tmp_path, text, key)
-        spec, fast = both(p, "kineto", tmp_path, monkeypatch)
+        spec, fast = both(p, "kineto", dbs, monkeypatch)
         if over:
             assert spec == ("error", "IngestError", line)
         else:
@@ -260,13 +257,13 @@ class TestNestingDepth:
     }
 
     @pytest.mark.parametrize("case", sorted(FIRST))
-    def test_what_comes_first(self, case, tmp_path, monkeypatch):
+    def test_what_comes_first(self, case, tmp_path, dbs, monkeypatch):
         from tlview.ingest.chrome_trace import MAX_DEPTH
 
         over, inner, error = self.FIRST[case]
         text = self.event(MAX_DEPTH + over, inner)
         p, line = self.trace_with(TRACES[2], tmp_path, text, None)
-        spec, fast = both(p, "kineto", tmp_path, monkeypatch)
+        spec, fast = both(p, "kineto", dbs, monkeypatch)
         if error is None:
             assert spec[0] == "rows"
         else:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tlview.ingest import IngestError, native
 from tlview.ingest.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
 from tlview.ingest.source import records_for
-from tlview.store import open_database, write_records
+from tlview.store import Database, write_records
 from tlview.store.convert import EVENT_COLUMNS, event_tuple
 from tlview.store.digest import source_digest
 
@@ -44,16 +44,14 @@ def _place(message: str) -> str | None:
     return message.split(":", 1)[0] if message.startswith("byte ") else None
 
 
-def outcome(path: Path, db_path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch
+def outcome(path: Path, db: Database, compiled: bool, monkeypatch: pytest.MonkeyPatch
             ) -> tuple[Any, ...]:
-    """("rows", digest) of an ingest, or ("error", class, line, place) where it fails."""
+    """("rows", digest) of an ingest into ``db``, or ("error", class, line, place) where it
+    fails."""
     monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
-    if db_path.exists():
-        db_path.unlink()
     try:
-        with open_database(db_path) as db:
-            summary = write_records(db, records_for(path, "cuda_snapshot"))
-            return ("rows", source_digest(db, summary.source_id))
+        summary = write_records(db, records_for(path, "cuda_snapshot"))
+        return ("rows", source_digest(db, summary.source_id))
     except IngestError as e:
         return ("error", type(e).__name__, e.line, _place(e.message))
 
@@ -119,21 +117,34 @@ def snapshot(trace: list[Any], blocks: list[Any], **top: Any) -> dict[str, Any]:
     }
 
 
-class TestReal:
-    """The real snapshots give the same rows, also fed a few bytes at a time."""
+OOM = FIXTURES / "snapshot" / "oom.pickle.gz"
 
-    @pytest.mark.parametrize("src", REAL, ids=lambda p: p.name)
-    def test_fixture(self, src, tmp_path, monkeypatch):
-        spec = outcome(src, tmp_path / "py.duckdb", False, monkeypatch)
-        assert spec[0] == "rows"
-        assert outcome(src, tmp_path / "c.duckdb", True, monkeypatch) == spec
+
+@pytest.fixture(scope="module")
+def oom_spec(dbs: dict[bool, Database]) -> tuple[Any, ...]:
+    """The Python reader's outcome on oom.pickle.gz, read once for every chunk size."""
+    with pytest.MonkeyPatch.context() as mp:
+        spec = outcome(OOM, dbs[False], False, mp)
+    assert spec[0] == "rows"
+    return spec
+
+
+class TestReal:
+    """The real snapshots give the same rows, also fed a few bytes at a time. (That both
+    readers write every real snapshot's pinned rows is ingest/test_events_digest's check:
+    it ingests each of them, REAL among them, with both and compares the digests.)"""
+
+    def test_every_real_snapshot_is_pinned(self):
+        """What makes the events digest test the check of both readers on REAL."""
+        golden = json.loads((FIXTURES / "events_digests.json").read_text())
+        assert REAL
+        for p in REAL:
+            assert golden[p.relative_to(FIXTURES).as_posix()]["format"] == "cuda_snapshot"
 
     @pytest.mark.parametrize("chunk", [1, 7, 4096])
-    def test_tiny_chunks(self, chunk, tmp_path, monkeypatch):
-        src = FIXTURES / "snapshot" / "oom.pickle.gz"
-        spec = outcome(src, tmp_path / "py.duckdb", False, monkeypatch)
+    def test_tiny_chunks(self, chunk, oom_spec, dbs, monkeypatch):
         monkeypatch.setattr(native, "CHUNK", chunk)
-        assert outcome(src, tmp_path / "c.duckdb", True, monkeypatch) == spec
+        assert outcome(OOM, dbs[True], True, monkeypatch) == oom_spec
 
 
 class TestMutated:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tlview.ingest import IngestError, native
 from tlview.ingest.records import EVENT_KINDS, EventColumns, FrameInterned, StackInterned
 from tlview.ingest.source import records_for
-from tlview.store import open_database, write_records
+from tlview.store import write_records
 from tlview.store.convert import EVENT_COLUMNS, event_tuple
 from tlview.store.digest import source_digest
 
@@ -86,13 +86,12 @@ class TestReal:
         for src in REAL:
             assert same(src, monkeypatch)[0] == "rows", src
 
-    def test_digest(self, tmp_path, monkeypatch):
+    def test_digest(self, dbs, monkeypatch):
         digests = []
         for compiled in (False, True):
             monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
-            with open_database(tmp_path / f"{compiled}.duckdb") as db:
-                summary = write_records(db, records_for(PICKLE, "flight_recorder"))
-                digests.append(source_digest(db, summary.source_id))
+            summary = write_records(dbs[compiled], records_for(PICKLE, "flight_recorder"))
+            digests.append(source_digest(dbs[compiled], summary.source_id))
         assert digests[0] == digests[1]
 
     def test_core_reads_the_entries(self):

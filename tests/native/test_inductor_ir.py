@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tlview.ingest import IngestError, inductor_ir, lines
 from tlview.ingest.records import EventColumns
-from tlview.store import open_database, write_records
+from tlview.store import write_records
 from tlview.store.digest import source_digest
 
 from tests.conftest import FIXTURES, SEED_000, SEED_001, SEED_002, discovered_fixtures, needs_native
@@ -71,16 +71,15 @@ def test_fixture(src, monkeypatch):
     assert spec[0] == "records" and len(spec[1]) > 2
 
 
-def test_rows_in_the_database(tmp_path, monkeypatch):
+def test_rows_in_the_database(dbs, monkeypatch):
     """Through the writer (Arrow columns vs records): the same rows, digest and counts."""
     got = {}
     for compiled in (False, True):
         monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
         from tlview.ingest.source import records_for
 
-        with open_database(tmp_path / f"{compiled}.duckdb") as db:
-            summary = write_records(db, records_for(SEED_000, "inductor_ir"))
-            got[compiled] = (source_digest(db, summary.source_id), summary.counts)
+        summary = write_records(dbs[compiled], records_for(SEED_000, "inductor_ir"))
+        got[compiled] = (source_digest(dbs[compiled], summary.source_id), summary.counts)
     assert got[True] == got[False]
     assert got[True][1]["node_scheduled"] == 959
 
