@@ -23,7 +23,7 @@ from tlview.store import align as al
 from tlview.store import open_database
 from tlview.store.diff import DiffError, ensure_alignment
 
-from tests.conftest import FIXTURES, SEED_000, ingest_into, tlview_main
+from tests.conftest import FIXTURES, SEED_000, ingest_into, ingest_together, tlview_main
 from tests.reference_ir import reference as reference_ir
 from tests.reference_snapshot import live_at as snapshot_live_at
 from tests.reference_snapshot import load as load_snapshot
@@ -126,7 +126,7 @@ def db(tmp_path_factory) -> Path:
     inputs += sorted(twin.glob("*"))
     inputs += [SEED_000, seed_twin, DIFF / "leak0.pickle.gz", DIFF / "leak1.pickle.gz",
                DIFF / "kineto_base.pt.trace.json.gz", DIFF / "kineto_wide.pt.trace.json.gz"]
-    ingest_into(path, *inputs)
+    ingest_together(path, *inputs)
     return path
 
 

@@ -24,7 +24,7 @@ from tlview.store.db import SCHEMA_VERSION
 from tlview.store.diff import ensure_alignment
 from tlview.store.views_doc import public_objects as documented_objects
 
-from tests.conftest import FIXTURES, SEED_002, SEED_003, ingest_into, tlview_main
+from tests.conftest import FIXTURES, SEED_002, SEED_003, ingest_into, ingest_together, tlview_main
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = FIXTURES / "profile"
@@ -94,7 +94,7 @@ def every_kind(tmp_path_factory) -> Path:
     infer = FIXTURES / "cudagraphs" / "infer"  # CUDA-graph replays (graph_replays)
     inputs += [infer / "kineto.pt.trace.json.gz",
                *sorted((infer / "torch_compile_debug").rglob("output_code.py"))]
-    ingest_into(db, *inputs)
+    ingest_together(db, *inputs)
     with open_database(db) as d:  # stored alignments for the diff macros (60_diff_timelines.sql ...)
         for fmt in ("inductor_ir", "kineto", "cuda_snapshot"):
             a, b = d.sql("SELECT min(timeline_id), max(timeline_id) FROM timeline_records "
