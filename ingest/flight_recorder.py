@@ -280,6 +280,14 @@ def _attrs_text(extra: dict[str, Any]) -> str:
 
 
 
+
+def _ranks(v: Any) -> tuple[int, ...] | None:
+    """A group's ranks: a list (or tuple) of integers (``_int``), else None."""
+    if not isinstance(v, (list, tuple)):
+        return None
+    ints = _ints(list(v))
+    return None if None in ints else tuple(ints)  # type: ignore[arg-type]
+
 def _extra(keys: tuple[Any, ...], values: Any) -> dict[str, Any]:
     """An entry's keys that are not columns and their values, as attrs keeps them."""
     return {str(k): v if type(v) is str else _plain(v) for k, v in zip(keys, values)}
@@ -550,14 +558,13 @@ class _Dump:
                 parsed = json.loads(ranks_v)
             except ValueError:
                 parsed = None
-            if isinstance(parsed, list) and all(_int(r) is not None for r in parsed):
-                ranks = tuple(_int(r) for r in parsed)  # type: ignore[misc]
-            else:
+            ranks = _ranks(parsed)
+            if ranks is None:
                 attrs["ranks_text"] = ranks_v
-        elif isinstance(ranks_v, (list, tuple)) and all(_int(r) is not None for r in ranks_v):
-            ranks = tuple(_int(r) for r in ranks_v)  # type: ignore[misc]
-        elif ranks_v is not None:
-            attrs["ranks_text"] = _plain(ranks_v)
+        else:
+            ranks = _ranks(ranks_v)
+            if ranks is None and ranks_v is not None:
+                attrs["ranks_text"] = _plain(ranks_v)
         if isinstance(v, dict):
             attrs.update({str(a): _plain(b) for a, b in v.items()
                           if a not in ("name", "desc", "ranks")})
