@@ -37,6 +37,7 @@ place.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import marshal
@@ -689,11 +690,25 @@ def _parse_json(path: str) -> Iterator[Record]:
                           "expected the JSON of a Flight Recorder dump") from None
 
 
+
+def _loads(data: bytes) -> Any:
+    """json.loads with the cycle collector paused: a JSON document holds no cycles, and
+    the collector's passes over it as it grows (every 700 containers made, the whole of
+    it now and then) cost a 2,000-entry dump's json.loads a third of its CPU when the
+    dumps are read one after the other (15 -> 10 ms)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
+
 def _parse_json_nested(path: str) -> Iterator[Record]:
     with open_binary(path) as f:
         data = f.read()
     try:
-        top = json.loads(data)
+        top = _loads(data)
     except UnicodeDecodeError as e:
         raise IngestError(path, None, f"byte {e.start:,}: not UTF-8: expected the JSON "
                           "of a Flight Recorder dump") from None
