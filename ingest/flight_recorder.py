@@ -37,13 +37,18 @@ place.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
+import marshal
 import math
 import os
 import re
 import zlib
+from collections import Counter
 from collections.abc import Iterator
+from itertools import chain, repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +75,7 @@ FORMAT = "flight_recorder"
 KNOWN_MAJORS = (1, 2)
 ENTRIES = ("entries",)
 BATCH = 20_000  # entries per EventColumns (the writer's batch size)
+QUEUED = 1_000  # streamed entries converted together (BATCH is a multiple)
 
 # Entry keys read into columns; every other key goes to attrs.
 _COLUMNS = {
@@ -119,20 +125,14 @@ def _time_ns(v: Any) -> int | None:
     return n if n else None
 
 
-_TEXTS: dict[tuple[type, str], str] = {}  # sizes and dtypes repeat: their JSON by repr
+_TEXTS: dict[bytes, str] = {}  # sizes and dtypes repeat: their JSON by marshal bytes
 
 
 def _text(v: Any) -> str | None:
     """A field as compact JSON text (sizes, dtypes: ``[[8]]``, ``["Float"]``)."""
     if v is None:
         return None
-    key = (type(v), repr(v))
-    got = _TEXTS.get(key)
-    if got is None:
-        got = json.dumps(_plain(v), separators=(",", ":"), default=str)  # as the writer's
-        if len(_TEXTS) < 100_000:
-            _TEXTS[key] = got
-    return got
+    return json.dumps(_plain(v), separators=(",", ":"), default=str)  # as the writer's
 
 
 def _plain(v: Any) -> Any:
@@ -182,6 +182,71 @@ def _dur_ns(dur: Any) -> int | None:
     return _int(round(ns)) if math.isfinite(ns) else None
 
 
+
+# Column rules over a list of an entry field's values (``None`` where a key is missing):
+# the per-value rules above, applied only to values that are not already the plain type
+# (one pass of C-level checks over a column, the per-value rule where one fails).
+_NONE = type(None)
+_INT_OR_NONE = {int, _NONE}
+
+
+def _ints(vals: list[Any]) -> list[int | None]:
+    """``_int`` of each value."""
+    types = set(map(type, vals))
+    if types <= _INT_OR_NONE:
+        nums = vals if _NONE not in types else [v for v in vals if v is not None]
+        if not nums or (_LO <= min(nums) and max(nums) < _HI):
+            return vals
+    return [v if type(v) is int and _LO <= v < _HI else _int(v) for v in vals]
+
+
+def _times_ns(vals: list[Any]) -> list[int | None]:
+    """``_time_ns`` of each value."""
+    ns = _ints(vals)
+    return [n or None for n in ns] if 0 in ns else ns
+
+
+def _strs(vals: list[Any]) -> list[str | None]:
+    """``_str`` of each value."""
+    if set(map(type, vals)) <= {str, _NONE}:
+        texts = "".join([v for v in vals if v is not None])
+        if _clean(texts) is texts:  # no surrogates in any
+            return vals
+    return list(map(_str, vals))
+
+
+def _bools(vals: list[Any]) -> list[bool | None]:
+    """A bool column: anything else is NULL."""
+    if set(map(type, vals)) <= {bool, _NONE}:
+        return vals
+    return [v if type(v) is bool else None for v in vals]
+
+
+def _texts(vals: list[Any]) -> list[str | None]:
+    """``_text`` of each value, kept by the value's marshal bytes (which tell True, 1 and
+    1.0 apart, as the text does); a column with a value marshal cannot write (an
+    interned frame's stand-in) value by value."""
+    try:
+        keys = list(map(marshal.dumps, vals, repeat(0, len(vals))))
+    except ValueError:
+        return list(map(_text, vals))
+    got = list(map(_TEXTS.get, keys))
+    if None in got:
+        for i, t in enumerate(got):
+            if t is None and vals[i] is not None:
+                got[i] = text = _text(vals[i])
+                if len(_TEXTS) < 100_000:
+                    _TEXTS[keys[i]] = text  # type: ignore[assignment]
+    return got
+
+
+def _pgs(vals: list[Any]) -> tuple[list[str | None], list[str | None]]:
+    """``_pg`` of each value, as the name and desc columns."""
+    if vals and set(map(type, vals)) <= {list, tuple} and min(map(len, vals)) >= 2:
+        return _strs(list(map(itemgetter(0), vals))), _strs(list(map(itemgetter(1), vals)))
+    pairs = list(map(_pg, vals))
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
 # An entry's fields by how they are read: (column, key).
 _INT_FIELDS = (("step", "record_id"), ("pg_id", "pg_id"), ("p2p_seq_id", "p2p_seq_id"),
                ("op_id", "op_id"), ("ts_ns", "time_created_ns"), ("timeout_ms", "timeout_ms"))
@@ -215,6 +280,19 @@ def _attrs_text(extra: dict[str, Any]) -> str:
     return got  # type: ignore[return-value]
 
 
+
+
+def _ranks(v: Any) -> tuple[int, ...] | None:
+    """A group's ranks: a list (or tuple) of integers (``_int``), else None."""
+    if not isinstance(v, (list, tuple)):
+        return None
+    ints = _ints(list(v))
+    return None if None in ints else tuple(ints)  # type: ignore[arg-type]
+
+def _extra(keys: tuple[Any, ...], values: Any) -> dict[str, Any]:
+    """An entry's keys that are not columns and their values, as attrs keeps them."""
+    return {str(k): v if type(v) is str else _plain(v) for k, v in zip(keys, values)}
+
 class _Dump:
     """One dump as it is read: its timeline key, frames, what the note will say."""
 
@@ -229,6 +307,7 @@ class _Dump:
         self.unknown_entry_keys: dict[str, int] = {}
         self.old_seq_ids = 0
         self.bad: IngestError | None = None
+        self.queued: list[Any] = []
         self.cols: dict[str, list[Any]] = {name: [] for name, _ in _TYPES}
 
     def timeline(self) -> Timeline:
@@ -241,66 +320,150 @@ class _Dump:
                         format=FORMAT, device=None, attrs=attrs)
 
     def entry(self, e: Any) -> None:
-        """Add one entry's row to the columns (its frames interned); ``rows`` hands them
-        over. Column by column as the writer's table holds them (collective_recorded's
-        fields, store/records.py): a thousand dumps of thousands of entries each made a
-        record object per entry, then a row of it (docs/benchmarks.md)."""
-        if type(e) is not dict:  # said once the dump is read: a refusal comes first
+        """Add one streamed entry: queued, and converted with the others (``entries``)
+        QUEUED at a time; ``rows`` converts the rest. Its frames are interned now, before
+        the stream reads on (the frames and stacks in the order read, as the compiled
+        core gives them); where that raises, the queue is converted now: the error is
+        the first that entry by entry gives."""
+        self.queued.append(e)
+        if type(e) is dict and "frames" in e:
+            try:
+                self.interner.stack(e["frames"])
+            except Exception:
+                self.convert_queued()
+                raise
+        if len(self.queued) >= QUEUED:
+            self.convert_queued()
+
+    def convert_queued(self) -> None:
+        """Convert the queued entries now (before what the stream reads after them)."""
+        if self.queued:
+            queued, self.queued = self.queued, []
+            self.entries(queued)
+
+    def entries(self, es: list[Any]) -> None:
+        """Add the entries' rows to the columns (their frames interned); ``rows`` hands
+        them over. Column by column as the writer's table holds them (collective_recorded's
+        fields, store/records.py), each field's rule applied to the list of its values
+        (``_columns``): a thousand dumps of thousands of entries each made a record object
+        per entry, then a row of it, then cost as much again as json.loads entry by entry
+        (docs/benchmarks.md). An entry that is not a dict adds no row and is said once the
+        dump is read (a refusal comes first). Where a rule raises, the entries are added
+        one at a time: the error is the first entry's, as read in order."""
+        dicts = es
+        if set(map(type, es)) - {dict}:
+            dicts = [e for e in es if type(e) is dict]
             if self.bad is None:
-                self.bad = IngestError(self.path, None, f"entry {self.n_entries} is a "
+                i, e = next((i, e) for i, e in enumerate(es) if type(e) is not dict)
+                self.bad = IngestError(self.path, None, f"entry {self.n_entries + i} is a "
                                        f"{type(e).__name__}, expected a dict with record_id, "
                                        "process_group, collective_seq_id, profiling_name, ...")
-            self.n_entries += 1
+        try:
+            cols, keys, old_seq_ids = self._columns(dicts)
+        except Exception:
+            if len(es) == 1:
+                raise
+            for e in es:
+                self.entries([e])
             return
-        get = e.get
-        extra = None
-        for k in e:
-            if k not in _COLUMNS:
+        for name, col in cols.items():
+            self.cols[name] += col
+        for k, n in keys.items():
+            self.unknown_entry_keys[k] = self.unknown_entry_keys.get(k, 0) + n
+        self.old_seq_ids += old_seq_ids
+        self.n_entries += len(es)
+
+    def _columns(self, es: list[dict[Any, Any]]) -> tuple[dict[str, list[Any]],
+                                                          dict[str, int], int]:
+        """The entries' column values, the unknown keys' counts (in the order first seen)
+        and how many read ``seq_id`` as the collective one; the fields in the order an
+        entry's were read one at a time (the same first error)."""
+        n = len(es)
+        # The keys that are not columns, in each entry's order. Mostly every entry has
+        # the same keys in the same order: then its values are the columns. Keys that
+        # are not all text (1 and True are equal keys of different text): entry by entry.
+        shapes = list(map(tuple, es))
+        by_key: dict[Any, list[Any]] | None = None
+        if n and shapes.count(shapes[0]) == n and all(type(k) is str for k in shapes[0]):
+            by_key = dict(zip(shapes[0], map(list, zip(*map(dict.values, es)))))
+            unknown = None
+            groups = [(tuple(k for k in shapes[0] if k not in _COLUMNS), n)]
+        else:
+            counts = Counter(shapes)
+            if all(type(k) is str for s in counts for k in s):
+                shape_unknown = {s: tuple(k for k in s if k not in _COLUMNS) for s in counts}
+                unknown = list(map(shape_unknown.__getitem__, shapes))
+                groups = [(shape_unknown[s], m) for s, m in counts.items()]
+            else:
+                unknown = [tuple(k for k in s if k not in _COLUMNS) for s in shapes]
+                groups = [(u, 1) for u in unknown]
+
+        def values(key: str) -> list[Any]:
+            if by_key is None:
+                return list(map(dict.get, es, repeat(key, n)))
+            got = by_key.get(key)
+            return [None] * n if got is None else got
+
+        c: dict[str, list[Any]] = {}
+        keys: dict[str, int] = {}
+        for u, m in groups:
+            for k in u:
                 key = str(k)
-                if extra is None:
-                    extra = {}
-                v = e[k]
-                extra[key] = v if type(v) is str else _plain(v)
                 if key not in ("thread_name", "thread_id", "seq_id"):
-                    self.unknown_entry_keys[key] = self.unknown_entry_keys.get(key, 0) + 1
-        c = self.cols
-        v = get("collective_seq_id")
-        seq = v if type(v) is int and _LO <= v < _HI else _int(v)
-        if seq is None and "seq_id" in e:  # dumps before the collective/p2p split
-            seq = _int(e["seq_id"])
-            self.old_seq_ids += 1
-        c["seq_id"].append(seq)
+                    keys[key] = keys.get(key, 0) + m
+        extras: list[dict[str, Any] | None] | None = None
+        attrs: list[str | None] | None = None
+        if unknown is None:  # one sequence of keys: the other keys' values column-wise
+            u = groups[0][0]
+            if not u:
+                attrs = [None] * n
+            else:
+                vals = list(zip(*map(values, u)))
+                if set(map(type, chain.from_iterable(vals))) == {str}:  # attrs per text
+                    texts = {v: _attrs_text(_extra(u, v)) for v in dict.fromkeys(vals)}
+                    attrs = list(map(texts.__getitem__, vals))
+                else:
+                    extras = [_extra(u, v) for v in vals]
+        else:
+            extras = [_extra(u, [e[k] for k in u]) if u else None
+                      for e, u in zip(es, unknown)]
+        seq = _ints(values("collective_seq_id"))
+        old_seq_ids = 0
+        if None in seq:  # dumps before the collective/p2p split
+            for i, e in enumerate(es):
+                if seq[i] is None and "seq_id" in e:
+                    seq[i] = _int(e["seq_id"])
+                    old_seq_ids += 1
+        c["seq_id"] = seq
         for col, key in _INT_FIELDS:
-            v = get(key)
-            c[col].append(v if type(v) is int and _LO <= v < _HI else _int(v))
+            c[col] = _ints(values(key))
         for col, key in _TIME_FIELDS:
-            v = get(key)
-            c[col].append(v if type(v) is int and _LO <= v < _HI and v else _time_ns(v))
+            c[col] = _times_ns(values(key))
         for col, key in _TEXT_FIELDS:
-            v = get(key)
-            c[col].append(None if v is None else _text(v))
+            c[col] = _texts(values(key))
         for col, key in _BOOL_FIELDS:
-            v = get(key)
-            c[col].append(v if type(v) is bool else None)
-        c["op"].append(_str(get("profiling_name")))
-        c["state"].append(_str(get("state")))
-        name, desc = _pg(get("process_group"))
-        c["process_group"].append(name)
-        c["pg_desc"].append(desc)
-        c["dur_ns"].append(_dur_ns(get("duration_ms")))
-        frames = get("frames")
-        c["stack_id"].append(None if frames is None else self.interner.stack(frames))
-        c["attrs"].append(None if extra is None else _attrs_text(extra))
-        self.n_entries += 1
+            c[col] = _bools(values(key))
+        c["op"] = _strs(values("profiling_name"))
+        c["state"] = _strs(values("state"))
+        c["process_group"], c["pg_desc"] = _pgs(values("process_group"))
+        dur = values("duration_ms")
+        c["dur_ns"] = dur if set(map(type, dur)) <= {_NONE} else list(map(_dur_ns, dur))
+        frames = values("frames")
+        c["stack_id"] = (frames if set(map(type, frames)) <= {_NONE}
+                         else list(map(self.interner.stack, frames)))
+        c["attrs"] = attrs if attrs is not None else [
+            None if x is None else _attrs_text(x) for x in extras]  # type: ignore[union-attr]
+        return c, keys, old_seq_ids
 
     def n_rows(self) -> int:
-        """Entries added and not yet handed over."""
-        return len(self.cols["op"])
+        """Entries added and not yet handed over (queued ones too)."""
+        return len(self.cols["op"]) + len(self.queued)
 
     def rows(self) -> list[Record]:
         """The entries added since the last call: their newly interned frames and stacks,
         then the entries as one EventColumns where the writer reads (``columns_wanted``),
         else as records (the same rows: EventColumns.records)."""
+        self.convert_queued()
         out: list[Record] = list(self.interner.take())
         n = len(self.cols["op"])
         if n:
@@ -333,21 +496,25 @@ class _Dump:
     def native_outputs(self, outputs: list[Any]) -> Iterator[Record]:
         """The records of the compiled core's outputs (native/flight_recorder.hpp): its
         rows, the entries it left to this reader, the attrs keys in the order they were
-        first counted, frames and stacks."""
+        first counted, frames and stacks. The entries left to this reader are converted
+        before the next output that is not one, and before the next call."""
         for item in outputs:
             tag = item[0]
-            if tag == "batch":
-                yield from self.native_rows(item[1])
-            elif tag == "entry":
+            if tag == "entry":
                 self.entry(item[1])
                 if self.n_rows() >= BATCH:
                     yield from self.rows()
+                continue
+            self.convert_queued()
+            if tag == "batch":
+                yield from self.native_rows(item[1])
             elif tag == "key":
                 self.unknown_entry_keys.setdefault(item[1], 0)
             elif tag == "frame":
                 yield frame_record(item[1], item[2])
             elif tag == "stack":
                 yield StackInterned(stack_id=item[1], frame_ids=tuple(item[2]))
+        self.convert_queued()
 
     def native_counts(self, keys: dict[str, int], old_seq_ids: int) -> None:
         """What the core's rows add to the note's counts."""
@@ -392,14 +559,13 @@ class _Dump:
                 parsed = json.loads(ranks_v)
             except ValueError:
                 parsed = None
-            if isinstance(parsed, list) and all(_int(r) is not None for r in parsed):
-                ranks = tuple(_int(r) for r in parsed)  # type: ignore[misc]
-            else:
+            ranks = _ranks(parsed)
+            if ranks is None:
                 attrs["ranks_text"] = ranks_v
-        elif isinstance(ranks_v, (list, tuple)) and all(_int(r) is not None for r in ranks_v):
-            ranks = tuple(_int(r) for r in ranks_v)  # type: ignore[misc]
-        elif ranks_v is not None:
-            attrs["ranks_text"] = _plain(ranks_v)
+        else:
+            ranks = _ranks(ranks_v)
+            if ranks is None and ranks_v is not None:
+                attrs["ranks_text"] = _plain(ranks_v)
         if isinstance(v, dict):
             attrs.update({str(a): _plain(b) for a, b in v.items()
                           if a not in ("name", "desc", "ranks")})
@@ -509,8 +675,11 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
                     dump.entry(item)
                     if dump.n_rows() >= BATCH:
                         yield from dump.rows()
-        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-            raise IngestError(path, None, f"corrupt gzip data ({e})") from None
+        except Exception as e:
+            dump.convert_queued()  # the entries read before: an error of theirs comes first
+            if isinstance(e, (EOFError, zlib.error, gzip.BadGzipFile)):
+                raise IngestError(path, None, f"corrupt gzip data ({e})") from None
+            raise
 
 
 def _parse_json(path: str) -> Iterator[Record]:
@@ -521,11 +690,25 @@ def _parse_json(path: str) -> Iterator[Record]:
                           "expected the JSON of a Flight Recorder dump") from None
 
 
+
+def _loads(data: bytes) -> Any:
+    """json.loads with the cycle collector paused: a JSON document holds no cycles, and
+    the collector's passes over it as it grows (every 700 containers made, the whole of
+    it now and then) cost a 2,000-entry dump's json.loads a third of its CPU when the
+    dumps are read one after the other (15 -> 10 ms)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
+
 def _parse_json_nested(path: str) -> Iterator[Record]:
     with open_binary(path) as f:
         data = f.read()
     try:
-        top = json.loads(data)
+        top = _loads(data)
     except UnicodeDecodeError as e:
         raise IngestError(path, None, f"byte {e.start:,}: not UTF-8: expected the JSON "
                           "of a Flight Recorder dump") from None
@@ -543,11 +726,9 @@ def _parse_json_nested(path: str) -> Iterator[Record]:
         raise IngestError(path, 1, f"entries is a {type(entries).__name__}, expected a list")
     dump = _Dump(path, "json")
     yield dump.timeline()
-    for entry in entries:
-        dump.entry(entry)
-        if dump.n_rows() >= BATCH:
-            yield from dump.rows()
-    yield from dump.rows()
+    for i in range(0, len(entries), BATCH):
+        dump.entries(entries[i:i + BATCH])
+        yield from dump.rows()
     yield from dump.tail(top)
 
 
