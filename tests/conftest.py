@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from tlview.ingest import native, records_for
 from tlview.ingest.discover import discover
@@ -41,6 +42,16 @@ def needs_native(*parsers: str) -> pytest.MarkDecorator:
     """Skip a compiled-core test where the core is not built (unless it is required)."""
     return pytest.mark.skipif(not native_built(*parsers),
                               reason="the compiled ingest core is not built")
+
+
+def view(path: Path | str, sql: str, *params) -> list[tuple]:
+    """Rows of ``sql`` read as a user's plain duckdb client reads the file (read-only, a
+    connection of its own): what a test expects, independent of tlview's store."""
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
 
 
 def ingest_into(db_path: Path, *inputs: Path, fmt: str | None = None) -> list[int]:

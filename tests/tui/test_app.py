@@ -22,7 +22,7 @@ from tlview.tui.execution_list import ExecutionList
 from tlview.tui.live_buffers import LiveBuffers
 from tlview.tui.memory_curve import MemoryCurve
 
-from tests.conftest import SEED_000, SEED_001, SEED_002, ingest_into
+from tests.conftest import SEED_000, SEED_001, SEED_002, ingest_into, view
 from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
@@ -41,13 +41,6 @@ def seed001_file(tmp_path_factory):
     ingest_into(path, SEED_001)
     return path
 
-
-def view(path, sql, *params):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 def message_text(app) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 from tlview.store import open_database, write_records
 from tlview.store.timeline_queries import TimelineInfo
@@ -17,6 +16,7 @@ from tlview.tui.chooser import ChooserScreen
 from tlview.tui.chooser_rows import chooser_rows, filter_rows
 from tlview.tui.timeline_screen import TimelineScreen
 
+from tests.conftest import view
 from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
@@ -61,13 +61,6 @@ def catalog(tmp_path_factory):
                                           ("0_forward", "0_backward"), seed=2))
     return path
 
-
-def view(path, sql, *params):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 class TestChooserScale:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 
-import duckdb
 import pytest
 from tlview.store import memory_holders as mh
 from tlview.store.memory_holders import Holder
@@ -18,7 +17,7 @@ from tlview.tui.app import TlviewApp
 from tlview.tui.holders_screen import HoldersScreen
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import SEED_004, ingest_into
+from tests.conftest import SEED_004, ingest_into, view
 from tests.tui.pilot import asynctest, press, settle, type_text
 from tests.tui.screen_text import screen_text
 
@@ -30,13 +29,6 @@ def seed004(tmp_path_factory):
     ingest_into(path, SEED_004)
     return path
 
-
-def view(path, sql, *params):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 def grouped(rows, live_bytes):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import duckdb
 import pytest
 from tlview.ingest.discover import discover
 from tlview.store import open_database
@@ -20,7 +19,7 @@ from tlview.tui.app import TlviewApp
 from tlview.tui.profiler_screen import ProfilerScreen
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, view
 from tests.reference_profile import interval, load
 from tests.tui.pilot import asynctest, press, settle, type_text
 from tests.tui.screen_text import screen_text
@@ -48,13 +47,6 @@ def coll(tmp_path_factory):
     ingest_folder(path, COLL_RANK0)
     return path
 
-
-def view(path, sql, *params):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 def trace_tid(path) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 from tlview.ingest.discover import discover
 from tlview.store import open_database
@@ -22,7 +21,7 @@ from tlview.tui.rank_strips import skew_bar, strip_cells
 from tlview.tui.ranks_screen import RanksScreen
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, view
 from tests.tui.pilot import asynctest, press, settle, type_text
 from tests.tui.screen_text import screen_text
 
@@ -37,13 +36,6 @@ def coll_tree(tmp_path_factory) -> Path:
     ingest_into(path, *[Path(p) for p, _ in discover(COLL)])
     return path
 
-
-def view(path: Path, sql: str, *params):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 class TestStrips:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import duckdb
 import pytest
 from tlview.store.fmt import exact_bytes
 from tlview.store.snapshot_queries import SiteRow
@@ -24,7 +23,7 @@ from tlview.tui.row_list import RowList
 from tlview.tui.site_rows import frame_label, site_rows
 from tlview.tui.snapshot_screen import SnapshotScreen, next_oom
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, view
 from tests.reference_snapshot import live_at, load, replay
 from tests.tui.pilot import asynctest, press, settle
 from tests.tui.screen_text import screen_text
@@ -59,13 +58,6 @@ def frag_only(tmp_path_factory) -> str:
     ingest_into(path, SNAP / "frag_oom.pickle")
     return str(path)
 
-
-def view(db: str, sql: str, *params):
-    con = duckdb.connect(db, read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 def peak_row(db: str, tid: int) -> tuple:

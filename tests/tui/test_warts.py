@@ -8,12 +8,11 @@ from __future__ import annotations
 import re
 import threading
 
-import duckdb
 import pytest
 from tlview.tui.app import TlviewApp
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import FIXTURES, SEED_003, ingest_into
+from tests.conftest import FIXTURES, SEED_003, ingest_into, view
 from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
@@ -28,13 +27,6 @@ def xla_dbs(tmp_path_factory):
     ingest_into(mlp, XLA_MLP)
     return seed, mlp
 
-
-def view(path, sql, *params):
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        return con.execute(sql, list(params)).fetchall()
-    finally:
-        con.close()
 
 
 def node_text(app) -> str:
