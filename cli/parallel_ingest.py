@@ -262,8 +262,10 @@ class GroupWriter:
             return
         t = time.perf_counter()
         self.txn.restore_threads()  # the workers may be done
-        caches.refresh(self.db, [tid for f in files if f.summary
-                                 for tid in f.summary.timeline_ids.values()])
+        written = [f.summary for f in files if f.summary]
+        # only the caches of the kinds written (the timelines are new, as a serial ingest's)
+        caches.refresh(self.db, [tid for s in written for tid in s.timeline_ids.values()],
+                       {k for s in written for k, n in s.counts.items() if n})
         self.tick("caches", t)
         t = time.perf_counter()
         txn, self.txn = self.txn, None
