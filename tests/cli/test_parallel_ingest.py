@@ -15,6 +15,7 @@ from tlview.cli import main
 from tlview.store.parsed_files import Parsed
 
 from tests.cli.test_shards import TABLES, digests, tables
+from tests.store.test_cache_reads import assert_caches_are_a_full_refresh
 
 SEEDS = Path(__file__).parents[1] / "fixtures" / "seeds"
 DUMPS = ("001_a33eeda162b4c37a.txt", "002_0926b2a0123efc8b.txt", "003_5960cad812240b69.txt")
@@ -85,3 +86,27 @@ def test_a_transaction_that_fails_is_written_again_file_by_file(dumps, tmp_path,
     serial = ingest(capsys, dumps, tmp_path / "s.duckdb", "1")
     assert (0, out, "") == serial
     assert tables(tmp_path / "p.duckdb") == tables(tmp_path / "s.duckdb")
+
+
+def test_the_caches_of_the_kinds_written_are_those_of_a_full_refresh(tmp_path, capsys,
+                                                                      monkeypatch):
+    """``ingest -j`` refreshes once, for the files of a transaction, the caches of the
+    kinds they wrote (``caches.refresh``'s ``kinds``): a folder of an IR dump, an allocator
+    snapshot and Flight Recorder dumps of both forms, written as one transaction, gives
+    every cache the rows of a full refresh."""
+    fixtures = SEEDS.parent
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for src in (SEEDS / DUMPS[0],
+                fixtures / "snapshot" / "oom_waste.pickle.gz",
+                fixtures / "flight_recorder" / "gloo_skip" / "json" / "fr_trace_rank_0.json",
+                fixtures / "flight_recorder" / "gloo_skip" / "pickle" / "fr_trace_rank_1"):
+        shutil.copy(src, folder / src.name)
+    made: list[int] = []
+    real = parallel_ingest.ingest_files
+    monkeypatch.setattr("tlview.ingest_command.ingest_files",
+                        lambda *a, **k: made.append(1) or real(*a, **k))
+    db_path = tmp_path / "j.duckdb"
+    assert main(["ingest", str(folder), "--db", str(db_path), "-j", "2"]) == 0, capsys.readouterr()
+    assert made == [1]
+    assert_caches_are_a_full_refresh(db_path)

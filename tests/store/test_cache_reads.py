@@ -51,45 +51,12 @@ def test_every_fixture_caches_are_those_of_a_full_refresh(ingested_fixtures, tmp
     each cache's rows, with their counts, are those of refreshing every cache of every
     timeline."""
     fixtures = ingested_fixtures("compiled" if native_built() else "python").every_fixture()
-    with open_database(fixtures.copy_to(tmp_path / "copy.duckdb")) as db:
-        con = db.con
-        for name in caches.CACHES:
-            con.execute(f"CREATE TEMP TABLE before_{name} AS FROM _cache_{name}")
-        with db.transaction():
-            caches.rebuild_all(db)
-        for name in caches.CACHES:
-            n = con.execute(f"SELECT count(*) FROM _cache_{name}").fetchone()[0]
-            assert n > 0, name
-            assert con.execute(f"""SELECT count(*) FROM (
-                (FROM before_{name} EXCEPT ALL FROM _cache_{name}) UNION ALL
-                (FROM _cache_{name} EXCEPT ALL FROM before_{name}))""").fetchone()[0] == 0, name
+    assert_caches_are_a_full_refresh(fixtures.copy_to(tmp_path / "copy.duckdb"))
 
 
-def test_a_parallel_ingest_caches_are_those_of_a_full_refresh(tmp_path, capsys, monkeypatch):
-    """``ingest -j`` (cli/parallel_ingest.py) refreshes once, for the files of a transaction,
-    the caches of the kinds they wrote: a folder of an IR dump, an allocator snapshot and
-    Flight Recorder dumps of both forms gives every cache the rows of a full refresh."""
-    import shutil
-    from pathlib import Path
-
-    import tlview.parallel_ingest as parallel_ingest
-    from tlview.cli import main
-
-    fixtures = Path(__file__).parents[1] / "fixtures"
-    folder = tmp_path / "mixed"
-    folder.mkdir()
-    for src in (fixtures / "seeds" / "001_a33eeda162b4c37a.txt",
-                fixtures / "snapshot" / "oom_waste.pickle.gz",
-                fixtures / "flight_recorder" / "gloo_skip" / "json" / "fr_trace_rank_0.json",
-                fixtures / "flight_recorder" / "gloo_skip" / "pickle" / "fr_trace_rank_1"):
-        shutil.copy(src, folder / src.name)
-    made: list[int] = []
-    real = parallel_ingest.ingest_files
-    monkeypatch.setattr("tlview.ingest_command.ingest_files",
-                        lambda *a, **k: made.append(1) or real(*a, **k))
-    db_path = tmp_path / "j.duckdb"
-    assert main(["ingest", str(folder), "--db", str(db_path), "-j", "2"]) == 0, capsys.readouterr()
-    assert made == [1]
+def assert_caches_are_a_full_refresh(db_path) -> None:
+    """Every cache of the database at ``db_path`` holds rows, and the rows (with their
+    counts) of refreshing every cache of every timeline."""
     with open_database(db_path) as db:
         con = db.con
         for name in caches.CACHES:
@@ -102,3 +69,4 @@ def test_a_parallel_ingest_caches_are_those_of_a_full_refresh(tmp_path, capsys, 
             assert con.execute(f"""SELECT count(*) FROM (
                 (FROM before_{name} EXCEPT ALL FROM _cache_{name}) UNION ALL
                 (FROM _cache_{name} EXCEPT ALL FROM before_{name}))""").fetchone()[0] == 0, name
+
