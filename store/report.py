@@ -299,6 +299,11 @@ def hang_section(ctx: Context) -> Section | None:
     unusable and what can still be concluded."""
     if not ctx.has("flight_recorder"):
         return None
+    with hang_queries.dumps_read_once(ctx.db):
+        return _hang_section(ctx)
+
+
+def _hang_section(ctx: Context) -> Section | None:
     incidents, inc_sql = ctx.ask("hang_incidents", None, ctx.run_id)
     if not incidents:
         return None

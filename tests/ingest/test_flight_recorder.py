@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -427,7 +428,10 @@ class TestReport:
         from tlview.store.report import build_report, find_run
 
         with open_database(nccl, read_only=True) as d:
-            return {s: build_report(d, find_run(d, s)[0], WORDS) for s in SCENARIOS}
+            got = {s: build_report(d, find_run(d, s)[0], WORDS) for s in SCENARIOS}
+            # what the hang section made in the connection is gone (dumps_read_once)
+            assert not d.scalar("hang_dumps_are_read")
+        return got
 
     @pytest.mark.parametrize("scenario", SCENARIOS)
     def test_the_hang_section_is_hang_verdict_and_fr_trace(self, nccl, reports, scenario):
@@ -477,6 +481,35 @@ class TestReport:
         doc = json.loads(RENDERERS["json"](r))
         hang = next(s for s in doc["sections"] if s["key"] == "hang")
         assert {f["key"]: f["value"] for f in hang["figures"]}["hang1_culprits"] == [3]
+
+    def test_reading_the_dumps_once_changes_no_row(self, nccl, reports):
+        """The summary, the grid and the report read fr_dumps once (a temporary table of
+        that name: hang_queries.dumps_read_once) where each view would plan it anew: the
+        incidents and verdict rows are the views' as read without it (shared_verdicts: the
+        plain view), and nothing of it is left in the connection afterwards."""
+        from tlview.store import hang_queries as hq
+
+        verdict, _ = shared_verdicts(nccl)
+        fields = [f.name for f in hq.Verdict.__attrs_attrs__]
+        with open_database(nccl, read_only=True) as d:
+            got = hq.hang_summary(d)
+            once = d.query_dicts("hang_incidents", None, None)
+            assert not d.scalar("hang_dumps_are_read")
+            with hq.dumps_read_once(d):
+                assert d.scalar("hang_dumps_are_read")
+                assert d.query_dicts("hang_incidents", None, None) == once
+                grids = {i.incident: hq.grid(d, i) for i in got}
+                assert d.scalar("hang_dumps_are_read")  # a block inside keeps the outer's
+            assert not d.scalar("hang_dumps_are_read")
+            plain_grid = d.query("hang_grid", got[0].incident)
+        assert len(got) == len(SCENARIOS)
+        assert [(i.incident, i.n_dumps, list(i.ranks)) for i in got] == [
+            (r["incident"], r["n_dumps"], r["ranks"]) for r in once]
+        assert Counter((i.incident, *(getattr(v, f) for f in fields))
+                       for i in got for v in i.verdicts) == Counter(
+            (v["incident"], *(v[f] for f in fields)) for v in verdict)
+        assert [tuple(getattr(c, f.name) for f in hq.Cell.__attrs_attrs__)
+                for c in grids[got[0].incident].cells] == plain_grid
 
     def test_a_missing_dump_and_what_can_still_be_concluded(self, tmp_path):
         """Without the culprit's dump (rank 3 of skip) every rank with a dump issued #10 and
