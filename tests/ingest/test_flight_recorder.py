@@ -33,12 +33,25 @@ def rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
+def verdict_rows(db: Path, sql: str) -> list[dict]:
+    """``rows`` of a query of hang_verdict, read as tlview's summary and report read it:
+    with fr_dumps read once (hang_queries.dumps_read_once: the view's rows as a table, where
+    hang_verdict would plan its walk of the incidents ten times over, ~1 CPU-s a query).
+    The same rows as the plain view: TestReport.test_reading_the_dumps_once_changes_no_row."""
+    from tlview.store.hang_queries import dumps_read_once
+
+    with open_database(db, read_only=True) as d, dumps_read_once(d):
+        cur = d.con.execute(sql)
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
 @functools.cache
 def shared_verdicts(db: Path) -> tuple[list[dict], list[dict]]:
     """hang_verdict's rows in a module's shared database (which no test changes), and
     its dumps' (incident, rank, source_path, run), read once: the view's planning alone is
     ~2 CPU-s a query. The tests filter them as their SQL did (``verdicts``)."""
-    return (rows(db, "SELECT * FROM hang_verdict"),
+    return (verdict_rows(db, "SELECT * FROM hang_verdict"),
             rows(db, "SELECT d.incident, d.rank, d.source_path, runs.name AS run FROM fr_dumps d "
                      "LEFT JOIN timeline_runs t ON t.timeline_id = d.timeline_id "
                      "LEFT JOIN runs USING (run_id)"))
@@ -353,7 +366,7 @@ class TestIncomplete:
         ingest_into(db, *(FR / "gloo_late" / "pickle" / f"fr_trace_rank_{r}" for r in (0, 2)))
         (g,) = rows(db, "SELECT * FROM fr_groups")
         assert g["members"] == [0, 1, 2] and g["missing"] == [1]
-        v = {r["rank"]: r for r in rows(db, "SELECT * FROM hang_verdict")}
+        v = {r["rank"]: r for r in verdict_rows(db, "SELECT * FROM hang_verdict")}
         assert v[1]["verdict"] == "missing dump" and v[1]["culprit"] is None
         assert v[0]["verdict"] == v[2]["verdict"] == "waiting"
         assert {r["seq"] for r in v.values()} == {8}
@@ -369,7 +382,7 @@ class TestIncomplete:
             "pickle/fr_trace_rank_0": "ok", "pickle/fr_trace_rank_1": "ok",
             "pickle/fr_trace_rank_2": "conflict", "copy/fr_trace_rank_2": "conflict"}
         assert len({r["incident"] for r in d.values()}) == 1
-        v = {r["rank"]: r for r in rows(db, "SELECT * FROM hang_verdict "
+        v = {r["rank"]: r for r in verdict_rows(db, "SELECT * FROM hang_verdict "
                                             "WHERE process_group = '0'")}
         assert v[2]["verdict"] == "missing dump" and "conflict" in v[2]["reason"]
 
@@ -390,7 +403,7 @@ class TestIncomplete:
         assert [(r["rank"], r["status"], r["n"]) for r in got] == [
             (0, "ok", 1), (0, "superseded", 1), (1, "ok", 1), (1, "superseded", 2),
             (2, "ok", 1), (2, "superseded", 1)]
-        v = rows(db, "SELECT rank, verdict FROM hang_verdict WHERE process_group = '0' "
+        v = verdict_rows(db, "SELECT rank, verdict FROM hang_verdict WHERE process_group = '0' "
                      "ORDER BY rank")
         assert [(r["rank"], r["verdict"]) for r in v] == [
             (0, "waiting"), (1, "waiting"), (2, "never issued it")]
@@ -485,11 +498,10 @@ class TestReport:
     def test_reading_the_dumps_once_changes_no_row(self, nccl, reports):
         """The summary, the grid and the report read fr_dumps once (a temporary table of
         that name: hang_queries.dumps_read_once) where each view would plan it anew: the
-        incidents and verdict rows are the views' as read without it (shared_verdicts: the
-        plain view), and nothing of it is left in the connection afterwards."""
+        incidents and verdict rows are the views' as read without it, and nothing of it is left in the connection afterwards."""
         from tlview.store import hang_queries as hq
 
-        verdict, _ = shared_verdicts(nccl)
+        verdict = rows(nccl, "SELECT * FROM hang_verdict")  # the plain view
         fields = [f.name for f in hq.Verdict.__attrs_attrs__]
         with open_database(nccl, read_only=True) as d:
             got = hq.hang_summary(d)
@@ -538,13 +550,15 @@ P2P_COALESCED = ("p2p", "coalesced")
 
 @pytest.fixture(scope="module")
 def p2p_coalesced(tmp_path_factory) -> dict[str, Path]:
-    """Per scenario and form, a database of its three ranks' dumps."""
+    """Per form, a database of both scenarios' three ranks' dumps (an incident each: the
+    second dump of a rank begins a new one); the tests read a scenario's incident by its
+    dumps' folder (``verdicts``)."""
     out = {}
-    for s in P2P_COALESCED:
-        for form in ("pickle", "json"):
-            db = tmp_path_factory.mktemp(f"{s}_{form}") / "d.duckdb"
-            ingest_into(db, *sorted((FR / f"gloo_{s}" / form).iterdir()))
-            out[f"{s}_{form}"] = db
+    for form in ("pickle", "json"):
+        db = tmp_path_factory.mktemp(f"p2p_coalesced_{form}") / "d.duckdb"
+        ingest_into(db, *(p for s in P2P_COALESCED for p in sorted((FR / f"gloo_{s}" / form)
+                                                                   .iterdir())))
+        out[form] = db
     return out
 
 
@@ -575,7 +589,7 @@ class TestP2PAndCoalesced:
         The dumps cannot show the recv: torch's analyzer and tlview both name rank 0 as
         missing from that all_reduce, which is all a gloo dump can tell."""
         (f,) = fr_trace_findings("p2p")
-        v = rows(p2p_coalesced[f"p2p_{form}"], "SELECT * FROM hang_verdict ORDER BY rank")
+        v = verdicts(p2p_coalesced[form], path=f"/gloo_p2p/{form}/")
         assert {(r["process_group"], r["seq"], r["finding"]) for r in v} == {
             (f["group"], f["seq"], f["finding"])}
         assert {r["rank"] for r in v if r["verdict"] == "never issued it"} == f["missing"]
@@ -589,8 +603,7 @@ class TestP2PAndCoalesced:
         [[4], [8]]); the analyzer names rank 2, SIZE_OR_SYNTAX_MISMATCH, at seq 4."""
         (f,) = [x for x in fr_trace_findings("coalesced") if x["finding"]]
         assert f["culprits"] == {2: "SIZE_OR_SYNTAX_MISMATCH"}
-        v = {r["rank"]: r for r in rows(p2p_coalesced[f"coalesced_{form}"],
-                                        "SELECT * FROM hang_verdict")}
+        v = {r["rank"]: r for r in verdicts(p2p_coalesced[form], path=f"/gloo_coalesced/{form}/")}
         assert {(r["process_group"], r["seq"], r["finding"]) for r in v.values()} == {
             (f["group"], f["seq"], f["finding"])}
         assert {r for r, x in v.items() if x["culprit"]} == set(f["culprits"])
