@@ -344,18 +344,9 @@ class TestCaches:
         assert got["_cache_fr_calls"][0] > 0 and got["_cache_fr_dump_stats"] == (2, 0)
         assert got["_cache_fr_calls"][1] == 0
 
-    def test_migrate_fills_them_again(self, tmp_path):
-        from tlview.store.schema import migrate
-
-        db = tmp_path / "m.duckdb"
-        ingest_into(db, *sorted((FR / "gloo_sizes" / "pickle").iterdir()))
-        want = self.differences(db)
-        assert want["_cache_fr_calls"][0] > 0
-        with open_database(db) as d:  # as a database of schema v5 left them: absent
-            d.con.execute("DROP TABLE _cache_fr_calls; DROP TABLE _cache_fr_dump_stats")
-            d.con.execute("UPDATE tlview_meta SET value = '5' WHERE key = 'schema_version'")
-        assert migrate(db).changed
-        assert self.differences(db) == want
+    # A migrate fills them again: store/test_report.py's TestRuns::
+    # test_a_database_before_runs_gets_one_per_folder_on_migrate (one migrate, which
+    # rewrites every view, ~6 CPU-s, for that check and this).
 
 
 class TestIncomplete:
