@@ -17,7 +17,7 @@ from tlview.ingest.source import records_for
 from tlview.ingest.stack_dump import parse_stack_dump
 from tlview.store import open_database
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 FR = FIXTURES / "flight_recorder"
 SCENARIOS = ("skip", "sizes", "subgroup", "late")
@@ -103,7 +103,7 @@ def hangs(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("fr") / "hangs.duckdb"
     inputs = [p for s in SCENARIOS for sub in ("pickle", "stacks")
               for p in sorted((FR / f"gloo_{s}" / sub).iterdir())]
-    ingest_into(db, *inputs, *sorted((FR / "gloo_late" / "profile").iterdir()))
+    ingest_together(db, *inputs, *sorted((FR / "gloo_late" / "profile").iterdir()))
     return db
 
 
@@ -121,7 +121,8 @@ def nccl(tmp_path_factory) -> Path:
             (tmp / scenario / sub).mkdir(parents=True)
             for f in (FR / scenario / sub).iterdir():
                 (tmp / scenario / sub / f.name).write_bytes(f.read_bytes())
-        cli(["ingest", str(tmp / scenario), "--db", str(db)])
+    # one `tlview ingest` naming the four folders: a run each, one transaction
+    cli(["ingest", *(str(tmp / scenario) for scenario in SCENARIOS), "--db", str(db)])
     return db
 
 
@@ -547,8 +548,8 @@ def p2p_coalesced(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for form in ("pickle", "json"):
         db = tmp_path_factory.mktemp(f"p2p_coalesced_{form}") / "d.duckdb"
-        ingest_into(db, *(p for s in P2P_COALESCED for p in sorted((FR / f"gloo_{s}" / form)
-                                                                   .iterdir())))
+        ingest_together(db, *(p for s in P2P_COALESCED for p in sorted((FR / f"gloo_{s}" / form)
+                                                                       .iterdir())))
         out[form] = db
     return out
 
@@ -620,7 +621,7 @@ def nccl_p2p(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for form in NCCL_FORMS:
         db = tmp_path_factory.mktemp(f"nccl_p2p_{form}") / "d.duckdb"
-        ingest_into(db, *(p for s in NCCL_P2P for p in sorted((FR / s / form).iterdir())))
+        ingest_together(db, *(p for s in NCCL_P2P for p in sorted((FR / s / form).iterdir())))
         out[form] = db
     return out
 
