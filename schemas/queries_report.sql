@@ -309,6 +309,23 @@ SELECT EXISTS (SELECT 1 FROM measured m JOIN timeline_runs t USING (timeline_id)
 SELECT EXISTS (SELECT 1 FROM gpu_activity g JOIN timeline_runs t USING (timeline_id)
                WHERE t.run_id = ? AND g.category = 'comm') AS has;
 
+-- name: report_allocs_once
+-- The allocations of the run's snapshots with their output-code line and graph call
+-- (_wrapper_allocs), once for the whole report: its rows of the run's timelines as a
+-- temporary table of that name in the report's own connection, which planned_vs_actual,
+-- planned_vs_actual_calls and graph_calls then read in its place (as report_match_once),
+-- where each names it several times over and plans it anew (report_plan_calls on the
+-- compiled_train fixture: 1.0 CPU-s, 0.3 with it). Its rows are partitioned by snapshot
+-- timeline and the report asks those views of the run's snapshots only, so their rows are
+-- the views' own; report_allocs_drop drops it when the report is built. (Each figure's
+-- SQL reads the views as they are: pasted, it gives the same.)
+CREATE TEMP TABLE _wrapper_allocs AS
+SELECT * FROM main._wrapper_allocs
+WHERE timeline_id IN (SELECT timeline_id FROM timeline_runs WHERE run_id = $1);
+
+-- name: report_allocs_drop
+DROP TABLE IF EXISTS temp._wrapper_allocs;
+
 -- name: report_match_once
 -- The collective matching of the run's rank traces, once for the whole report: the rank
 -- traces (rank_traces) and the rows of _collective_ranks for the run's rank runs as

@@ -220,6 +220,15 @@ class Context:
             self.db.sql(self.db.queries["report_match_once"], [self.run_id])
             self.scratch.append("report_match_drop")
 
+    def allocs_once(self) -> None:
+        """The allocations of the run's snapshots by output-code line and graph call read
+        once, for every view the report asks that derives them (report_allocs_once);
+        dropped when the report is built."""
+        if ALLOCS_ONCE and "report_allocs_drop" not in self.scratch:
+            self.db.query("report_allocs_drop")  # a report before it ended half-way
+            self.db.query("report_allocs_once", self.run_id)
+            self.scratch.append("report_allocs_drop")
+
     def table(self, key: str, title: str, name: str, *params: Any,
               units: dict[str, str] | None = None,
               columns: Sequence[str] | None = None) -> Table | None:
@@ -299,6 +308,11 @@ def hang_section(ctx: Context) -> Section | None:
     unusable and what can still be concluded."""
     if not ctx.has("flight_recorder"):
         return None
+    with hang_queries.dumps_read_once(ctx.db):
+        return _hang_section(ctx)
+
+
+def _hang_section(ctx: Context) -> Section | None:
     incidents, inc_sql = ctx.ask("hang_incidents", None, ctx.run_id)
     if not incidents:
         return None
@@ -508,6 +522,7 @@ def _holders(ctx: Context, key: str, tid: int, at: int, tables: list[Table],
                            by_site.sql, f"{n:,} blocks, {_share(b, h['bytes'])}"))
         holder = (site, b, f"{key}_top_site")
     if ctx.has("inductor_wrapper"):
+        ctx.allocs_once()  # report_held_graphs, report_held_by_graph, report_plan_calls
         graphs, sql = ctx.ask("report_held_graphs", tid, at, tid)
         top = next((g for g in graphs if not g["graph"].startswith("(")), None)
         if top is not None:
@@ -560,6 +575,8 @@ def plan_section(ctx: Context) -> Section | None:
     notes: list[str] = []
     if not ctx.has("inductor_wrapper", "inductor_ir"):
         return None
+    if ctx.has("cuda_snapshot") and ctx.has("inductor_wrapper"):
+        ctx.allocs_once()
     calls = (ctx.table("plan_calls", "planned vs actual, per graph call (planned_vs_actual_calls)",
                        "report_plan_calls", ctx.run_id) if ctx.has("cuda_snapshot") else None)
     if calls is not None and any(r[calls.columns.index("graph")] for r in calls.rows):
@@ -607,6 +624,9 @@ MANY_TRACES = 16  # past this many traces the time section gives the run's figur
 # Compute the run's collective matching once per report (Context.match_once); off, each
 # view derives it again (what `python -m bench report` compares).
 MATCH_ONCE = True
+# Read the run's snapshots' allocations by output-code line once per report
+# (Context.allocs_once); off, each view derives them again.
+ALLOCS_ONCE = True
 
 
 def time_section(ctx: Context) -> Section | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from tlview.ingest.source import records_for
 from tlview.ingest.stack_dump import parse_stack_dump
 from tlview.store import open_database
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 FR = FIXTURES / "flight_recorder"
 SCENARIOS = ("skip", "sizes", "subgroup", "late")
@@ -32,12 +33,25 @@ def rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
+def verdict_rows(db: Path, sql: str) -> list[dict]:
+    """``rows`` of a query of hang_verdict, read as tlview's summary and report read it:
+    with fr_dumps read once (hang_queries.dumps_read_once: the view's rows as a table, where
+    hang_verdict would plan its walk of the incidents ten times over, ~1 CPU-s a query).
+    The same rows as the plain view: TestReport.test_reading_the_dumps_once_changes_no_row."""
+    from tlview.store.hang_queries import dumps_read_once
+
+    with open_database(db, read_only=True) as d, dumps_read_once(d):
+        cur = d.con.execute(sql)
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
 @functools.cache
 def shared_verdicts(db: Path) -> tuple[list[dict], list[dict]]:
     """hang_verdict's rows in a module's shared database (which no test changes), and
     its dumps' (incident, rank, source_path, run), read once: the view's planning alone is
     ~2 CPU-s a query. The tests filter them as their SQL did (``verdicts``)."""
-    return (rows(db, "SELECT * FROM hang_verdict"),
+    return (verdict_rows(db, "SELECT * FROM hang_verdict"),
             rows(db, "SELECT d.incident, d.rank, d.source_path, runs.name AS run FROM fr_dumps d "
                      "LEFT JOIN timeline_runs t ON t.timeline_id = d.timeline_id "
                      "LEFT JOIN runs USING (run_id)"))
@@ -89,7 +103,7 @@ def hangs(tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("fr") / "hangs.duckdb"
     inputs = [p for s in SCENARIOS for sub in ("pickle", "stacks")
               for p in sorted((FR / f"gloo_{s}" / sub).iterdir())]
-    ingest_into(db, *inputs, *sorted((FR / "gloo_late" / "profile").iterdir()))
+    ingest_together(db, *inputs, *sorted((FR / "gloo_late" / "profile").iterdir()))
     return db
 
 
@@ -107,7 +121,8 @@ def nccl(tmp_path_factory) -> Path:
             (tmp / scenario / sub).mkdir(parents=True)
             for f in (FR / scenario / sub).iterdir():
                 (tmp / scenario / sub / f.name).write_bytes(f.read_bytes())
-        cli(["ingest", str(tmp / scenario), "--db", str(db)])
+    # one `tlview ingest` naming the four folders: a run each, one transaction
+    cli(["ingest", *(str(tmp / scenario) for scenario in SCENARIOS), "--db", str(db)])
     return db
 
 
@@ -330,18 +345,9 @@ class TestCaches:
         assert got["_cache_fr_calls"][0] > 0 and got["_cache_fr_dump_stats"] == (2, 0)
         assert got["_cache_fr_calls"][1] == 0
 
-    def test_migrate_fills_them_again(self, tmp_path):
-        from tlview.store.schema import migrate
-
-        db = tmp_path / "m.duckdb"
-        ingest_into(db, *sorted((FR / "gloo_sizes" / "pickle").iterdir()))
-        want = self.differences(db)
-        assert want["_cache_fr_calls"][0] > 0
-        with open_database(db) as d:  # as a database of schema v5 left them: absent
-            d.con.execute("DROP TABLE _cache_fr_calls; DROP TABLE _cache_fr_dump_stats")
-            d.con.execute("UPDATE tlview_meta SET value = '5' WHERE key = 'schema_version'")
-        assert migrate(db).changed
-        assert self.differences(db) == want
+    # A migrate fills them again: store/test_report.py's TestRuns::
+    # test_a_database_before_runs_gets_one_per_folder_on_migrate (one migrate, which
+    # rewrites every view, ~6 CPU-s, for that check and this).
 
 
 class TestIncomplete:
@@ -352,7 +358,7 @@ class TestIncomplete:
         ingest_into(db, *(FR / "gloo_late" / "pickle" / f"fr_trace_rank_{r}" for r in (0, 2)))
         (g,) = rows(db, "SELECT * FROM fr_groups")
         assert g["members"] == [0, 1, 2] and g["missing"] == [1]
-        v = {r["rank"]: r for r in rows(db, "SELECT * FROM hang_verdict")}
+        v = {r["rank"]: r for r in verdict_rows(db, "SELECT * FROM hang_verdict")}
         assert v[1]["verdict"] == "missing dump" and v[1]["culprit"] is None
         assert v[0]["verdict"] == v[2]["verdict"] == "waiting"
         assert {r["seq"] for r in v.values()} == {8}
@@ -368,7 +374,7 @@ class TestIncomplete:
             "pickle/fr_trace_rank_0": "ok", "pickle/fr_trace_rank_1": "ok",
             "pickle/fr_trace_rank_2": "conflict", "copy/fr_trace_rank_2": "conflict"}
         assert len({r["incident"] for r in d.values()}) == 1
-        v = {r["rank"]: r for r in rows(db, "SELECT * FROM hang_verdict "
+        v = {r["rank"]: r for r in verdict_rows(db, "SELECT * FROM hang_verdict "
                                             "WHERE process_group = '0'")}
         assert v[2]["verdict"] == "missing dump" and "conflict" in v[2]["reason"]
 
@@ -389,7 +395,7 @@ class TestIncomplete:
         assert [(r["rank"], r["status"], r["n"]) for r in got] == [
             (0, "ok", 1), (0, "superseded", 1), (1, "ok", 1), (1, "superseded", 2),
             (2, "ok", 1), (2, "superseded", 1)]
-        v = rows(db, "SELECT rank, verdict FROM hang_verdict WHERE process_group = '0' "
+        v = verdict_rows(db, "SELECT rank, verdict FROM hang_verdict WHERE process_group = '0' "
                      "ORDER BY rank")
         assert [(r["rank"], r["verdict"]) for r in v] == [
             (0, "waiting"), (1, "waiting"), (2, "never issued it")]
@@ -427,7 +433,10 @@ class TestReport:
         from tlview.store.report import build_report, find_run
 
         with open_database(nccl, read_only=True) as d:
-            return {s: build_report(d, find_run(d, s)[0], WORDS) for s in SCENARIOS}
+            got = {s: build_report(d, find_run(d, s)[0], WORDS) for s in SCENARIOS}
+            # what the hang section made in the connection is gone (dumps_read_once)
+            assert not d.scalar("hang_dumps_are_read")
+        return got
 
     @pytest.mark.parametrize("scenario", SCENARIOS)
     def test_the_hang_section_is_hang_verdict_and_fr_trace(self, nccl, reports, scenario):
@@ -478,6 +487,34 @@ class TestReport:
         hang = next(s for s in doc["sections"] if s["key"] == "hang")
         assert {f["key"]: f["value"] for f in hang["figures"]}["hang1_culprits"] == [3]
 
+    def test_reading_the_dumps_once_changes_no_row(self, nccl, reports):
+        """The summary, the grid and the report read fr_dumps once (a temporary table of
+        that name: hang_queries.dumps_read_once) where each view would plan it anew: the
+        incidents and verdict rows are the views' as read without it, and nothing of it is left in the connection afterwards."""
+        from tlview.store import hang_queries as hq
+
+        verdict = rows(nccl, "SELECT * FROM hang_verdict")  # the plain view
+        fields = [f.name for f in hq.Verdict.__attrs_attrs__]
+        with open_database(nccl, read_only=True) as d:
+            got = hq.hang_summary(d)
+            once = d.query_dicts("hang_incidents", None, None)
+            assert not d.scalar("hang_dumps_are_read")
+            with hq.dumps_read_once(d):
+                assert d.scalar("hang_dumps_are_read")
+                assert d.query_dicts("hang_incidents", None, None) == once
+                grid = hq.grid(d, got[0])
+                assert d.scalar("hang_dumps_are_read")  # a block inside keeps the outer's
+            assert not d.scalar("hang_dumps_are_read")
+            plain_grid = d.query("hang_grid", got[0].incident)
+        assert len(got) == len(SCENARIOS)
+        assert [(i.incident, i.n_dumps, list(i.ranks)) for i in got] == [
+            (r["incident"], r["n_dumps"], r["ranks"]) for r in once]
+        assert Counter((i.incident, *(getattr(v, f) for f in fields))
+                       for i in got for v in i.verdicts) == Counter(
+            (v["incident"], *(v[f] for f in fields)) for v in verdict)
+        assert [tuple(getattr(c, f.name) for f in hq.Cell.__attrs_attrs__)
+                for c in grid.cells] == plain_grid
+
     def test_a_missing_dump_and_what_can_still_be_concluded(self, tmp_path):
         """Without the culprit's dump (rank 3 of skip) every rank with a dump issued #10 and
         waits: only rank 3 can hold it up. Without a waiting rank's (0), rank 3 is named all
@@ -505,13 +542,15 @@ P2P_COALESCED = ("p2p", "coalesced")
 
 @pytest.fixture(scope="module")
 def p2p_coalesced(tmp_path_factory) -> dict[str, Path]:
-    """Per scenario and form, a database of its three ranks' dumps."""
+    """Per form, a database of both scenarios' three ranks' dumps (an incident each: the
+    second dump of a rank begins a new one); the tests read a scenario's incident by its
+    dumps' folder (``verdicts``)."""
     out = {}
-    for s in P2P_COALESCED:
-        for form in ("pickle", "json"):
-            db = tmp_path_factory.mktemp(f"{s}_{form}") / "d.duckdb"
-            ingest_into(db, *sorted((FR / f"gloo_{s}" / form).iterdir()))
-            out[f"{s}_{form}"] = db
+    for form in ("pickle", "json"):
+        db = tmp_path_factory.mktemp(f"p2p_coalesced_{form}") / "d.duckdb"
+        ingest_together(db, *(p for s in P2P_COALESCED for p in sorted((FR / f"gloo_{s}" / form)
+                                                                       .iterdir())))
+        out[form] = db
     return out
 
 
@@ -542,7 +581,7 @@ class TestP2PAndCoalesced:
         The dumps cannot show the recv: torch's analyzer and tlview both name rank 0 as
         missing from that all_reduce, which is all a gloo dump can tell."""
         (f,) = fr_trace_findings("p2p")
-        v = rows(p2p_coalesced[f"p2p_{form}"], "SELECT * FROM hang_verdict ORDER BY rank")
+        v = verdicts(p2p_coalesced[form], path=f"/gloo_p2p/{form}/")
         assert {(r["process_group"], r["seq"], r["finding"]) for r in v} == {
             (f["group"], f["seq"], f["finding"])}
         assert {r["rank"] for r in v if r["verdict"] == "never issued it"} == f["missing"]
@@ -556,8 +595,7 @@ class TestP2PAndCoalesced:
         [[4], [8]]); the analyzer names rank 2, SIZE_OR_SYNTAX_MISMATCH, at seq 4."""
         (f,) = [x for x in fr_trace_findings("coalesced") if x["finding"]]
         assert f["culprits"] == {2: "SIZE_OR_SYNTAX_MISMATCH"}
-        v = {r["rank"]: r for r in rows(p2p_coalesced[f"coalesced_{form}"],
-                                        "SELECT * FROM hang_verdict")}
+        v = {r["rank"]: r for r in verdicts(p2p_coalesced[form], path=f"/gloo_coalesced/{form}/")}
         assert {(r["process_group"], r["seq"], r["finding"]) for r in v.values()} == {
             (f["group"], f["seq"], f["finding"])}
         assert {r for r, x in v.items() if x["culprit"]} == set(f["culprits"])
@@ -583,7 +621,7 @@ def nccl_p2p(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for form in NCCL_FORMS:
         db = tmp_path_factory.mktemp(f"nccl_p2p_{form}") / "d.duckdb"
-        ingest_into(db, *(p for s in NCCL_P2P for p in sorted((FR / s / form).iterdir())))
+        ingest_together(db, *(p for s in NCCL_P2P for p in sorted((FR / s / form).iterdir())))
         out[form] = db
     return out
 

@@ -33,10 +33,11 @@ DELAY = FIXTURES / "ranks" / "real_delay"
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
+    """The three folders, named to one `tlview ingest` (a run each, in that order: one
+    transaction, where an ingest per folder cost half again the CPU)."""
     path = tmp_path_factory.mktemp("incidents") / "incidents.duckdb"
-    for folder in (TRAIN, OOM, DELAY):
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            assert main(["ingest", str(folder), "--db", str(path)]) == 0
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["ingest", str(TRAIN), str(OOM), str(DELAY), "--db", str(path)]) == 0
     with open_database(path, read_only=True) as d:
         yield d
 
@@ -208,6 +209,30 @@ def test_the_matching_once_per_report_changes_no_figure(db, reports):
     finally:
         report_module.MATCH_ONCE = True
     assert again == reports["real_delay"]
+    assert rows(db, "SELECT count(*) AS n FROM duckdb_tables() WHERE temporary")[0]["n"] == 0
+
+
+def test_the_allocations_once_per_report_change_no_figure(db, reports):
+    """The report reads its snapshots' allocations by output-code line once (a temporary
+    table of the run's rows of _wrapper_allocs: report_allocs_once) where planned_vs_actual
+    and planned_vs_actual_calls would derive them in each query: the same report as
+    without (compiled_train: a snapshot and its graphs' output code), and nothing of it
+    left in the connection afterwards. (The sections that read them, memory and plan: the
+    others ask no view of them.)"""
+    from tlview.store import report as report_module
+
+    ids = {r["name"]: r["run_id"] for r in rows(db, "SELECT run_id, name FROM runs")}
+    report_module.ALLOCS_ONCE = False
+    try:
+        again = build_report(db, ids["compiled_train"], WORDS, sections=[
+            report_module.memory_section, report_module.plan_section])
+    finally:
+        report_module.ALLOCS_ONCE = True
+    once = {s.key: s for s in reports["compiled_train"].sections}
+    assert [s.key for s in again.sections] == ["memory", "plan"]
+    assert all(s == once[s.key] for s in again.sections)
+    assert any(t.key == "plan_calls" for t in once["plan"].tables)
+    assert any(t.key == "peak_by_graph" for t in once["memory"].tables)
     assert rows(db, "SELECT count(*) AS n FROM duckdb_tables() WHERE temporary")[0]["n"] == 0
 
 

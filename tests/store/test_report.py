@@ -40,10 +40,11 @@ def tlview(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def db_path(tmp_path_factory) -> Path:
+    """The three paths named to one `tlview ingest` (a run each, in that order: one
+    transaction, where an ingest per path cost half again the CPU)."""
     db = tmp_path_factory.mktemp("runs") / "runs.duckdb"
-    for path in (GPU_STEP, COLL, OOM):
-        code, _, err = tlview("ingest", str(path), "--db", str(db))
-        assert code == 0, err
+    code, _, err = tlview("ingest", str(GPU_STEP), str(COLL), str(OOM), "--db", str(db))
+    assert code == 0, err
     return db
 
 
@@ -133,20 +134,33 @@ class TestRuns:
         assert got == [{"name": "rank0", "n_sources": 4}, {"name": "rank1", "n_sources": 3}]
 
     def test_a_database_before_runs_gets_one_per_folder_on_migrate(self, tmp_path):
-        """One run per folder, a folder below another of them (a debug tree) joining it."""
+        """One run per folder, a folder below another of them (a debug tree) joining it.
+        The same migrate fills again the Flight Recorder dumps' caches of a database that
+        lacks them (was ingest/test_flight_recorder.py's TestCaches::
+        test_migrate_fills_them_again: one migrate, which rewrites every view, for both)."""
+        from tests.ingest import test_flight_recorder as fr
+
         db = tmp_path / "old.duckdb"
         debug = FIXTURES / "snapshot" / "torch_compile_debug"
-        assert tlview("ingest", str(OOM), str(debug), "--db", str(db))[0] == 0
-        with open_database(db) as d:  # as before runs: no run, views of another version
+        dumps = fr.FR / "gloo_sizes" / "pickle"
+        assert tlview("ingest", str(OOM), str(debug), str(dumps), "--db", str(db))[0] == 0
+        want = fr.TestCaches.differences(db)
+        assert want["_cache_fr_calls"][0] > 0
+        with open_database(db) as d:  # as before runs: no run, views of another version;
+            # the dumps' caches absent, as a database of schema v5 left them
             d.con.execute("DELETE FROM run_records")
             d.con.execute("UPDATE tlview_meta SET value = 'old' WHERE key = 'views_sha'")
+            d.con.execute("DROP TABLE _cache_fr_calls; DROP TABLE _cache_fr_dump_stats")
         code, out, _ = tlview("migrate", "--db", str(db))
         assert code == 0 and "rewritten" in out
         with open_database(db, read_only=True) as d:
-            got = rows(d, "SELECT name, root, n_sources FROM runs ORDER BY run_id")
+            got = rows(d, "SELECT name, root, n_sources FROM runs ORDER BY name")
         n = sum(1 for p in debug.rglob("*") if p.name in ("output_code.py", "ir_post_fusion.txt"))
         # the debug tree below snapshot/ joins the folder of the snapshot beside it
-        assert got == [{"name": "snapshot", "root": str(OOM.resolve().parent), "n_sources": 1 + n}]
+        assert got == [{"name": "pickle", "root": str(dumps.resolve()),
+                        "n_sources": len(list(dumps.iterdir()))},
+                       {"name": "snapshot", "root": str(OOM.resolve().parent), "n_sources": 1 + n}]
+        assert fr.TestCaches.differences(db) == want
 
 
 class TestOnePeak:
