@@ -292,7 +292,9 @@ def test_ingest_waits_while_a_reader_holds_the_file(tmp_path):
 
 def test_info_asks_one_query_whatever_the_number_of_timelines(tmp_path, monkeypatch):
     """`info` on 2 and on 12 timelines runs the same few queries (it ran one to three
-    per timeline: minutes on thousands of timelines)."""
+    per timeline: minutes on thousands of timelines). The copies come from one `ingest
+    --force` naming the file as many times as copies are missing (one command, not one per
+    copy: the same sources as one command per copy, each file ingested again)."""
     from tlview.cli import main
 
     db = tmp_path / "m.duckdb"
@@ -316,8 +318,9 @@ def test_info_asks_one_query_whatever_the_number_of_timelines(tmp_path, monkeypa
     counts = []
     for n in (2, 12):
         with redirect_stdout(io.StringIO()):
-            while count_sources(db) < n:
-                main(["ingest", "--force", "--db", str(db), str(SEED_002)])
+            missing = n - count_sources(db)
+            main(["ingest", "--force", "--db", str(db), *[str(SEED_002)] * missing])
+            assert count_sources(db) == n
         n_calls, lines = info()
         # the same graph n times (--force): listed and counted once, its copies named
         assert lines[0].startswith(f"{db}: {n} sources, 1 timelines ({n - 1} more not counted")

@@ -81,6 +81,14 @@ def coll_db(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def delayed_db(tmp_path_factory) -> Path:
+    """The two delayed ranks (ranks/delayed), for the tests that only read them."""
+    path = tmp_path_factory.mktemp("ranks") / "delayed.duckdb"
+    ingest_into(path, *DELAYED)
+    return path
+
+
 class TestRealTwoRanks:
     """The real 2-rank NCCL run (H200, torch 2.11): every NCCL kernel matched, figures
     equal to the reference's reading of the raw JSON."""
@@ -228,9 +236,8 @@ class TestClockAlignment:
         assert set(skewed) == set(real) and len(real) == 24
         assert all(abs(skewed[k] - real[k]) <= gen.JITTER_NS + drift for k in real)
 
-    def test_the_delayed_rank_is_named_the_straggler(self, tmp_path):
-        db = tmp_path / "delayed.duckdb"
-        ingest_into(db, *DELAYED)
+    def test_the_delayed_rank_is_named_the_straggler(self, delayed_db):
+        db = delayed_db
         _, instances, _, off, arr = reference(DELAYED)
         (o,) = rows(db, "SELECT * FROM clock_offsets WHERE rank = 1")
         assert o["offset_ns"] == off[1]
@@ -251,10 +258,10 @@ class TestWhatIf:
     """whatif_stragglers against the same replay read from the traces on their own."""
 
     @pytest.mark.parametrize("paths", ["delayed", "real"])
-    def test_saved_is_the_replay_of_the_traces(self, tmp_path, paths):
+    def test_saved_is_the_replay_of_the_traces(self, request, paths):
+        """Over the module's database of the same files (coll_db: ingest_into(*RANKS))."""
         files = DELAYED if paths == "delayed" else RANKS
-        db = tmp_path / "w.duckdb"
-        ingest_into(db, *files)
+        db = request.getfixturevalue("delayed_db" if paths == "delayed" else "coll_db")
         got = {(r["step"], r["rank"]): r for r in rows(db, "SELECT * FROM whatif_stragglers")}
         want = ref.whatif(files)
         assert {k: (r["n_late"], r["saved_ns"]) for k, r in got.items()} == want

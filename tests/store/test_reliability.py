@@ -32,6 +32,12 @@ def big_ir(tmp_path: Path, copies: int = 24) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Path:
+    """``big_ir``, written once for the tests of this module that only read it."""
+    return big_ir(tmp_path_factory.mktemp("big_ir"))
+
+
 def start_ingest(path: Path, db: Path) -> subprocess.Popen[str]:
     """An ingest that holds its transaction for seconds: with the Python IR parser
     (TLVIEW_NATIVE=0), as the compiled one ingests this 26 MB file in about a second,
@@ -64,11 +70,11 @@ def wait_until_writing(proc: subprocess.Popen[str], db: Path, timeout: float = 3
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_interrupted_ingest_leaves_database_unchanged(tmp_path, sig):
+def test_interrupted_ingest_leaves_database_unchanged(tmp_path, big, sig):
     db = tmp_path / "k.duckdb"
     ingest_into(db, SEED_002)
     before = snapshot(db)
-    proc = start_ingest(big_ir(tmp_path), db)
+    proc = start_ingest(big, db)
     wait_until_writing(proc, db)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
@@ -83,11 +89,15 @@ def test_interrupted_ingest_leaves_database_unchanged(tmp_path, sig):
 
 
 def test_second_writer_and_reader_get_lock_message(tmp_path):
+    """The writer is stopped (SIGSTOP) while the others try: it holds the file as while
+    it writes, and cannot finish before they have tried, however slow they are; so a
+    quarter of ``big_ir`` is enough, and the test waits for less of an ingest to end."""
     db = tmp_path / "l.duckdb"
     ingest_into(db, SEED_002)
-    proc = start_ingest(big_ir(tmp_path), db)
+    proc = start_ingest(big_ir(tmp_path, copies=6), db)
     try:
         wait_until_writing(proc, db)
+        os.kill(proc.pid, signal.SIGSTOP)
         for args in (["ingest", str(SEED_000)], ["sql", "SELECT 1"], ["info"]):
             p = tlview_main(*args, "--db", str(db), env={"TLVIEW_LOCK_WAIT": "0"})
             assert p.returncode == 2, p.stdout
@@ -96,6 +106,7 @@ def test_second_writer_and_reader_get_lock_message(tmp_path):
             assert "-m tlview ingest" in p.stderr and "open for writing" in p.stderr
             assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1
     finally:
+        os.kill(proc.pid, signal.SIGCONT)
         proc.wait(timeout=120)
     assert proc.returncode == 0
 
