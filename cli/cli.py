@@ -24,7 +24,7 @@ from tlview.store.storage import STORAGE_VERSION
 
 from . import cluster, diff_command, plot_command, report_command, shard_command
 from .ingest_command import cmd_ingest
-from .interrupts import exit_code, signal_name
+from .interrupts import as_interrupt, exit_code, signal_name
 from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
 from .parallel_ingest import default_jobs
@@ -192,11 +192,13 @@ def _run(argv: list[str]) -> int:
     except duckdb.Error as e:
         print(f"tlview: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as e:  # cmd_ingest says what it had committed
+    except (KeyboardInterrupt, RuntimeError) as e:  # cmd_ingest says what it had committed
+        if (interrupt := as_interrupt(e)) is None:
+            raise
         end_progress_line()
-        print(f"tlview: interrupted ({signal_name(e)}); nothing of the unfinished ingest was "
-              "written", file=sys.stderr)
-        return exit_code(e)
+        print(f"tlview: interrupted ({signal_name(interrupt)}); nothing of the unfinished "
+              "ingest was written", file=sys.stderr)
+        return exit_code(interrupt)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

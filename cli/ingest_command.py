@@ -31,7 +31,7 @@ from tlview.store.writer import limit_ingest_memory
 
 from . import cluster
 from .hang_report import print_hang_report
-from .interrupts import exit_code, signal_name, terminate_as_interrupt
+from .interrupts import as_interrupt, exit_code, signal_name, terminate_as_interrupt
 from .locking import lock_wait_s, say_waiting
 from .output import say
 from .parallel_ingest import (
@@ -138,9 +138,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 except duckdb.Error as e:
                     say(f"hang: not reported ({str(e).splitlines()[0]})")
                 _tick(phases, "hang report", t)
-            except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: rolled back by now
-                _say_interrupted(e, db, first_new)
-                return exit_code(e)
+            except (KeyboardInterrupt, RuntimeError) as e:  # Ctrl-C or SIGTERM: rolled back
+                if (interrupt := as_interrupt(e)) is None:
+                    raise
+                _say_interrupted(interrupt, db, first_new)
+                return exit_code(interrupt)
             finally:
                 t = time.perf_counter()
                 _close(db, remove_if_empty=created)

@@ -6,6 +6,11 @@ that everything that rolls back on Ctrl-C (the ingest's transaction, a statement
 interrupted in DuckDB, the worker processes) rolls back on SIGTERM the same way. The exit
 code says which: 130 for SIGINT, 143 for SIGTERM (128 + the signal, as a shell reports a
 process the signal ended).
+
+DuckDB's Python client runs the signal handlers itself while a statement runs in the
+main thread and, where one raises, may end the statement with ``RuntimeError("Query
+interrupted")`` in place of the handler's exception (duckdb 2.0.1): ``as_interrupt`` gives
+that error back as the interrupt it was.
 """
 
 from __future__ import annotations
@@ -29,22 +34,50 @@ def signal_name(e: KeyboardInterrupt) -> str:
     return "SIGTERM" if isinstance(e, Terminated) else "SIGINT"
 
 
+# The signals this process's handlers raised on, the last one last.
+_received: list[int] = []
+_INTERRUPTED = "Query interrupted"  # duckdb's message where a handler raised
+
+
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     raise Terminated()
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt()
+
+
+def as_interrupt(e: BaseException) -> KeyboardInterrupt | None:
+    """``e`` as the interrupt it is: itself if a KeyboardInterrupt, the signal's for
+    duckdb's "Query interrupted" (SIGINT unless the last signal seen was SIGTERM: outside
+    ``terminate_as_interrupt`` SIGTERM ends the process at once), else None."""
+    if isinstance(e, KeyboardInterrupt):
+        return e
+    if isinstance(e, RuntimeError) and str(e).startswith(_INTERRUPTED):
+        return Terminated() if _received[-1:] == [signal.SIGTERM] else KeyboardInterrupt()
+    return None
 
 
 @contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM raises Terminated (the handler before is put back after);
-    only in the main thread, the one Python delivers signals to."""
+    """Within the block SIGTERM raises Terminated and SIGINT, where Python's own handler
+    raises KeyboardInterrupt, does so noting the signal (the handlers before are put back
+    after); only in the main thread, the one Python delivers signals to."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     before = signal.signal(signal.SIGTERM, _raise_terminated)
+    before_int = signal.getsignal(signal.SIGINT)
+    if before_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
+        if before_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, before_int)
 
 
 def quiet_worker() -> None:
