@@ -177,6 +177,48 @@ class IngestedFixtures:
             self.asked_core[rel] = bool(asked)
         return self.source_ids[rel]
 
+    def together(self, inputs: list[tuple[str, str]]) -> IngestedFixtures:
+        """Ingest those of fixtures ``inputs`` ((rel, format)) not here yet as `tlview
+        ingest -j --force` writes many files: parsed in this process (with this parser:
+        TLVIEW_NATIVE), written in one transaction, the caches computed once for them all,
+        not once per file (cli/parallel_ingest.py's GroupWriter, the writer of every
+        `ingest -j`). Each source's rows are those of its ingest alone: they are the
+        parser's records, which read only their file, and the writer's rows equal the
+        serial writer's (cli/test_parallel_ingest); the events digest of every fixture
+        ingested so, equal to the one pinned from the serial ingest, shows it again. Only
+        for a database no test reads the caches of (what each source's refresh left is
+        not this: ``source_id``)."""
+        from concurrent.futures import Future
+
+        from tlview.parallel_ingest import ingest_files
+
+        todo = [(rel, fmt) for rel, fmt in inputs if rel not in self.source_ids]
+        if not todo:
+            return self
+        rel_of = {str(FIXTURES / rel): rel for rel, _ in todo}
+
+        def submit(fn, *args):  # the parse here, in file order: no worker processes
+            done: Future = Future()
+            done.set_result(fn(*args))
+            return done
+
+        def report(db, run):
+            for path, summary, _ in run:
+                self.source_ids[rel_of[path]] = summary.source_id
+            return []
+
+        def report_error(e):
+            raise e
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("TLVIEW_NATIVE", "1" if self.parser == "compiled" else "0")
+            out = ingest_files(self.db, [(str(FIXTURES / rel), fmt) for rel, fmt in todo],
+                               submit, force=True, shards=None,
+                               check=lambda db, path, sha: (True, None), report=report,
+                               report_error=report_error)
+        assert out.ingested == len(todo) and not out.failed, out.failed
+        return self
+
     def digest(self, rel: str, fmt: str | None = None) -> dict:
         """``source_digest`` of fixture ``rel``, ingested if not yet. The digests of every
         fixture ingested until then are computed together, in one statement."""
