@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -111,6 +112,22 @@ def seed000(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("seed000") / "000.duckdb"
     ingest_into(path, SEED_000)
     return path
+
+
+@pytest.fixture(scope="session")
+def alone(tmp_path_factory) -> Callable[[Path], tuple[Path, list[int]]]:
+    """``alone(dump) -> (database, its timeline ids)``: ``dump`` ingested alone into a
+    database of its own, made once per test process, for the tests that only read it: the
+    database each of them made before (``ingest_into`` of it into a new one)."""
+    made: dict[Path, tuple[Path, list[int]]] = {}
+
+    def get(dump: Path) -> tuple[Path, list[int]]:
+        if dump not in made:
+            db = tmp_path_factory.mktemp("alone") / f"{dump.name}.duckdb"
+            made[dump] = (db, ingest_into(db, dump))
+        return made[dump]
+
+    return get
 
 
 @pytest.fixture

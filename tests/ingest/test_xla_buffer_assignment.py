@@ -34,23 +34,6 @@ def connect(db_path: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(db_path), read_only=True)
 
 
-@pytest.fixture(scope="module")
-def alone(tmp_path_factory: pytest.TempPathFactory):
-    """``alone(dump) -> (database, timeline id)``: ``dump`` ingested alone into a database
-    of its own, once for the module's tests that only read it (each test ingested it
-    into a new database before: the same database, made once)."""
-    made: dict[Path, tuple[Path, int]] = {}
-
-    def get(dump: Path) -> tuple[Path, int]:
-        if dump not in made:
-            db = tmp_path_factory.mktemp("alone") / f"{dump.name}.duckdb"
-            (tid,) = ingest_into(db, dump)
-            made[dump] = (db, tid)
-        return made[dump]
-
-    return get
-
-
 def test_fixtures_are_the_four_programs():
     assert MODULE_IDS == ["jit_large_intermediates", "jit_attention", "jit_rnn_scan_grad",
                           "jit_mlp_train_step"]
@@ -62,13 +45,13 @@ class TestSeed003:
     """The done-when of issue 3 on the seed: XLA's peak, to the byte, checked three ways."""
 
     def test_peak_memory(self, alone):
-        db_path, tid = alone(SEED_003)
+        db_path, (tid,) = alone(SEED_003)
         con = connect(db_path)
         assert con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?",
                            [tid]).fetchone() == (158, 1_092_637_220)
 
     def test_live_at_158_is_xlas_list(self, alone):
-        db_path, tid = alone(SEED_003)
+        db_path, (tid,) = alone(SEED_003)
         rows = connect(db_path).execute(
             "SELECT producer, bytes FROM live_at(?, 158)", [tid]).fetchall()
         stated = reference(SEED_003)["stated"]
@@ -77,7 +60,7 @@ class TestSeed003:
         assert sum(b for _, b in rows) == 1_092_637_220
 
     def test_xla_peak_check_agrees(self, alone):
-        db_path, tid = alone(SEED_003)
+        db_path, (tid,) = alone(SEED_003)
         row = connect(db_path).execute(
             "SELECT stated_step, stated_bytes, stated_values, list_matches, recomputed_step, "
             "peak_step, peak_bytes, agrees FROM xla_peak_check WHERE timeline_id=?",
@@ -85,7 +68,7 @@ class TestSeed003:
         assert row == (158, 1_092_637_220, 50, True, 158, 158, 1_092_637_220, True)
 
     def test_total_bytes_used_and_allocations(self, alone):
-        db_path, tid = alone(SEED_003)
+        db_path, (tid,) = alone(SEED_003)
         con = connect(db_path)
         note = con.execute("SELECT json_extract(notes, '$.total_bytes_used') FROM timelines"
                            ).fetchone()[0]
@@ -138,7 +121,7 @@ class TestRealDumps:
 
     def test_live_at_stated_step_is_xlas_list(self, dump, alone):
         ref = reference(dump)
-        db_path, tid = alone(dump)
+        db_path, (tid,) = alone(dump)
         col = "producer" if dump == SEED_003 else "buffer"  # old form lists instruction names
         rows = connect(db_path).execute(
             f"SELECT {col}, bytes FROM live_at(?, ?)", [tid, ref["stated_step"]]).fetchall()
@@ -147,7 +130,7 @@ class TestRealDumps:
     def test_xla_moment_rule_gives_stated_step(self, dump, alone):
         ref = reference(dump)
         assert xla_moment(ref) == ref["stated_step"]
-        db_path, tid = alone(dump)
+        db_path, (tid,) = alone(dump)
         row = connect(db_path).execute(
             "SELECT recomputed_step, stated_step, list_matches FROM xla_peak_check "
             "WHERE timeline_id = ?", [tid]).fetchone()
@@ -155,7 +138,7 @@ class TestRealDumps:
 
     def test_peak_and_curve_equal_closed_interval_reference(self, dump, alone):
         ref = reference(dump)
-        db_path, tid = alone(dump)
+        db_path, (tid,) = alone(dump)
         con = connect(db_path)
         assert con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?",
                            [tid]).fetchone() == (ref["peak_step"], ref["peak_bytes"])
@@ -394,7 +377,7 @@ def test_parser_is_pure_and_streams_records():
 
 
 def test_named_queries(alone):
-    db_path, tid = alone(SEED_003)
+    db_path, (tid,) = alone(SEED_003)
     with open_database(db_path, read_only=True) as db:
         assert db.query("xla_peak_check_of", tid)[0][2] == 158
         assert len(db.query("xla_allocations_of", tid)) == 54
