@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -113,6 +114,22 @@ def seed000(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def alone(tmp_path_factory) -> Callable[[Path], tuple[Path, list[int]]]:
+    """``alone(dump) -> (database, its timeline ids)``: ``dump`` ingested alone into a
+    database of its own, made once per test process, for the tests that only read it: the
+    database each of them made before (``ingest_into`` of it into a new one)."""
+    made: dict[Path, tuple[Path, list[int]]] = {}
+
+    def get(dump: Path) -> tuple[Path, list[int]]:
+        if dump not in made:
+            db = tmp_path_factory.mktemp("alone") / f"{dump.name}.duckdb"
+            made[dump] = (db, ingest_into(db, dump))
+        return made[dump]
+
+    return get
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "t.duckdb"
@@ -176,6 +193,48 @@ class IngestedFixtures:
             self.source_ids[rel] = summary.source_id
             self.asked_core[rel] = bool(asked)
         return self.source_ids[rel]
+
+    def together(self, inputs: list[tuple[str, str]]) -> IngestedFixtures:
+        """Ingest those of fixtures ``inputs`` ((rel, format)) not here yet as `tlview
+        ingest -j --force` writes many files: parsed in this process (with this parser:
+        TLVIEW_NATIVE), written in one transaction, the caches computed once for them all,
+        not once per file (cli/parallel_ingest.py's GroupWriter, the writer of every
+        `ingest -j`). Each source's rows are those of its ingest alone: they are the
+        parser's records, which read only their file, and the writer's rows equal the
+        serial writer's (cli/test_parallel_ingest); the events digest of every fixture
+        ingested so, equal to the one pinned from the serial ingest, shows it again. Only
+        for a database no test reads the caches of (what each source's refresh left is
+        not this: ``source_id``)."""
+        from concurrent.futures import Future
+
+        from tlview.parallel_ingest import ingest_files
+
+        todo = [(rel, fmt) for rel, fmt in inputs if rel not in self.source_ids]
+        if not todo:
+            return self
+        rel_of = {str(FIXTURES / rel): rel for rel, _ in todo}
+
+        def submit(fn, *args):  # the parse here, in file order: no worker processes
+            done: Future = Future()
+            done.set_result(fn(*args))
+            return done
+
+        def report(db, run):
+            for path, summary, _ in run:
+                self.source_ids[rel_of[path]] = summary.source_id
+            return []
+
+        def report_error(e):
+            raise e
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("TLVIEW_NATIVE", "1" if self.parser == "compiled" else "0")
+            out = ingest_files(self.db, [(str(FIXTURES / rel), fmt) for rel, fmt in todo],
+                               submit, force=True, shards=None,
+                               check=lambda db, path, sha: (True, None), report=report,
+                               report_error=report_error)
+        assert out.ingested == len(todo) and not out.failed, out.failed
+        return self
 
     def digest(self, rel: str, fmt: str | None = None) -> dict:
         """``source_digest`` of fixture ``rel``, ingested if not yet. The digests of every

@@ -8,14 +8,14 @@ from tlview.ingest.inductor_ir import parse_scheduler_ir
 from tlview.ingest.lines import read_lines
 from tlview.ingest.records import BufferAllocated, NodeScheduled
 
-from tests.conftest import FIXTURES, SEED_000, SEED_001, SEED_002, ingest_into
+from tests.conftest import FIXTURES, SEED_000, SEED_001, SEED_002
 from tests.reference_ir import reference
 
 
 @pytest.mark.parametrize("seed", [SEED_000, SEED_001, SEED_002], ids=["000", "001", "002"])
-def test_peak_and_curve_equal_reference(seed, db_path):
+def test_peak_and_curve_equal_reference(seed, alone):
     ref = reference(seed)
-    (tid,) = ingest_into(db_path, seed)
+    db_path, (tid,) = alone(seed)
     con = duckdb.connect(str(db_path), read_only=True)
     peak = con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?", [tid]).fetchone()
     assert peak == (ref["peak_step"], ref["peak_bytes"])
@@ -31,9 +31,9 @@ def test_peak_and_curve_equal_reference(seed, db_path):
     assert got == ref["buffers"]
 
 
-def test_seed_002_worked_example(db_path):
+def test_seed_002_worked_example(alone):
     """docs/liveness.md's worked example: 4 steps, peak 1,114,112 bytes at step 1 (op1)."""
-    (tid,) = ingest_into(db_path, SEED_002)
+    db_path, (tid,) = alone(SEED_002)
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT peak_step, peak_bytes, node FROM peak_memory").fetchone() == (
         1, 1_114_112, "op1")
@@ -44,16 +44,16 @@ def test_seed_002_worked_example(db_path):
         ("buf0", 1_048_576), ("buf1", 65_536)]
 
 
-def test_live_at_peak_sums_to_peak_seed_000(db_path):
-    (tid,) = ingest_into(db_path, SEED_000)
+def test_live_at_peak_sums_to_peak_seed_000(alone):
+    db_path, (tid,) = alone(SEED_000)
     con = duckdb.connect(str(db_path), read_only=True)
     step, peak = con.execute("SELECT peak_step, peak_bytes FROM peak_memory").fetchone()
     total = con.execute("SELECT sum(bytes) FROM live_at(?, ?)", [tid, step]).fetchone()[0]
     assert total == peak == reference(SEED_000)["peak_bytes"]
 
 
-def test_collectives_seed_001_all_paired(db_path):
-    ingest_into(db_path, SEED_001)
+def test_collectives_seed_001_all_paired(alone):
+    db_path, _ = alone(SEED_001)
     con = duckdb.connect(str(db_path), read_only=True)
     rows = con.execute(
         "SELECT node, op, issue_step, wait_node, wait_step FROM collectives ORDER BY issue_step"
@@ -82,8 +82,8 @@ def test_parser_is_pure_and_keeps_structure():
     assert inputs["arg2_1"].bytes == 2048 * 256 * 2 and inputs["arg2_1"].layout == "FixedLayout"
 
 
-def test_fused_node_keeps_subnodes(db_path):
-    ingest_into(db_path, SEED_000)
+def test_fused_node_keeps_subnodes(alone):
+    db_path, _ = alone(SEED_000)
     con = duckdb.connect(str(db_path), read_only=True)
     snodes = con.execute(
         "SELECT json_extract(attrs, '$.snodes') FROM nodes WHERE node = 'op11_op12'").fetchone()[0]
@@ -101,9 +101,9 @@ class TestNonOwningLayout:
     """ConcatKernel inputs (NonOwningLayout) are written straight into the concat buffer."""
 
     @pytest.mark.parametrize("path", [CONCAT_IR, BACKWARD_WITH_CAT], ids=["cat", "split_bwd"])
-    def test_equal_reference(self, path, db_path):
+    def test_equal_reference(self, path, alone):
         ref = reference(path)
-        (tid,) = ingest_into(db_path, path)
+        db_path, (tid,) = alone(path)
         con = duckdb.connect(str(db_path), read_only=True)
         rows = con.execute("SELECT buffer, bytes, alloc_step, last_step FROM buffers "
                            "WHERE timeline_id=? AND NOT is_input", [tid]).fetchall()
@@ -114,11 +114,11 @@ class TestNonOwningLayout:
             [tid]).fetchall()]
         assert curve == ref["curve"]
 
-    def test_cat_of_mm_and_pointwise(self, db_path):
+    def test_cat_of_mm_and_pointwise(self, alone):
         """torch.cat([x.sin()*2, x@y, (x+1).relu()], 1).sum(0) of f32[64, 32] inputs: the
         three views own nothing; buf3 = f32[64, 96] = 24,576 B is live from step 0 (op0,
         the mm written into it) through op4 (step 3), which adds buf4 = f32[96] = 384 B."""
-        (tid,) = ingest_into(db_path, CONCAT_IR)
+        db_path, (tid,) = alone(CONCAT_IR)
         con = duckdb.connect(str(db_path), read_only=True)
         rows = con.execute("SELECT buffer, bytes, alloc_step, last_step, is_input FROM buffers "
                            "WHERE timeline_id=? AND buffer LIKE 'buf%' ORDER BY buffer",

@@ -60,8 +60,8 @@ def _simulated(path: Path) -> dict[str, int]:
 class TestSeed004:
     """The float8 linear of seed 004: two wrapper modules on cuda:0."""
 
-    def test_peaks_equal_simulation(self, db_path):
-        tids = ingest_into(db_path, SEED_004)
+    def test_peaks_equal_simulation(self, alone):
+        db_path, tids = alone(SEED_004)
         got = _wrapper_peaks(db_path, tids)
         assert got == _simulated(SEED_004)
         # buf6 (8 MiB f8) + buf7 (32 MiB f8) + buf9 (32 MiB bf16) + 4,106 B of scales/partials
@@ -83,8 +83,8 @@ class TestSeed004:
         assert mm.attrs["profiler_name"] == "aten::_scaled_mm"
         assert [r.node for r in recs][-1] == "return" and len(recs) == 12
 
-    def test_reuse_is_one_storage_with_an_alias_row(self, db_path):
-        (_, _, _, fwd, _) = ingest_into(db_path, SEED_004)
+    def test_reuse_is_one_storage_with_an_alias_row(self, alone):
+        db_path, (_, _, _, fwd, _) = alone(SEED_004)
         con = duckdb.connect(str(db_path), read_only=True)
         rows = dict((b, (x, a, last, lay)) for b, x, a, last, lay in con.execute(
             "SELECT buffer, bytes, alloc_step, last_step, layout FROM buffers "
@@ -102,8 +102,8 @@ class TestSeed004:
         assert con.execute("SELECT count(*) FROM _counted WHERE timeline_id = ? AND buffer "
                            "LIKE 'primals%'", [fwd]).fetchone()[0] == 0
 
-    def test_kernels_view(self, db_path):
-        (_, _, _, fwd, bwd) = ingest_into(db_path, SEED_004)
+    def test_kernels_view(self, alone):
+        db_path, (_, _, _, fwd, bwd) = alone(SEED_004)
         con = duckdb.connect(str(db_path), read_only=True)
         rows = con.execute("SELECT kernel, kind, launches, fused_aten_ops FROM kernels "
                            "WHERE timeline_id = ? ORDER BY first_step", [fwd]).fetchall()

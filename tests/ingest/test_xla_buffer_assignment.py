@@ -44,14 +44,14 @@ def test_fixtures_are_the_four_programs():
 class TestSeed003:
     """The done-when of issue 3 on the seed: XLA's peak, to the byte, checked three ways."""
 
-    def test_peak_memory(self, db_path):
-        (tid,) = ingest_into(db_path, SEED_003)
+    def test_peak_memory(self, alone):
+        db_path, (tid,) = alone(SEED_003)
         con = connect(db_path)
         assert con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?",
                            [tid]).fetchone() == (158, 1_092_637_220)
 
-    def test_live_at_158_is_xlas_list(self, db_path):
-        (tid,) = ingest_into(db_path, SEED_003)
+    def test_live_at_158_is_xlas_list(self, alone):
+        db_path, (tid,) = alone(SEED_003)
         rows = connect(db_path).execute(
             "SELECT producer, bytes FROM live_at(?, 158)", [tid]).fetchall()
         stated = reference(SEED_003)["stated"]
@@ -59,16 +59,16 @@ class TestSeed003:
         assert sorted(rows) == sorted(stated)
         assert sum(b for _, b in rows) == 1_092_637_220
 
-    def test_xla_peak_check_agrees(self, db_path):
-        (tid,) = ingest_into(db_path, SEED_003)
+    def test_xla_peak_check_agrees(self, alone):
+        db_path, (tid,) = alone(SEED_003)
         row = connect(db_path).execute(
             "SELECT stated_step, stated_bytes, stated_values, list_matches, recomputed_step, "
             "peak_step, peak_bytes, agrees FROM xla_peak_check WHERE timeline_id=?",
             [tid]).fetchone()
         assert row == (158, 1_092_637_220, 50, True, 158, 158, 1_092_637_220, True)
 
-    def test_total_bytes_used_and_allocations(self, db_path):
-        (tid,) = ingest_into(db_path, SEED_003)
+    def test_total_bytes_used_and_allocations(self, alone):
+        db_path, (tid,) = alone(SEED_003)
         con = connect(db_path)
         note = con.execute("SELECT json_extract(notes, '$.total_bytes_used') FROM timelines"
                            ).fetchone()[0]
@@ -87,8 +87,8 @@ class TestSeed003:
         assert con.execute("SELECT kind FROM allocations WHERE allocation = 48").fetchone() == (
             "output, maybe-live-out",)
 
-    def test_metadata_parameters_live_out(self, db_path):
-        ingest_into(db_path, SEED_003)
+    def test_metadata_parameters_live_out(self, alone):
+        db_path, _ = alone(SEED_003)
         con = connect(db_path)
         op_type, source, param = con.execute(
             "SELECT op_type, source, parameter FROM xla_values WHERE buffer = 'gemm_fusion_dot.35.0{}'"
@@ -107,8 +107,8 @@ class TestSeed003:
                           "WHERE node = 'custom-call.19.0'").fetchone()[0]
         assert cfg.startswith('{"operation_queue_id":"0"') and cfg.endswith("}")
 
-    def test_thread_local_values_reported_not_dropped(self, db_path):
-        ingest_into(db_path, SEED_003)
+    def test_thread_local_values_reported_not_dropped(self, alone):
+        db_path, _ = alone(SEED_003)
         rows = connect(db_path).execute(
             "SELECT buffer, bytes, problem FROM xla_unmatched ORDER BY buffer").fetchall()
         assert rows == [("add.127{}", 4, "no live range"), ("x.65{}", 4, "no live range"),
@@ -119,26 +119,26 @@ class TestSeed003:
 class TestRealDumps:
     """Every real dump: XLA's list, XLA's moment and tlview's peak, each checked."""
 
-    def test_live_at_stated_step_is_xlas_list(self, dump, db_path):
+    def test_live_at_stated_step_is_xlas_list(self, dump, alone):
         ref = reference(dump)
-        (tid,) = ingest_into(db_path, dump)
+        db_path, (tid,) = alone(dump)
         col = "producer" if dump == SEED_003 else "buffer"  # old form lists instruction names
         rows = connect(db_path).execute(
             f"SELECT {col}, bytes FROM live_at(?, ?)", [tid, ref["stated_step"]]).fetchall()
         assert sorted(rows) == sorted(ref["stated"])
 
-    def test_xla_moment_rule_gives_stated_step(self, dump, db_path):
+    def test_xla_moment_rule_gives_stated_step(self, dump, alone):
         ref = reference(dump)
         assert xla_moment(ref) == ref["stated_step"]
-        (tid,) = ingest_into(db_path, dump)
+        db_path, (tid,) = alone(dump)
         row = connect(db_path).execute(
             "SELECT recomputed_step, stated_step, list_matches FROM xla_peak_check "
             "WHERE timeline_id = ?", [tid]).fetchone()
         assert row == (ref["stated_step"], ref["stated_step"], True)
 
-    def test_peak_and_curve_equal_closed_interval_reference(self, dump, db_path):
+    def test_peak_and_curve_equal_closed_interval_reference(self, dump, alone):
         ref = reference(dump)
-        (tid,) = ingest_into(db_path, dump)
+        db_path, (tid,) = alone(dump)
         con = connect(db_path)
         assert con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?",
                            [tid]).fetchone() == (ref["peak_step"], ref["peak_bytes"])
@@ -146,8 +146,8 @@ class TestRealDumps:
             "SELECT live_bytes FROM memory_curve WHERE timeline_id=? ORDER BY step", [tid]).fetchall()]
         assert curve == ref["curve"]
 
-    def test_no_allocation_conflicts(self, dump, db_path):
-        ingest_into(db_path, dump)
+    def test_no_allocation_conflicts(self, dump, alone):
+        db_path, _ = alone(dump)
         assert connect(db_path).execute("SELECT count(*) FROM allocation_conflicts").fetchone() == (0,)
 
 
@@ -376,8 +376,8 @@ def test_parser_is_pure_and_streams_records():
     assert note.attrs["xla_peak"]["step"] == 158 and len(note.attrs["xla_peak"]["values"]) == 50
 
 
-def test_named_queries(db_path):
-    (tid,) = ingest_into(db_path, SEED_003)
+def test_named_queries(alone):
+    db_path, (tid,) = alone(SEED_003)
     with open_database(db_path, read_only=True) as db:
         assert db.query("xla_peak_check_of", tid)[0][2] == 158
         assert len(db.query("xla_allocations_of", tid)) == 54
