@@ -18,8 +18,8 @@ from pathlib import Path
 import duckdb
 import pytest
 from tlview import ingest_command
-from tlview.store import Database
 from tlview.cli import main
+from tlview.store import Database
 
 from tests.conftest import SEED_001, SEED_002, ingest_into
 from tests.ingest.test_inductor_ir_bad_input import snapshot
