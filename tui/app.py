@@ -17,7 +17,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 from tlview.store import DatabaseLocked, SchemaError
 from tlview.store import snapshot_queries as sq
@@ -30,6 +30,7 @@ from .compare_screen import CompareScreen
 from .glyphs import ASCII, Glyphs, glyphs
 from .hang_screen import HangScreen
 from .help import HelpScreen
+from .keys_footer import KeysFooter
 from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
@@ -101,7 +102,7 @@ class TlviewApp(App[int]):
     def compose(self) -> ComposeResult:
         yield TitleBar(id="title")
         yield Static("", id="message")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.show_message(f"opening {self.db_path}{self.glyphs.ellipsis}")

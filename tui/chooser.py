@@ -17,12 +17,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 from tlview.store.fmt import short_bytes
 from tlview.store.timeline_queries import TimelineInfo, TimelinePeak
 
 from . import messages as m
 from .chooser_rows import ChooserRow, chooser_rows, filter_rows
+from .keys_footer import KeysFooter
 from .row_list import Column, RowList
 from .runs_messages import OpenRuns
 from .title_bar import TitleBar
@@ -88,7 +89,7 @@ class ChooserScreen(Screen[None]):
         yield Input(placeholder="/ filters: words of the name, format, device or source",
                     id="chooser-filter")
         yield RowList(COLUMNS, empty="no timeline matches the filter", id="chooser-table")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(RowList)

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from tlview.store.diff_report import AlignedStep, Comparison, comparison
 from tlview.store.fmt import short_bytes, signed_ns, signed_short_bytes
 from tlview.store.timeline_queries import TimelineInfo
@@ -25,6 +25,7 @@ from tlview.store.timeline_queries import TimelineInfo
 from . import messages as app_messages
 from .compare_curve import CompareCurve, carried
 from .glyphs import Glyphs
+from .keys_footer import KeysFooter
 from .reader import Reader
 from .row_list import Column, RowList
 from .title_bar import TitleBar
@@ -109,7 +110,7 @@ class CompareScreen(Screen[None]):
                           empty="no steps")
             yield RowList(PEAK_COLUMNS, id="compare-changes", ellipsis=self.glyphs.ellipsis,
                           empty="nothing live at either peak")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(TitleBar).show(

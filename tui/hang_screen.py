@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from tlview.store import hang_queries as hq
 from tlview.store.fmt import short_ns
 from tlview.store.hang_queries import Cell, Grid, Incident, RankDetail
@@ -30,6 +30,7 @@ from tlview.store.hang_queries import Cell, Grid, Incident, RankDetail
 from . import hang_messages as m
 from . import messages as app_messages
 from .glyphs import Glyphs
+from .keys_footer import KeysFooter
 from .reader import Reader
 from .row_list import Column, RowList
 from .title_bar import TitleBar
@@ -172,7 +173,7 @@ class HangScreen(Screen[None]):
         yield Vertical(id="hang-grid-box")
         yield RowList([Column("", flex=True)], id="hang-detail", ellipsis=self.glyphs.ellipsis,
                       empty="Enter on a rank: its stacks, entries and profiler end")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#hang-detail").border_title = " rank "

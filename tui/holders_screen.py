@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from tlview.store import memory_holders as mh
 from tlview.store import timeline_queries as q
 from tlview.store.fmt import exact_bytes, short_bytes
@@ -27,6 +27,7 @@ from . import messages as app_messages
 from .cell_text import short_path
 from .export import default_name, write_csv
 from .glyphs import Glyphs
+from .keys_footer import KeysFooter
 from .prompts import Prompt
 from .reader import Reader
 from .row_list import Column, RowList
@@ -116,7 +117,7 @@ class HoldersScreen(Screen[None]):
         yield RowList(GROUP_COLUMNS, id="holder-groups", ellipsis=self.glyphs.ellipsis)
         yield RowList(BUFFER_COLUMNS, id="holder-buffers", ellipsis=self.glyphs.ellipsis,
                       empty="no live buffer matches")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._title()

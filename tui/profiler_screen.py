@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 from tlview.store import profile_queries as pq
 from tlview.store.fmt import offset_ms, short_bytes, short_ns
@@ -43,6 +43,7 @@ from . import profiler_messages as m
 from .glyphs import Glyphs
 from .kernel_lanes import KernelLanes
 from .kernel_panel import KernelPanel, describe
+from .keys_footer import KeysFooter
 from .measured_curve import MeasuredCurve
 from .prompts import Prompt
 from .reader import Reader
@@ -151,7 +152,7 @@ class ProfilerScreen(Screen[None]):
             yield KernelPanel(id="kernel")
             yield RowList(STEP_COLUMNS, id="steps-table", ellipsis=g.ellipsis,
                           empty="no ProfilerStep in this trace")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#kernel").border_title = " kernel at the cursor "

@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from tlview.store import rank_queries as rq
 from tlview.store.fmt import short_bytes, short_ns
 from tlview.store.rank_queries import Arrival, CollectiveRow, LateTarget, RunInfo, RunView
@@ -30,6 +30,7 @@ from tlview.store.rank_queries import Arrival, CollectiveRow, LateTarget, RunInf
 from . import messages as app_messages
 from . import ranks_messages as m
 from .glyphs import Glyphs
+from .keys_footer import KeysFooter
 from .rank_strips import CollectiveList, skew_bar
 from .reader import Reader
 from .row_list import Column, RowList
@@ -142,7 +143,7 @@ class RanksScreen(Screen[None]):
                           empty="")
             yield RowList(STRAGGLER_COLUMNS, id="ranks-stragglers", ellipsis=g.ellipsis,
                           empty="")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#ranks-arrivals").border_title = " ranks of the collective "

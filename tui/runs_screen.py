@@ -20,13 +20,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from tlview.store.fmt import short_bytes, short_ns
 from tlview.store.report import Evidence, RunRow, Verdict, Words, headline, list_runs
 
 from . import messages as app_messages
 from . import runs_messages as m
 from .glyphs import Glyphs
+from .keys_footer import KeysFooter
 from .reader import Reader
 from .row_list import Column, RowList
 from .title_bar import TitleBar
@@ -123,7 +124,7 @@ class RunsScreen(Screen[None]):
         yield TitleBar(id="title")
         yield RowList(COLUMNS, id="runs-list", ellipsis=self.glyphs.ellipsis, empty="")
         yield Static("", id="runs-detail")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(TitleBar).show(f"tlview  runs: reading{self.glyphs.ellipsis}")

@@ -19,7 +19,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 from tlview.store import snapshot_queries as sq
 from tlview.store.snapshot_queries import OomDetail, SiteRow, SnapshotOverview, SnapshotPoint
@@ -30,6 +30,7 @@ from . import snapshot_messages as m
 from .allocator_curve import AllocatorCurve
 from .cell_text import fit
 from .glyphs import Glyphs
+from .keys_footer import KeysFooter
 from .prompts import Prompt
 from .reader import Reader
 from .row_list import RowList
@@ -117,7 +118,7 @@ class SnapshotScreen(Screen[None]):
         yield RowList(COLUMNS, id="snap-sites", ellipsis=self.glyphs.ellipsis,
                       empty="no block is live here")
         yield Static("", id="snap-where")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#snap-sites").border_title = " blocks live at the cursor, by site "

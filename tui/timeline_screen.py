@@ -17,7 +17,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import get_current_worker
 from tlview.store import timeline_queries as q
 from tlview.store.timeline_queries import (
@@ -35,6 +34,7 @@ from .execution_list import ExecutionList
 from .export import default_name, write_csv
 from .glyphs import Glyphs
 from .graph_sources import GraphSources
+from .keys_footer import KeysFooter
 from .live_buffers import LiveBuffers
 from .memory_curve import MemoryCurve
 from .memory_status import MemoryStatus
@@ -125,7 +125,7 @@ class TimelineScreen(Screen[None]):
             with Horizontal(id="lower"):
                 yield NodeDetailPanel(id="node")
                 yield CollectivesPanel(g, id="collectives")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#steps").border_title = " execution order "

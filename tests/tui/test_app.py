@@ -19,6 +19,7 @@ from tlview.store import open_database, write_records
 from tlview.tui.app import TlviewApp
 from tlview.tui.chooser import ChooserScreen
 from tlview.tui.execution_list import ExecutionList
+from tlview.tui.keys_footer import KeysFooter
 from tlview.tui.live_buffers import LiveBuffers
 from tlview.tui.memory_curve import MemoryCurve
 
@@ -75,6 +76,9 @@ class TestStepping:
             rows = app.screen.query_one(ExecutionList).rows
             assert [(s, rows[s].alloc_bytes, rows[s].freed_bytes) for s, _, _ in curve] == curve
             assert app.screen.step == 0 and nodes[0] in node_text(app)
+            footer = app.screen.query_one(KeysFooter)
+            keys = list(footer.children)
+            assert {"step", "timelines", "help", "quit"} <= {k.description for k in keys}
             await press(pilot, "j", "j", "right", "down", "k", "left")
             assert app.screen.step == 2
             assert app.screen.query_one(ExecutionList).cursor == 2
@@ -95,6 +99,9 @@ class TestStepping:
             assert app.screen.step == 1
             assert any("no node, kernel or buffer matches" in n.message
                        for n in app._notifications)
+            # back from the prompt, the same keys: the footer's widgets are kept, not rebuilt
+            assert app.screen.query_one(KeysFooter) is footer
+            assert list(footer.children) == keys
             # a buffer: its allocation (the prompt's text is selected: typing replaces it)
             await press(pilot, "home", "slash")
             await type_text(pilot, "buf1048")
