@@ -44,14 +44,8 @@ CREATE OR REPLACE MACRO _no_gpu_op(p) AS
 CREATE OR REPLACE MACRO _is_comm_op(p) AS
     regexp_matches(p, '^_c10d_functional(_autograd)?::') AND NOT _no_gpu_op(p);
 
--- kernel_attachments: every measured event of a compiled call attached to its node.
---   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
---   graph_timeline_id/step/node: the output-code node (of the representative);
---   method: triton_name_order | extern_cpu_op | cpu_op | graph_replay_order (a kernel of a
---   CUDA-graph replay, placed by order: see above); confidence: as above, divided by
---   candidates; weight: 1 / candidates; share_ns: the part of dur_ns attributed here
---   (the whole of it unless the call is ambiguous; shares of one event sum to dur_ns).
-CREATE OR REPLACE VIEW kernel_attachments AS
+-- _kernel_attachments_derived: kernel_attachments (below), computed from the events (kept in _cache_kernel_attachments).
+CREATE OR REPLACE VIEW _kernel_attachments_derived AS
 WITH ta AS MATERIALIZED (SELECT * FROM _triton_attachments),
 -- the replays' non-Triton kernels, placed by order (see "CUDA-graph replays" above): each
 -- with the Triton nodes around it (prev_step / next_step: NULL before the first / after the
@@ -227,6 +221,18 @@ SELECT timeline_id, seq, call_seq, kernel, dur_ns, graph_timeline_id, step, node
             + CASE WHEN class_rank <= dur_ns % candidates THEN 1 ELSE 0 END AS BIGINT)
            AS share_ns
 FROM a;
+
+CREATE VIEW IF NOT EXISTS _cache_kernel_attachments AS SELECT * FROM _kernel_attachments_derived;
+
+-- kernel_attachments: every measured event of a compiled call attached to its node.
+--   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
+--   graph_timeline_id/step/node: the output-code node (of the representative);
+--   method: triton_name_order | extern_cpu_op | cpu_op | graph_replay_order (a kernel of a
+--   CUDA-graph replay, placed by order: see above); confidence: as above, divided by
+--   candidates; weight: 1 / candidates; share_ns: the part of dur_ns attributed here
+--   (the whole of it unless the call is ambiguous; shares of one event sum to dur_ns).
+CREATE OR REPLACE VIEW kernel_attachments AS
+SELECT * FROM _cache_kernel_attachments;
 
 -- _replay_idle_nodes: per compiled call that replayed a CUDA graph, the nodes of the
 -- replayed partition that launch no GPU work (a collective's wait_tensor: in the graph a
