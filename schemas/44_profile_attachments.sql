@@ -253,7 +253,9 @@ WHERE t.graph_launch;
 --   | cpu_op | no_gpu_work (its CPU op ran and launched nothing, e.g. wait_tensor; or, in a
 --   CUDA-graph replay, a node that never launches GPU work) |
 --   not_a_launch (return) | unattached (no trace call matched this node: see
---   unattached_nodes); confidence: the lowest of its attachments.
+--   unattached_nodes); where its events were attached by several methods (an extern node
+--   of a CUDA graph: extern_cpu_op in the call that warmed it up, graph_replay_order in its
+--   replays), the last of them by name; confidence: the lowest of its attachments.
 --   copy_of: for a copy of a graph attributed through another timeline, that timeline
 --   (this row repeats its times); counted: false for such copies, so that the sum of
 --   total_ns over counted rows is the time attributed, each measured event once.
@@ -266,7 +268,7 @@ WITH ka AS MATERIALIZED (
     SELECT * FROM _output_nodes
 ), calls AS (
     SELECT graph_timeline_id, step, timeline_id AS measured_timeline_id, call_seq,
-           sum(share_ns) AS ns, count(*) AS n_events, any_value(method) AS method,
+           sum(share_ns) AS ns, count(*) AS n_events, max(method) AS method,
            min(confidence) AS confidence
     FROM ka GROUP BY ALL
     UNION ALL
@@ -283,7 +285,7 @@ WITH ka AS MATERIALIZED (
 ), agg AS (
     SELECT graph_timeline_id, step, measured_timeline_id, count(DISTINCT call_seq) AS invocations,
            CAST(sum(n_events) AS BIGINT) AS n_gpu_events, CAST(sum(ns) AS BIGINT) AS total_ns,
-           COALESCE(any_value(method) FILTER (WHERE method <> 'no_gpu_work'), 'no_gpu_work')
+           COALESCE(max(method) FILTER (WHERE method <> 'no_gpu_work'), 'no_gpu_work')
                AS method,
            min(confidence) AS confidence
     FROM calls GROUP BY ALL
