@@ -35,6 +35,20 @@
 --   CPU graphs: the k-th top-level CPU op of a name in the call is the k-th node of that
 --   name, its duration the node's: method 'cpu_op' (confidence as for extern ops).
 
+-- The caches. Every view of a trace's attribution reads the matching above, whose
+-- derivation is hundreds of views deep (DuckDB binds and optimises all of it at each
+-- query: seconds of CPU for a few rows). The store keeps it in tables, filled at ingest
+-- (store/caches.py ATTACHMENT_CACHES: rebuilt whole, inside the ingest's transaction,
+-- whenever an ingest adds an output-code timeline or a trace with compiled calls, in
+-- whatever order they come: a trace and its output code may be ingested in either order,
+-- by different commands): _cache_output_nodes (_output_nodes_derived),
+-- _cache_call_candidates (_call_candidates_derived), _cache_call_graphs
+-- (_call_graphs_derived), _cache_extern_ops, _cache_triton_attachments (44:
+-- _cache_kernel_attachments); each derivation reads the caches before it. _output_nodes,
+-- _call_candidates, call_graphs, _extern_ops, _triton_attachments and kernel_attachments
+-- read the caches. Over a shard set read in place (store/shards.py), whose shards are
+-- one source each, each cache is a view of its derivation.
+
 -- _compiled_calls: each call of a compiled graph in a trace.
 CREATE OR REPLACE VIEW _compiled_calls AS
 SELECT timeline_id, seq AS call_seq,
@@ -89,7 +103,8 @@ WHERE t.format = 'inductor_wrapper';
 --   kind: triton | cpp | extern | NULL (not a launch: return, ...); occurrence: 1 for the
 --   first node of that profiler_name in the timeline, 2 for the next, ...; partition: the
 --   graph partition it runs in (NULL: in call itself).
-CREATE OR REPLACE VIEW _output_nodes AS
+-- (_output_nodes_derived: computed from the events; _output_nodes: read from _cache_output_nodes.)
+CREATE OR REPLACE VIEW _output_nodes_derived AS
 WITH n AS (
     SELECT timeline_id, step, node, kernel, device,
            json_extract_string(attrs, '$.partition') AS partition,
@@ -110,6 +125,11 @@ WITH n AS (
 SELECT *, count(*) OVER (PARTITION BY timeline_id, profiler_name) AS same_name,
        row_number() OVER (PARTITION BY timeline_id, profiler_name ORDER BY step) AS occurrence
 FROM n;
+
+CREATE VIEW IF NOT EXISTS _cache_output_nodes AS SELECT * FROM _output_nodes_derived;
+
+CREATE OR REPLACE VIEW _output_nodes AS
+SELECT * FROM _cache_output_nodes;
 
 -- _output_graphs: per output-code timeline, the sequences a call is matched on and its
 -- graph_class: copies of one graph (same AOT id, same launches in order) share it.
@@ -134,7 +154,8 @@ GROUP BY o.timeline_id, o.aot_id, o.rank, o.graph_key, o.path, o.folder;
 -- it, after the narrowing above, grouped into graph classes.
 --   member_rank 1 is the class's representative; copies: members of its class;
 --   by_key: the class holds a timeline named by the call's cache key.
-CREATE OR REPLACE VIEW _call_candidates AS
+-- (_call_candidates_derived: computed from the events; _call_candidates: read from _cache_call_candidates.)
+CREATE OR REPLACE VIEW _call_candidates_derived AS
 WITH gpu AS (
     SELECT timeline_id, call_seq, any_value(device) AS device,
            list(kernel ORDER BY launch_ts_ns, ts_ns, seq) AS sig
@@ -195,24 +216,13 @@ SELECT p.timeline_id, p.call_seq, p.graph_timeline_id, p.graph_class, f3.by_key,
        count(*) OVER (PARTITION BY p.timeline_id, p.call_seq, p.graph_class) AS copies
 FROM placed p JOIN f3 USING (timeline_id, call_seq, graph_class);
 
--- call_graphs: each compiled call and the graph(s) it ran: one row per candidate graph,
--- through its representative output-code timeline (see above).
---   candidates: how many different graphs remain (1: the call is attributed; k > 1:
---   ambiguous, each of them gets 1/k of it); class_rank: this one's place (1..k) by
---   timeline id; copies: timelines of this graph (copies included) that matched;
---   match: graph_key (named by its cache key) | kernel_sequence | ambiguous;
---   weight: 1 / candidates; mode, what the call did on the GPU:
---     cuda_graph_capture: it captured a CUDA graph (a cudaStreamBeginCapture on its thread
---       inside it: the launches under capture run nothing) and, as CUDA graph trees do,
---       replayed it once to make its first outputs (graph_replays.after_capture);
---     cuda_graph_replay: a CUDA graph replayed the graph's kernels (one cudaGraphLaunch per
---       partition);
---     cuda_graph_warmup: each kernel launched on its own, by a graph that this trace also
---       captures or replays (CUDA graph trees' warm-up, or their eager fallback);
---     eager: each kernel launched on its own (default mode; or a warm-up whose capture and
---       replays the trace does not hold);
---     no_gpu_work: nothing it launched ran on the GPU (a CPU graph).
-CREATE OR REPLACE VIEW call_graphs AS
+CREATE VIEW IF NOT EXISTS _cache_call_candidates AS SELECT * FROM _call_candidates_derived;
+
+CREATE OR REPLACE VIEW _call_candidates AS
+SELECT * FROM _cache_call_candidates;
+
+-- _call_graphs_derived: call_graphs (below), computed from the events (kept in _cache_call_graphs).
+CREATE OR REPLACE VIEW _call_graphs_derived AS
 WITH reps AS (
     SELECT *, count(*) OVER (PARTITION BY timeline_id, call_seq) AS candidates,
            row_number() OVER (PARTITION BY timeline_id, call_seq ORDER BY graph_timeline_id)
@@ -248,6 +258,28 @@ FROM modes r
 JOIN _compiled_calls c ON c.timeline_id = r.timeline_id AND c.call_seq = r.call_seq
 JOIN _output_graphs g ON g.timeline_id = r.graph_timeline_id;
 
+CREATE VIEW IF NOT EXISTS _cache_call_graphs AS SELECT * FROM _call_graphs_derived;
+
+-- call_graphs: each compiled call and the graph(s) it ran: one row per candidate graph,
+-- through its representative output-code timeline (see above).
+--   candidates: how many different graphs remain (1: the call is attributed; k > 1:
+--   ambiguous, each of them gets 1/k of it); class_rank: this one's place (1..k) by
+--   timeline id; copies: timelines of this graph (copies included) that matched;
+--   match: graph_key (named by its cache key) | kernel_sequence | ambiguous;
+--   weight: 1 / candidates; mode, what the call did on the GPU:
+--     cuda_graph_capture: it captured a CUDA graph (a cudaStreamBeginCapture on its thread
+--       inside it: the launches under capture run nothing) and, as CUDA graph trees do,
+--       replayed it once to make its first outputs (graph_replays.after_capture);
+--     cuda_graph_replay: a CUDA graph replayed the graph's kernels (one cudaGraphLaunch per
+--       partition);
+--     cuda_graph_warmup: each kernel launched on its own, by a graph that this trace also
+--       captures or replays (CUDA graph trees' warm-up, or their eager fallback);
+--     eager: each kernel launched on its own (default mode; or a warm-up whose capture and
+--       replays the trace does not hold);
+--     no_gpu_work: nothing it launched ran on the GPU (a CPU graph).
+CREATE OR REPLACE VIEW call_graphs AS
+SELECT * FROM _cache_call_graphs;
+
 -- graph_copies: per trace, the output-code timelines recognised as copies of a graph
 -- that is attributed through another timeline (copy_of), e.g. a log's copy of an
 -- output_code.py: they show its times, never counted twice.
@@ -261,7 +293,8 @@ JOIN _call_candidates r
 WHERE c.member_rank > 1;
 
 -- _extern_ops: the CPU ops of each matched GPU call that stand for extern nodes.
-CREATE OR REPLACE VIEW _extern_ops AS
+-- (_extern_ops_derived: computed from the events; _extern_ops: read from _cache_extern_ops.)
+CREATE OR REPLACE VIEW _extern_ops_derived AS
 WITH ops AS (
     SELECT c.timeline_id, c.call_seq, o.seq AS op_seq, o.name, o.ts_ns, o.end_ns,
            count(*) OVER (PARTITION BY c.timeline_id, c.call_seq, o.name) AS same_name,
@@ -281,9 +314,15 @@ JOIN _output_nodes n
   ON n.timeline_id = g.graph_timeline_id AND n.kind = 'extern'
  AND n.profiler_name = ops.name AND n.occurrence = ops.occurrence;
 
+CREATE VIEW IF NOT EXISTS _cache_extern_ops AS SELECT * FROM _extern_ops_derived;
+
+CREATE OR REPLACE VIEW _extern_ops AS
+SELECT * FROM _cache_extern_ops;
+
 -- _triton_attachments: Triton kernels of matched GPU calls, the k-th launch of a kernel
 -- (in the order they ran) to the k-th node of that kernel: method triton_name_order.
-CREATE OR REPLACE VIEW _triton_attachments AS
+-- (_triton_attachments_derived: computed from the events; _triton_attachments: read from _cache_triton_attachments.)
+CREATE OR REPLACE VIEW _triton_attachments_derived AS
 WITH t AS (
     SELECT *, row_number() OVER (PARTITION BY timeline_id, call_seq, kernel
                                  ORDER BY launch_ts_ns, ts_ns, seq) AS occurrence
@@ -297,3 +336,8 @@ JOIN call_graphs g ON g.timeline_id = t.timeline_id AND g.call_seq = t.call_seq 
 JOIN _output_nodes n
   ON n.timeline_id = g.graph_timeline_id AND n.kind = 'triton' AND n.kernel = t.kernel
  AND n.occurrence = t.occurrence;
+
+CREATE VIEW IF NOT EXISTS _cache_triton_attachments AS SELECT * FROM _triton_attachments_derived;
+
+CREATE OR REPLACE VIEW _triton_attachments AS
+SELECT * FROM _cache_triton_attachments;

@@ -44,14 +44,8 @@ CREATE OR REPLACE MACRO _no_gpu_op(p) AS
 CREATE OR REPLACE MACRO _is_comm_op(p) AS
     regexp_matches(p, '^_c10d_functional(_autograd)?::') AND NOT _no_gpu_op(p);
 
--- kernel_attachments: every measured event of a compiled call attached to its node.
---   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
---   graph_timeline_id/step/node: the output-code node (of the representative);
---   method: triton_name_order | extern_cpu_op | cpu_op | graph_replay_order (a kernel of a
---   CUDA-graph replay, placed by order: see above); confidence: as above, divided by
---   candidates; weight: 1 / candidates; share_ns: the part of dur_ns attributed here
---   (the whole of it unless the call is ambiguous; shares of one event sum to dur_ns).
-CREATE OR REPLACE VIEW kernel_attachments AS
+-- _kernel_attachments_derived: kernel_attachments (below), computed from the events (kept in _cache_kernel_attachments).
+CREATE OR REPLACE VIEW _kernel_attachments_derived AS
 WITH ta AS MATERIALIZED (SELECT * FROM _triton_attachments),
 -- the replays' non-Triton kernels, placed by order (see "CUDA-graph replays" above): each
 -- with the Triton nodes around it (prev_step / next_step: NULL before the first / after the
@@ -228,6 +222,18 @@ SELECT timeline_id, seq, call_seq, kernel, dur_ns, graph_timeline_id, step, node
            AS share_ns
 FROM a;
 
+CREATE VIEW IF NOT EXISTS _cache_kernel_attachments AS SELECT * FROM _kernel_attachments_derived;
+
+-- kernel_attachments: every measured event of a compiled call attached to its node.
+--   timeline_id/seq: the measured event (a GPU event; for CPU graphs the CPU op);
+--   graph_timeline_id/step/node: the output-code node (of the representative);
+--   method: triton_name_order | extern_cpu_op | cpu_op | graph_replay_order (a kernel of a
+--   CUDA-graph replay, placed by order: see above); confidence: as above, divided by
+--   candidates; weight: 1 / candidates; share_ns: the part of dur_ns attributed here
+--   (the whole of it unless the call is ambiguous; shares of one event sum to dur_ns).
+CREATE OR REPLACE VIEW kernel_attachments AS
+SELECT * FROM _cache_kernel_attachments;
+
 -- _replay_idle_nodes: per compiled call that replayed a CUDA graph, the nodes of the
 -- replayed partition that launch no GPU work (a collective's wait_tensor: in the graph a
 -- stream dependency, no kernel): they ran, with nothing to measure (no_gpu_work).
@@ -247,7 +253,9 @@ WHERE t.graph_launch;
 --   | cpu_op | no_gpu_work (its CPU op ran and launched nothing, e.g. wait_tensor; or, in a
 --   CUDA-graph replay, a node that never launches GPU work) |
 --   not_a_launch (return) | unattached (no trace call matched this node: see
---   unattached_nodes); confidence: the lowest of its attachments.
+--   unattached_nodes); where its events were attached by several methods (an extern node
+--   of a CUDA graph: extern_cpu_op in the call that warmed it up, graph_replay_order in its
+--   replays), the last of them by name; confidence: the lowest of its attachments.
 --   copy_of: for a copy of a graph attributed through another timeline, that timeline
 --   (this row repeats its times); counted: false for such copies, so that the sum of
 --   total_ns over counted rows is the time attributed, each measured event once.
@@ -260,7 +268,7 @@ WITH ka AS MATERIALIZED (
     SELECT * FROM _output_nodes
 ), calls AS (
     SELECT graph_timeline_id, step, timeline_id AS measured_timeline_id, call_seq,
-           sum(share_ns) AS ns, count(*) AS n_events, any_value(method) AS method,
+           sum(share_ns) AS ns, count(*) AS n_events, max(method) AS method,
            min(confidence) AS confidence
     FROM ka GROUP BY ALL
     UNION ALL
@@ -277,7 +285,7 @@ WITH ka AS MATERIALIZED (
 ), agg AS (
     SELECT graph_timeline_id, step, measured_timeline_id, count(DISTINCT call_seq) AS invocations,
            CAST(sum(n_events) AS BIGINT) AS n_gpu_events, CAST(sum(ns) AS BIGINT) AS total_ns,
-           COALESCE(any_value(method) FILTER (WHERE method <> 'no_gpu_work'), 'no_gpu_work')
+           COALESCE(max(method) FILTER (WHERE method <> 'no_gpu_work'), 'no_gpu_work')
                AS method,
            min(confidence) AS confidence
     FROM calls GROUP BY ALL

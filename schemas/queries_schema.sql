@@ -71,8 +71,12 @@ DROP TABLE _events_v3;
 -- again from them (a table of an older derivation's columns would not match the views).
 -- A cache still a view of its derivation is not listed (DROP TABLE would fail on it).
 -- The Flight Recorder dumps' caches (schemas/55_flight_recorder.sql, CACHES) likewise: made
--- again empty by the schema, refilled by the rebuild of every cache that follows.
+-- again empty by the schema, refilled by the rebuild of every cache that follows. The
+-- attribution's caches (store/caches.py ATTACHMENT_CACHES) as the ranks'.
 SELECT table_name FROM duckdb_tables()
 WHERE schema_name = 'main'
   AND table_name IN ('_cache_rank_traces', '_cache_pg_ranks', '_cache_arrivals',
-                     '_cache_fr_dump_stats', '_cache_fr_calls');
+                     '_cache_fr_dump_stats', '_cache_fr_calls',
+                     '_cache_output_nodes', '_cache_call_candidates', '_cache_call_graphs',
+                     '_cache_extern_ops', '_cache_triton_attachments',
+                     '_cache_kernel_attachments');

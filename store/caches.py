@@ -4,7 +4,8 @@ The events table is the truth; ``_cache_*`` tables hold exactly what the
 ``_*_derived`` views compute from it, per timeline. They are refreshed for every
 timeline an ingest touched, inside the ingest's transaction (so they can never
 disagree with committed events), and rebuilt whole when the schema changes. The ranks'
-caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched.
+caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched; so
+do the attribution's (``ATTACHMENT_CACHES``), when an output code or a compiled call is.
 """
 
 from __future__ import annotations
@@ -30,6 +31,19 @@ CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_block
 # (a trace alone would pay the matching at each ingest, seconds per GB, for nothing to
 # match). In dependency order: the traces' runs, the groups' ranks, the matching.
 RANK_CACHES = ("rank_traces", "pg_ranks", "arrivals")
+# The attribution of traces' compiled calls to output code (schemas/43_profile_calls.sql,
+# 44_profile_attachments.sql), which spans timelines (a trace, and the output code of any
+# source, ingested before or after it): rebuilt whole, after the per-timeline caches,
+# whenever the timelines refreshed hold an output-code timeline or a trace's compiled call,
+# or rows of the caches. Its derivation is hundreds of views deep: read from the events at
+# each query it cost seconds of DuckDB's planning for a few rows. In dependency order (each
+# derivation reads the caches before it); tables from the schema's creation on (views of
+# their derivations over a shard set).
+ATTACHMENT_CACHES = ("output_nodes", "call_candidates", "call_graphs", "extern_ops",
+                     "triton_attachments", "kernel_attachments")
+# The event kinds the attribution reads (checked by tests/store/test_cache_reads.py): an
+# ingest that wrote neither leaves its caches as they are, unchecked.
+ATTACHMENT_KINDS = frozenset({"kernel_measured", "node_scheduled"})
 # The event kinds each cache's statements read, through its views and the caches before it
 # (its rows are made from these alone: a timeline with none of them has none): an ingest
 # that wrote none of a cache's kinds skips its statements (``refresh``'s ``kinds``), which
@@ -88,7 +102,31 @@ def refresh(db: Any, timeline_ids: Iterable[int], kinds: Collection[str] | None 
         # Stored alignments of two runs (schemas/60_diff_timelines.sql) are derived from both
         # timelines' events: recomputed with them.
         diff.refresh_pairs(db, lo, hi)
+    refresh_attachments(db, ids, kinds)
     refresh_ranks(db, ids)
+
+
+def refresh_attachments(db: Any, timeline_ids: Iterable[int],
+                        kinds: Collection[str] | None = None) -> None:
+    """Rebuild the attribution's caches (``ATTACHMENT_CACHES``) if ``timeline_ids`` hold an
+    output-code timeline, a compiled call or rows of them (``kinds``: as ``refresh``'s);
+    make them tables the first time (a database's creation). Their sources rows must be
+    in: the matching reads the sources' paths."""
+    if kinds is not None and ATTACHMENT_KINDS.isdisjoint(kinds):
+        return
+    if not db.scalar("attachment_caches_are_tables"):
+        for name in ATTACHMENT_CACHES:
+            db.con.execute(db.queries[f"cache_make_{name}"])
+        return
+    ids = sorted(set(timeline_ids))
+    if not ids or not db.scalar("attachment_sources_among", ids):
+        return
+    first, *rest = ATTACHMENT_CACHES
+    db.con.execute(db.queries[f"cache_refill_{first}"])
+    # Without a compiled call or an output-code node the rest are empty: not derived.
+    fill = "refill" if db.scalar("attachment_calls_and_code") else "empty"
+    for name in rest:
+        db.con.execute(db.queries[f"cache_{fill}_{name}"])
 
 
 def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:

@@ -23,7 +23,7 @@ from . import storage
 from .locks import DatabaseLocked, lock_error
 
 # Version of the table layout. Views are re-created whenever their SQL changes.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # v2: _cache_* tables behind buffers, memory_curve and peak_memory (rebuilt on migrate).
 # v3: events.address, stack_id, block_bytes appended (ALTER TABLE in 00_tables.sql);
 #     frames and stacks tables; allocator caches (schemas/50_allocator_events.sql).
@@ -35,6 +35,11 @@ SCHEMA_VERSION = 6
 # v6: the Flight Recorder dumps' caches, per dump (_cache_fr_dump_stats, _cache_fr_calls:
 #     schemas/55_flight_recorder.sql, store/caches.py CACHES); dropped and refilled by
 #     migrate (queries_schema.sql migrate_rank_cache_tables).
+# v7: the attribution of profiler traces to output code cached (_cache_output_nodes,
+#     _cache_call_candidates, _cache_call_graphs, _cache_extern_ops,
+#     _cache_triton_attachments, _cache_kernel_attachments: schemas/43_profile_calls.sql,
+#     44_profile_attachments.sql, store/caches.py ATTACHMENT_CACHES); dropped and made again
+#     by migrate.
 
 
 class SchemaError(Exception):

@@ -491,15 +491,18 @@ def _commit(db: Database, folder: Path, keys: list[int]) -> list[IngestSummary]:
         out.append(IngestSummary(sid, {name: base + j for j, name in enumerate(n_tl.get(k, []))},
                                  counts))
     # The caches after the sources rows (the ranks' caches read them): the lean shards'
-    # computed here; the complete shards' were read, all but the ranks', which span them.
+    # computed here; the complete shards' were read, all but the ranks' and the attribution's,
+    # which span them.
     if lean:
         caches.refresh(db, [bases[k - k0] + j for k in lean  # type: ignore[operator]
                             for j in range(len(n_tl.get(k, ())))])
     elif tid > first_tid:
         diff.refresh_pairs(db, first_tid, tid - 1)
     if len(lean) < len(keys):
-        caches.refresh_ranks(db, [bases[k - k0] + j for k in keys if k not in lean  # type: ignore[operator]
-                                  for j in range(len(n_tl.get(k, ())))])
+        complete = [bases[k - k0] + j for k in keys if k not in lean  # type: ignore[operator]
+                    for j in range(len(n_tl.get(k, ())))]
+        caches.refresh_attachments(db, complete)  # across sources, as the ranks'
+        caches.refresh_ranks(db, complete)
     runs.assign_unassigned(db)  # their runs, where no registered root holds them
     return out
 

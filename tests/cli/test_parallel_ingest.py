@@ -12,6 +12,7 @@ import duckdb
 import pytest
 import tlview.parallel_ingest as parallel_ingest
 from tlview.cli import main
+from tlview.store import caches
 from tlview.store.parsed_files import Parsed
 
 from tests.cli.test_shards import TABLES, digests, tables
@@ -93,7 +94,8 @@ def test_the_caches_of_the_kinds_written_are_those_of_a_full_refresh(tmp_path, c
     """``ingest -j`` refreshes once, for the files of a transaction, the caches of the
     kinds they wrote (``caches.refresh``'s ``kinds``): a folder of an IR dump, an allocator
     snapshot and Flight Recorder dumps of both forms, written as one transaction, gives
-    every cache the rows of a full refresh."""
+    each of those caches the rows of a full refresh (the attribution's, of traces and
+    output code: tests/store/test_cache_reads.py)."""
     fixtures = SEEDS.parent
     folder = tmp_path / "mixed"
     folder.mkdir()
@@ -109,4 +111,4 @@ def test_the_caches_of_the_kinds_written_are_those_of_a_full_refresh(tmp_path, c
     db_path = tmp_path / "j.duckdb"
     assert main(["ingest", str(folder), "--db", str(db_path), "-j", "2"]) == 0, capsys.readouterr()
     assert made == [1]
-    assert_caches_are_a_full_refresh(db_path)
+    assert_caches_are_a_full_refresh(db_path, caches.CACHES)

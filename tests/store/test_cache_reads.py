@@ -1,6 +1,7 @@
 """An ingest refreshes only the caches of the event kinds it wrote (store/caches.py
-``CACHE_KINDS``): the declared kinds are those the caches' statements read, and the caches
-of every fixture are the same as a full refresh makes them."""
+``CACHE_KINDS``, ``ATTACHMENT_KINDS``): the declared kinds are those the caches' statements
+read, and the caches of every fixture are the same as a full refresh makes them, whatever
+the order their sources came in."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from tlview.ingest.records import EVENT_KINDS
 from tlview.store import caches, open_database
 
-from tests.conftest import native_built
+from tests.conftest import FIXTURES, ingest_into, ingest_together, native_built
 
 
 def _params(sql: str) -> list[int]:
@@ -43,6 +44,22 @@ def test_cache_kinds_are_what_the_statements_read(tmp_path):
     assert read == {n: set(k) for n, k in caches.CACHE_KINDS.items()}
 
 
+def test_attachment_kinds_are_what_the_derivations_read(tmp_path):
+    """The attribution's caches (``ATTACHMENT_CACHES``) are derived from the event tables of
+    ``ATTACHMENT_KINDS`` alone (and from the caches before them)."""
+    with open_database(tmp_path / "t.duckdb") as db:
+        db.con.execute("PRAGMA disable_optimizer")
+        read = set()
+        for i, name in enumerate(caches.ATTACHMENT_CACHES):
+            plan = "\n".join(row[1] for row in db.con.execute(
+                f"EXPLAIN SELECT * FROM _{name}_derived").fetchall())
+            tables = set(re.findall(r"\b(events_\w+|_cache_\w+)\b", plan))
+            assert {t.removeprefix("_cache_") for t in tables if t.startswith("_cache_")} <= set(
+                caches.ATTACHMENT_CACHES[:i]), name  # only the caches before it
+            read |= {t.removeprefix("events_") for t in tables if t.startswith("events_")}
+    assert read == set(caches.ATTACHMENT_KINDS)
+
+
 pytestmark = pytest.mark.xdist_group("fixtures_compiled")  # the database of every fixture
 
 
@@ -54,19 +71,67 @@ def test_every_fixture_caches_are_those_of_a_full_refresh(ingested_fixtures, tmp
     assert_caches_are_a_full_refresh(fixtures.copy_to(tmp_path / "copy.duckdb"))
 
 
-def assert_caches_are_a_full_refresh(db_path) -> None:
-    """Every cache of the database at ``db_path`` holds rows, and the rows (with their
-    counts) of refreshing every cache of every timeline."""
+def assert_caches_are_a_full_refresh(
+        db_path, names: tuple[str, ...] = caches.CACHES + caches.ATTACHMENT_CACHES) -> None:
+    """Each of the caches ``names`` of the database at ``db_path`` holds rows, and the rows
+    (with their counts) of refreshing every cache of every timeline."""
     with open_database(db_path) as db:
         con = db.con
-        for name in caches.CACHES:
+        for name in names:
             con.execute(f"CREATE TEMP TABLE before_{name} AS FROM _cache_{name}")
         with db.transaction():
             caches.rebuild_all(db)
-        for name in caches.CACHES:
+        for name in names:
             n = con.execute(f"SELECT count(*) FROM _cache_{name}").fetchone()[0]
             assert n > 0, name
             assert con.execute(f"""SELECT count(*) FROM (
                 (FROM before_{name} EXCEPT ALL FROM _cache_{name}) UNION ALL
                 (FROM _cache_{name} EXCEPT ALL FROM before_{name}))""").fetchone()[0] == 0, name
 
+
+SINGLE = FIXTURES / "profile" / "single"
+
+
+def _attachment_rows(path) -> dict[str, list[tuple]]:
+    """Each attribution cache's rows, and those of its derivation from the events."""
+    with open_database(path, read_only=True) as db:
+        out = {}
+        for name in caches.ATTACHMENT_CACHES:
+            out[name] = sorted(db.sql(f"FROM _cache_{name}").fetchall(), key=repr)
+            out[f"{name} derived"] = sorted(db.sql(f"FROM _{name}_derived").fetchall(), key=repr)
+        return out
+
+
+def test_attachment_caches_do_not_depend_on_the_order_of_ingest(tmp_path):
+    """A trace and its output code (two output_code.py and the log that copies them) ingested
+    one file per command with the trace first, then last, and by `tlview ingest -j` in two
+    commands (the output code, then the trace): the same attribution in each, and each
+    cache holds what its derivation from the events gives."""
+    trace = SINGLE / "compiled_step.pt.trace.json.gz"
+    code = [*sorted(SINGLE.rglob("output_code.py")), SINGLE / "compile.log.gz"]
+    first, last, parallel = (tmp_path / f"{n}.duckdb" for n in ("first", "last", "parallel"))
+    ingest_into(first, trace, *code)
+    ingest_into(last, *code, trace)
+    ingest_together(parallel, *code)
+    ingest_together(parallel, trace)
+    want = _attachment_rows(first)
+    assert all(want[n] for n in caches.ATTACHMENT_CACHES)
+    for name in caches.ATTACHMENT_CACHES:
+        assert want[name] == want[f"{name} derived"], name
+    # timeline ids differ with the order: the rows are compared by what they name
+    def named(path):
+        with open_database(path, read_only=True) as db:
+            return sorted(db.sql(
+                "SELECT s.path, t.key, g.path, gt.key, a.seq, a.step, a.method, a.confidence, "
+                "a.share_ns FROM kernel_attachments a "
+                "JOIN timeline_records t ON t.timeline_id = a.timeline_id "
+                "JOIN sources s ON s.source_id = t.source_id "
+                "JOIN timeline_records gt ON gt.timeline_id = a.graph_timeline_id "
+                "JOIN sources g ON g.source_id = gt.source_id").fetchall())
+    expect = named(first)
+    assert expect
+    for path in (last, parallel):
+        got = _attachment_rows(path)
+        for name in caches.ATTACHMENT_CACHES:
+            assert got[name] == got[f"{name} derived"], (path.name, name)
+        assert named(path) == expect, path.name
