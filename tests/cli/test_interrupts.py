@@ -128,15 +128,7 @@ def test_one_after_another(sig, tmp_path, monkeypatch, capsys, ctrl_c):
             yield rec
 
     monkeypatch.setattr(ingest_command, "records_for", records_for)
-    files = [tmp_path / f"{n}.txt" for n in "abc"]
-    for i, f in enumerate(files):
-        f.write_text(SEED_002.read_text() + "\n" * i)
-    before = _sources(db)
-    code = main(["ingest", "--db", str(db), "-j", "1", *map(str, files)])
-    err = capsys.readouterr().err
-    assert code == 128 + sig
-    assert _named(err, signal.Signals(sig).name) == [str(files[0].resolve())]
-    assert _sources(db) == [*before, str(files[0].resolve())]
+    _stopped_at_the_second(db, tmp_path, capsys, sig, n_files=3)
     assert len(calls) == 2
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # as before the ingest
 
@@ -189,7 +181,13 @@ def test_a_signal_while_duckdb_runs_a_statement(sig, tmp_path, monkeypatch, caps
         return real(self, name, *params)
 
     monkeypatch.setattr(Database, "scalar", scalar)
-    files = [tmp_path / f"{n}.txt" for n in "ab"]
+    _stopped_at_the_second(db, tmp_path, capsys, sig, n_files=2)
+
+
+def _stopped_at_the_second(db: Path, tmp_path: Path, capsys, sig: int, n_files: int) -> None:
+    """``tlview ingest -j 1`` of ``n_files`` copies of a seed, which the signal stops in
+    the second: exit 128 + the signal, the first named and committed, nothing else."""
+    files = [tmp_path / f"{n}.txt" for n in "abcdef"[:n_files]]
     for i, f in enumerate(files):
         f.write_text(SEED_002.read_text() + "\n" * i)
     before = _sources(db)
