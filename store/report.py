@@ -215,19 +215,21 @@ class Context:
     def match_once(self) -> None:
         """The run's collective matching computed once, for every view the report asks
         that derives it (report_match_once); dropped when the report is built."""
-        if MATCH_ONCE and "report_match_drop" not in self.scratch:
-            self.db.query("report_match_drop")  # a report before it ended half-way
-            self.db.sql(self.db.queries["report_match_once"], [self.run_id])
-            self.scratch.append("report_match_drop")
+        self._once(MATCH_ONCE, "report_match_once", "report_match_drop")
 
     def allocs_once(self) -> None:
         """The allocations of the run's snapshots by output-code line and graph call read
         once, for every view the report asks that derives them (report_allocs_once);
         dropped when the report is built."""
-        if ALLOCS_ONCE and "report_allocs_drop" not in self.scratch:
-            self.db.query("report_allocs_drop")  # a report before it ended half-way
-            self.db.query("report_allocs_once", self.run_id)
-            self.scratch.append("report_allocs_drop")
+        self._once(ALLOCS_ONCE, "report_allocs_once", "report_allocs_drop")
+
+    def _once(self, enabled: bool, make: str, drop: str) -> None:
+        """The named query ``make`` (of the run), once per report where ``enabled``; its
+        ``drop`` runs when the report is built."""
+        if enabled and drop not in self.scratch:
+            self.db.query(drop)  # a report before it ended half-way
+            self.db.sql(self.db.queries[make], [self.run_id])
+            self.scratch.append(drop)
 
     def table(self, key: str, title: str, name: str, *params: Any,
               units: dict[str, str] | None = None,
