@@ -128,12 +128,12 @@ def ingest_files(db: Database, files: Sequence[tuple[str, str | None]],
     if shards is not None:
         return _ingest_via_shards(db, files, submit, force=force, folder=shards,
                                   check=check, report=report, report_error=report_error)
+    known = known_files(db)
     folder = Path(tempfile.mkdtemp(prefix="tlview-ingest-"))
     out = Outcome()
-    writer = GroupWriter(db, out, check, report, report_error)
+    writer = GroupWriter(db, out, check, report, report_error,
+                         {sha for shas in known.values() for sha in shas})
     try:
-        known = known_files(db)
-        writer.shas = {sha for shas in known.values() for sha in shas}
         futures = [submit(parse_file, path, fmt, str(folder / str(i)), known, force)
                    for i, (path, fmt) in enumerate(files)]
         i = 0
@@ -195,7 +195,7 @@ class GroupWriter:
     that fails is reported, the others go in."""
 
     def __init__(self, db: Database, out: Outcome, check: Check, report: Report,
-                 report_error: Callable[[IngestError], None]) -> None:
+                 report_error: Callable[[IngestError], None], shas: set[str]) -> None:
         self.db, self.out, self.check = db, out, check
         self.report, self.report_error = report, report_error
         self.items: list[_File | IngestError] = []  # in file order
@@ -204,11 +204,11 @@ class GroupWriter:
         self.pending_bytes = 0
         self.txn: IngestTransaction | None = None
         self.broken = False  # the group's transaction failed: rewrite file by file
-        # Where known (``ingest_files``), the sha256s of every source in the database and
-        # of every file checked since: a file whose bytes are none of them is not checked
-        # (its answer is known: go, nothing to say). A statement per file was 11% of the
-        # writer's samples for bench hang's 1,024 JSON dumps (py-spy, load ~10).
-        self.shas: set[str] | None = None
+        # The sha256s of every source in the database (``shas``) and of every file checked
+        # since: a file whose bytes are none of them is not checked (its answer is known:
+        # go, nothing to say). A statement per file was 11% of the writer's samples for
+        # bench hang's 1,024 JSON dumps (py-spy, load ~10).
+        self.shas = shas
         self.removers: list[threading.Thread] = []
 
     def tick(self, phase: str, since: float) -> None:
@@ -226,14 +226,13 @@ class GroupWriter:
             self.items.append(f)
             if self.broken:
                 continue
-            if self.shas is not None and r["sha256"] not in self.shas:
+            if r["sha256"] not in self.shas:
                 go = True
             else:
                 if any(p.result["sha256"] == r["sha256"] for p in self.pending):
                     self.flush()  # the check must see the file of the same bytes
                 go, f.note = self.check(self.db, r["path"], r["sha256"])
-            if self.shas is not None:
-                self.shas.add(r["sha256"])
+            self.shas.add(r["sha256"])
             if go and r["status"] != "skipped":
                 self.pending.append(f)
                 self.pending_bytes += r["parsed"]["nbytes"]
