@@ -28,9 +28,12 @@ FINDING = {"COLLECTIVE_TYPE_MISMATCH": "op mismatch", "SIZE_OR_SYNTAX_MISMATCH":
 
 def rows(db: Path, sql: str, params: list | None = None) -> list[dict]:
     with open_database(db, read_only=True) as d:
-        cur = d.con.execute(sql, params or [])
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+        return _dicts(d.con.execute(sql, params or []))
+
+
+def _dicts(cur) -> list[dict]:
+    cols = [c[0] for c in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
 
 
 def verdict_rows(db: Path, sql: str) -> list[dict]:
@@ -41,9 +44,7 @@ def verdict_rows(db: Path, sql: str) -> list[dict]:
     from tlview.store.hang_queries import dumps_read_once
 
     with open_database(db, read_only=True) as d, dumps_read_once(d):
-        cur = d.con.execute(sql)
-        cols = [c[0] for c in cur.description]
-        return [dict(zip(cols, r)) for r in cur.fetchall()]
+        return _dicts(d.con.execute(sql))
 
 
 @functools.cache
