@@ -196,18 +196,22 @@ def test_the_time_section_says_what_each_straggler_cost(db, reports):
         assert (html.escape(sentence) if fmt == "html" else sentence) in render(r), fmt
 
 
+def _report_without(db, once: str, run: str, **kw):
+    """The report of ``run`` built with store/report.py's ``once`` (MATCH_ONCE,
+    ALLOCS_ONCE) off: each view derives what it reads."""
+    from tlview.store import report as report_module
+
+    ids = {r["name"]: r["run_id"] for r in rows(db, "SELECT run_id, name FROM runs")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report_module, once, False)
+        return build_report(db, ids[run], WORDS, **kw)
+
+
 def test_the_matching_once_per_report_changes_no_figure(db, reports):
     """The report computes the run's collective matching once (temporary tables in its own
     connection: report_match_once) where each view would derive it anew: the same report
     as without, and nothing of it left in the connection afterwards."""
-    from tlview.store import report as report_module
-
-    ids = {r["name"]: r["run_id"] for r in rows(db, "SELECT run_id, name FROM runs")}
-    report_module.MATCH_ONCE = False
-    try:
-        again = build_report(db, ids["real_delay"], WORDS)
-    finally:
-        report_module.MATCH_ONCE = True
+    again = _report_without(db, "MATCH_ONCE", "real_delay")
     assert again == reports["real_delay"]
     assert rows(db, "SELECT count(*) AS n FROM duckdb_tables() WHERE temporary")[0]["n"] == 0
 
@@ -221,13 +225,8 @@ def test_the_allocations_once_per_report_change_no_figure(db, reports):
     others ask no view of them.)"""
     from tlview.store import report as report_module
 
-    ids = {r["name"]: r["run_id"] for r in rows(db, "SELECT run_id, name FROM runs")}
-    report_module.ALLOCS_ONCE = False
-    try:
-        again = build_report(db, ids["compiled_train"], WORDS, sections=[
-            report_module.memory_section, report_module.plan_section])
-    finally:
-        report_module.ALLOCS_ONCE = True
+    again = _report_without(db, "ALLOCS_ONCE", "compiled_train",
+                            sections=[report_module.memory_section, report_module.plan_section])
     once = {s.key: s for s in reports["compiled_train"].sections}
     assert [s.key for s in again.sections] == ["memory", "plan"]
     assert all(s == once[s.key] for s in again.sections)
