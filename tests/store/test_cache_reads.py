@@ -20,6 +20,12 @@ def _params(sql: str) -> list[int]:
     return [1] * (max(numbered) if numbered else sql.count("?"))
 
 
+def _scanned(db, sql: str) -> set[str]:
+    """The event tables and caches that the plan of statement ``sql`` scans."""
+    plan = "\n".join(row[1] for row in db.con.execute("EXPLAIN " + sql, _params(sql)).fetchall())
+    return set(re.findall(r"\b(events_\w+|_cache_\w+)\b", plan))
+
+
 def test_cache_kinds_are_what_the_statements_read(tmp_path):
     """Each cache's declared kinds are exactly the event tables that the unoptimised plans
     of its statements scan, with those of the caches it reads (the optimiser would drop
@@ -32,9 +38,7 @@ def test_cache_kinds_are_what_the_statements_read(tmp_path):
             queries = [q for q in (f"cache_fill_{name}", f"cache_ranges_{name}",
                                    *caches.FILL_QUERIES.get(name, ())) if q in db.queries]
             assert f"cache_fill_{name}" in queries
-            plan = "\n".join(row[1] for q in queries for row in db.con.execute(
-                "EXPLAIN " + db.queries[q], _params(db.queries[q])).fetchall())
-            tables = set(re.findall(r"\b(events_\w+|_cache_\w+)\b", plan))
+            tables = set().union(*(_scanned(db, db.queries[q]) for q in queries))
             got = {k for k in kinds if f"events_{k}" in tables}
             for other in caches.CACHES[:caches.CACHES.index(name)]:  # the caches it reads
                 if f"_cache_{other}" in tables:
@@ -51,9 +55,7 @@ def test_attachment_kinds_are_what_the_derivations_read(tmp_path):
         db.con.execute("PRAGMA disable_optimizer")
         read = set()
         for i, name in enumerate(caches.ATTACHMENT_CACHES):
-            plan = "\n".join(row[1] for row in db.con.execute(
-                f"EXPLAIN SELECT * FROM _{name}_derived").fetchall())
-            tables = set(re.findall(r"\b(events_\w+|_cache_\w+)\b", plan))
+            tables = _scanned(db, f"SELECT * FROM _{name}_derived")
             assert {t.removeprefix("_cache_") for t in tables if t.startswith("_cache_")} <= set(
                 caches.ATTACHMENT_CACHES[:i]), name  # only the caches before it
             read |= {t.removeprefix("events_") for t in tables if t.startswith("events_")}
