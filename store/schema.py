@@ -28,7 +28,7 @@ from .db import (
     _meta,
     _scalar,
     _views_sha,
-    schema_sql,
+    schema_ddl,
 )
 from .locks import lock_error
 
@@ -207,7 +207,7 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
             con.execute(_QUERIES["migrate_events_rename"])
         for (table,) in con.execute(_QUERIES["migrate_rank_cache_tables"]).fetchall():
             con.execute(_QUERIES["cache_drop_" + table.removeprefix("_cache_")])  # made again
-        con.execute(schema_sql())
+        con.execute(schema_ddl())
         if wide:
             _split_events(con, path)
         con.execute(_QUERIES["set_schema_version"], [str(SCHEMA_VERSION), _views_sha()])

@@ -18,7 +18,7 @@ import duckdb
 STORAGE_VERSION = "v1.4.0"
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
+def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.lstrip("v").split("-")[0].split(".")[:3] if x.isdigit())
 
 
@@ -27,7 +27,7 @@ def creation_config() -> dict[str, Any]:
 
     A DuckDB module older than STORAGE_VERSION writes its own (older, readable) format.
     """
-    if _version_tuple(duckdb.__version__) < _version_tuple(STORAGE_VERSION):
+    if version_tuple(duckdb.__version__) < version_tuple(STORAGE_VERSION):
         return {}
     return {"storage_compatibility_version": STORAGE_VERSION}
 
@@ -40,7 +40,7 @@ def storage_version(con: duckdb.DuckDBPyConnection, queries: dict[str, str]) -> 
 
 def is_newer_than_target(tag: str | None) -> bool:
     """Whether a file tagged ``tag`` is in a newer format than STORAGE_VERSION."""
-    return tag is not None and _version_tuple(tag) > _version_tuple(STORAGE_VERSION)
+    return tag is not None and version_tuple(tag) > version_tuple(STORAGE_VERSION)
 
 
 def convert(path: str, queries: dict[str, str]) -> None:
