@@ -102,6 +102,19 @@ struct Reader {
         rows.python_entry(spans.size() - 1);
     }
 
+    // fr::key_of(k), remembered by the key's place in the entry (torch's entries repeat
+    // one sequence of keys: one comparison instead of a search through the names).
+    std::vector<std::pair<std::string, fr::Key>> keys_at;
+    fr::Key key(size_t m, std::string_view k) {
+        if (m < keys_at.size() && keys_at[m].first == k) return keys_at[m].second;
+        fr::Key kk = fr::key_of(k);
+        if (m < keys_at.size())
+            keys_at[m] = {std::string(k), kk};
+        else if (m == keys_at.size() && m < 64)
+            keys_at.emplace_back(std::string(k), kk);
+        return kk;
+    }
+
     // The entry's row; false: Python reads it.
     bool row_of(size_t obj) {
         for (auto& c : col_node) c = kNone;
@@ -112,7 +125,7 @@ struct Reader {
             size_t v = i + 1;
             std::string_view k = str(i, key_buf);
             i = doc.nodes[v].end;
-            fr::Key kk = fr::key_of(k);
+            fr::Key kk = key(m, k);
             if (kk < fr::kNumColumns) {
                 if (col_node[kk] != kNone) return false;  // a repeated key
                 col_node[kk] = v;
@@ -185,7 +198,7 @@ struct Reader {
         if (utf8_valid_prefix(data, &cut) != data.size()) return false;
         doc.data = data;
         doc.eof = true;
-        doc.nodes.reserve(data.size() / 16);
+        doc.nodes.reserve(data.size() / 8 + 16);  // torch's dumps: a node per ~10 bytes
         auto ws = [&](size_t q) {
             while (q < data.size() &&
                    (data[q] == ' ' || data[q] == '\t' || data[q] == '\n' || data[q] == '\r'))
