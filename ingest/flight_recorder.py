@@ -183,7 +183,6 @@ def _dur_ns(dur: Any) -> int | None:
     return _int(round(ns)) if math.isfinite(ns) else None
 
 
-
 # Column rules over a list of an entry field's values (``None`` where a key is missing):
 # the per-value rules above, applied only to values that are not already the plain type
 # (one pass of C-level checks over a column, the per-value rule where one fails).
@@ -279,8 +278,6 @@ def _attrs_text(extra: dict[str, Any]) -> str:
         if len(_ATTRS) < 100_000:
             _ATTRS[key] = got  # type: ignore[assignment]
     return got  # type: ignore[return-value]
-
-
 
 
 def _ranks(v: Any) -> tuple[int, ...] | None:
@@ -688,7 +685,6 @@ def _parse_json(path: str, core: Any = None) -> Iterator[Record]:
     except RecursionError:  # json.loads of data nested ~1,000 deep
         raise IngestError(path, None, "data nested too deep for Python's JSON reader; "
                           "expected the JSON of a Flight Recorder dump") from None
-
 
 
 @contextmanager
