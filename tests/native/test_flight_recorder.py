@@ -289,6 +289,8 @@ class TestOdd:
         same(p, monkeypatch)
         p.write_bytes(text.encode().replace(b"python3", b"py\xff"))  # not UTF-8
         assert same(p, monkeypatch)[0] == "error"
+        p.write_text(cases["an int of 5000 digits"])  # json's digits limit: one clear line
+        assert same(p, monkeypatch)[0] == "error"
 
     def test_hostile_opcodes(self, tmp_path, monkeypatch):
         import os
