@@ -12,7 +12,7 @@ Inputs (the other benchmarks' builders, from the real fixtures):
 * Kineto (chrome_trace), the scheduler IR (inductor_ir), XLA (xla_buffer_assignment),
   the allocator snapshot (cuda_snapshot): ``TLVIEW_BENCH_TWINS_MB`` (default 20; the
   snapshot half of it);
-* Flight Recorder dumps (flight_recorder), the pickle form: ``TLVIEW_BENCH_TWINS_FR_RANKS``
+* Flight Recorder dumps (flight_recorder), each form: ``TLVIEW_BENCH_TWINS_FR_RANKS``
   (default 64) ranks' dumps of 2,000 entries, bench_hang's: the folder ingested whole,
   as a hang's dumps are, with ``-j`` the machine's cores (the workers forked from the
   measured process, the twin hidden in them too) and once with ``-j 1``.
@@ -20,9 +20,10 @@ Inputs (the other benchmarks' builders, from the real fixtures):
 The torch logs' twins were removed after this bench's runs of 2026-11-28
 (docs/benchmarks.md): the FX graph and output-code readers (torch_fx, wrapper_module,
 torch_wrapper) first, then torch_log (the dress, TORCH_TRACE's payload runs) with the
-event sink that served it (bench/results/2026-11-28-twins-torch_log.txt); then the Flight
-Recorder twin's JSON half (bench/results/2026-11-28-issue25-frnative.txt: json.loads is
-already compiled), its pickle half kept.
+event sink that served it (bench/results/2026-11-28-twins-torch_log.txt). The Flight
+Recorder twin's JSON half, removed once (bench/results/2026-11-28-issue25-frnative.txt:
+64 dumps, measured before the Python reader was made columnar), came back for the
+1,024-rank hang (bench/results/2026-11-28-fr-json-twin.txt).
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ from .harness import OUT, Result, run_child
 SIZE_MB = float(os.environ.get("TLVIEW_BENCH_TWINS_MB", "20"))
 RUNS = int(os.environ.get("TLVIEW_BENCH_TWINS_RUNS", "3"))
 
-# The entry point of the Flight Recorder twin (the other formats' twins: "*", the core
-# left out whole).
-FR_PICKLE = "FlightRecorderParser"
+# The entry points each Flight Recorder twin adds to the core (the other formats' twins:
+# "*", the core left out whole).
+FR_PICKLE, FR_JSON = "FlightRecorderParser", "flight_recorder_json"
 FR_RANKS = int(os.environ.get("TLVIEW_BENCH_TWINS_FR_RANKS", "64"))
 
 
@@ -107,6 +108,7 @@ def _input(label: str) -> Path:
         "XLA": lambda: bench_xla.build(SIZE_MB),
         "snapshot": lambda: bench_snapshot.scaled_snapshot(SIZE_MB / 2),
         "FR pickle": lambda: bench_hang.dumps("pickle", FR_RANKS),
+        "FR json": lambda: bench_hang.dumps("json", FR_RANKS),
     }
     return build[label]()
 
@@ -119,7 +121,9 @@ CASES: list[tuple[str, ...]] = [
     ("xla_buffer_assignment", "XLA", "*", ""),
     ("cuda_snapshot", "snapshot", "*", ""),
     ("flight_recorder", "FR pickle", FR_PICKLE, "", CORES),
+    ("flight_recorder", "FR json", FR_JSON, "", CORES),
     ("flight_recorder", "FR pickle", FR_PICKLE, "", "1"),
+    ("flight_recorder", "FR json", FR_JSON, "", "1"),
 ]
 
 

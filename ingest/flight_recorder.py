@@ -183,7 +183,6 @@ def _dur_ns(dur: Any) -> int | None:
     return _int(round(ns)) if math.isfinite(ns) else None
 
 
-
 # Column rules over a list of an entry field's values (``None`` where a key is missing):
 # the per-value rules above, applied only to values that are not already the plain type
 # (one pass of C-level checks over a column, the per-value rule where one fails).
@@ -279,8 +278,6 @@ def _attrs_text(extra: dict[str, Any]) -> str:
         if len(_ATTRS) < 100_000:
             _ATTRS[key] = got  # type: ignore[assignment]
     return got  # type: ignore[return-value]
-
-
 
 
 def _ranks(v: Any) -> tuple[int, ...] | None:
@@ -618,16 +615,15 @@ def _is_pickle(path: str) -> bool:
 
 def parse_flight_recorder(path: str, progress: ProgressFn | None = None) -> Iterator[Record]:
     """The timeline of one rank's dump: its entries, groups, their progress, the note.
-    The compiled core reads a pickle where it is built (the same rows: native.py); JSON is
-    json.loads's (already compiled: a twin of it earned too little, docs/native.md)."""
+    The compiled core reads the entries where it is built (the same rows: native.py)."""
+    core = native.module()
     if _is_pickle(path):
-        core = native.module()
         if core is not None and hasattr(core, "FlightRecorderParser"):
             yield from _parse_pickle_native(core, path, progress)
         else:
             yield from _parse_pickle(path, progress)
     else:
-        yield from _parse_json(path)
+        yield from _parse_json(path, core if hasattr(core, "flight_recorder_json") else None)
 
 
 def _check_top(path: str, item: Any) -> None:
@@ -683,13 +679,12 @@ def _parse_pickle(path: str, progress: ProgressFn | None) -> Iterator[Record]:
             raise
 
 
-def _parse_json(path: str) -> Iterator[Record]:
+def _parse_json(path: str, core: Any = None) -> Iterator[Record]:
     try:
-        yield from _parse_json_nested(path)
+        yield from _parse_json_nested(path, core)
     except RecursionError:  # json.loads of data nested ~1,000 deep
         raise IngestError(path, None, "data nested too deep for Python's JSON reader; "
                           "expected the JSON of a Flight Recorder dump") from None
-
 
 
 @contextmanager
@@ -704,22 +699,26 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parse_json_nested(path: str) -> Iterator[Record]:
+def _parse_json_nested(path: str, core: Any) -> Iterator[Record]:
     """A JSON dump read, its entries converted and the tree it made let go, all with the
     cycle collector paused: the tree and the columns made from it hold no cycles, and the
     collector's passes over the young tree (json.loads makes ~60,000 objects per
     2,000-entry dump; each pass of the collector walks every young one) cost a third of
     json.loads's CPU during json.loads (15 -> 10 ms) and as much again during the
     conversion (2026-11-28). The rows are handed over once the tree is gone (the columns
-    of every entry, ~a tenth of the tree's memory)."""
+    of every entry, ~a tenth of the tree's memory). The compiled core, where it is built,
+    reads the entries instead (``_json_core``)."""
     with _gc_paused():
-        records = _json_records(path)
+        records = _json_records(path, core)
     yield from records
 
 
-def _json_records(path: str) -> list[Record]:
+def _json_records(path: str, core: Any) -> list[Record]:
     with open_binary(path) as f:
         data = f.read()
+    got = core.flight_recorder_json(path, data) if core is not None else None
+    if got is not None:  # the compiled core read it; else this code reads it or says why
+        return _json_core(path, data, *got)
     try:
         top = json.loads(data)
     except UnicodeDecodeError as e:
@@ -731,6 +730,9 @@ def _json_records(path: str) -> list[Record]:
         what = "the file ends inside the JSON: truncated dump" if ends else e.msg
         raise IngestError(path, e.lineno, f"column {e.colno}: {what}; expected the JSON "
                           "of a Flight Recorder dump (_dump_fr_trace_json)") from None
+    except ValueError:  # json's limit on an integer's digits (int_max_str_digits)
+        raise IngestError(path, None, "an integer of more than 4300 digits; expected the "
+                          "JSON of a Flight Recorder dump") from None
     del data
     if not isinstance(top, dict):
         raise IngestError(path, 1, f"the JSON holds a {type(top).__name__}, expected the "
@@ -743,6 +745,25 @@ def _json_records(path: str) -> list[Record]:
     for i in range(0, len(entries), BATCH):
         dump.entries(entries[i:i + BATCH])
         out += dump.rows()
+    out += dump.tail(top)
+    return out
+
+
+def _json_core(path: str, data: bytes, outputs: list[Any], entries: tuple[int, int] | None,
+               counts: tuple[str, dict[str, int], int]) -> list[Record]:
+    """The records of a JSON dump the compiled core read (native/flight_recorder_json.cpp):
+    its rows, the entries it left to this reader as their JSON text, and the rest of the
+    top object as json.loads reads it with the entries' list made empty."""
+    dump = _Dump(path, "json")
+    out: list[Record] = [dump.timeline()]
+    out += dump.native_outputs([("entry", json.loads(o[1])) if o[0] == "entry" else o
+                                for o in outputs])
+    dump.native_counts(counts[1], counts[2])
+    if entries is not None:
+        data = data[:entries[0]] + b"[]" + data[entries[1]:]
+    top = json.loads(data)
+    del data
+    out += dump.rows()
     out += dump.tail(top)
     return out
 

@@ -25,7 +25,7 @@ from .errors import IngestError
 from .lines import ProgressFn, open_binary
 
 CHUNK = 4 << 20
-ABI = 5  # the core's ABI constant this Python side expects (native/module.cpp)
+ABI = 6  # the core's ABI constant this Python side expects (native/module.cpp)
 _warned = False
 
 

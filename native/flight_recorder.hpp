@@ -1,5 +1,5 @@
 // Flight Recorder dumps: the compiled twin of ingest/flight_recorder.py's per-entry work
-// (_Dump.entry), for the pickle form (flight_recorder_pickle.cpp).
+// (_Dump.entries), for both forms (flight_recorder_pickle.cpp, flight_recorder_json.cpp).
 // The Python module is the specification: every entry it reads as plain data of the
 // kinds torch writes (text keys, ints, bools, None, text, lists) becomes here the same
 // row of collective_recorded's columns, the same attrs text and the same unknown-key

@@ -12,6 +12,7 @@ int add_cuda_snapshot(PyObject* module);
 int add_xla_buffer_assignment(PyObject* module);
 int add_inductor_ir(PyObject* module);
 int add_flight_recorder_pickle(PyObject* module);
+int add_flight_recorder_json(PyObject* module);
 }  // namespace tlv
 
 static PyModuleDef native_module = {
@@ -30,12 +31,12 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (!m) return nullptr;
     if (tlv::add_chrome_trace(m) < 0 || tlv::add_cuda_snapshot(m) < 0 ||
         tlv::add_xla_buffer_assignment(m) < 0 || tlv::add_inductor_ir(m) < 0 ||
-        tlv::add_flight_recorder_pickle(m) < 0) {
+        tlv::add_flight_recorder_pickle(m) < 0 || tlv::add_flight_recorder_json(m) < 0) {
         Py_DECREF(m);
         return nullptr;
     }
     // Bumped whenever any parser's output changes, so a stale build is never used.
-    if (PyModule_AddIntConstant(m, "ABI", 5) < 0 ||
+    if (PyModule_AddIntConstant(m, "ABI", 6) < 0 ||
         PyModule_AddIntConstant(m, "JSON_MAX_DEPTH", tlv::kJsonMaxDepth) < 0) {
         Py_DECREF(m);
         return nullptr;

@@ -1,12 +1,13 @@
-"""The compiled Flight Recorder reader (native/flight_recorder{.hpp,_pickle.cpp}) against
-its specification, the Python reader (ingest/flight_recorder.py on ingest/pickle_stream.py).
+"""The compiled Flight Recorder readers (native/flight_recorder*.{hpp,cpp}) against their
+specification, the Python reader (ingest/flight_recorder.py on ingest/pickle_stream.py
+and json.loads).
 
 Both must write the same rows (the same columns, attrs text, stack ids), intern the same
 frames and stacks, and leave the same groups and notes, or fail with the same error class
-at the same byte (the wording may differ): on every real pickle dump, cut or with bytes
-flipped or dropped, on odd entries built from a real one (values the core leaves to
-Python among them), and on random plain values in entries. (The JSON form has no twin:
-json.loads is already compiled; docs/native.md.)
+at the same place (the line, or the byte a pickle's message names; the wording may
+differ): on every real dump of both forms, cut or with bytes flipped or dropped, on odd
+entries built from a real one (values the core leaves to Python among them), and on
+random plain values in entries.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ from tlview.store.digest import source_digest
 
 from tests.conftest import FIXTURES, needs_native
 
-pytestmark = needs_native("FlightRecorderParser")
+pytestmark = needs_native("FlightRecorderParser", "flight_recorder_json")
 
 FR = FIXTURES / "flight_recorder"
 REAL = sorted([*FR.glob("*/timeout_dump/*"), *FR.glob("*/ondemand_pickle/*"),
-               *FR.glob("gloo_*/pickle/*"),
+               *FR.glob("*/ondemand_json/*"), *FR.glob("gloo_*/pickle/*"),
+               *FR.glob("gloo_*/json/*"),
                *(FIXTURES / "fuzz" / "flight_recorder_set_in_sizes").glob("*")])
 PICKLE = FR / "skip" / "timeout_dump" / "nccl_trace_rank_0"
+JSON = FR / "skip" / "ondemand_json" / "nccl_trace_rank_0.json"
 ROW_COLUMNS = [c for c in EVENT_COLUMNS if c not in ("source_id", "timeline_id", "seq")]
 
 
@@ -78,25 +81,28 @@ def same(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, ...]:
 
 
 class TestReal:
-    """Every real pickle dump: the same rows (and through the database, the same source
-    digest); a pickle fed a few bytes at a time."""
+    """Every real dump, both forms: the same rows (and through the database, the same
+    source digest); a pickle fed a few bytes at a time."""
 
     def test_every_fixture(self, monkeypatch):
-        assert len(REAL) >= 52
+        assert len(REAL) >= 76
         for src in REAL:
             assert same(src, monkeypatch)[0] == "rows", src
 
-    def test_digest(self, dbs, monkeypatch):
+    @pytest.mark.parametrize("src", [PICKLE, JSON], ids=lambda p: p.name)
+    def test_digest(self, src, dbs, monkeypatch):
         digests = []
         for compiled in (False, True):
             monkeypatch.setenv("TLVIEW_NATIVE", "1" if compiled else "0")
-            summary = write_records(dbs[compiled], records_for(PICKLE, "flight_recorder"))
+            summary = write_records(dbs[compiled], records_for(src, "flight_recorder"))
             digests.append(source_digest(dbs[compiled], summary.source_id))
         assert digests[0] == digests[1]
 
     def test_core_reads_the_entries(self):
         """torch's entries are the core's rows, none left to Python (the speed's point)."""
         core = native.module()
+        outputs, entries, _ = core.flight_recorder_json(str(JSON), JSON.read_bytes())
+        assert entries is not None and {o[0] for o in outputs} == {"batch"}
         reader = core.FlightRecorderParser(str(PICKLE), object, object)
         outputs = reader.feed(PICKLE.read_bytes()) + reader.finish()
         assert {o[0] for o in outputs} == {"frame", "stack", "batch", "top", "counts"}
@@ -111,8 +117,8 @@ class TestReal:
 class TestMutated:
     """Real dumps cut, with bytes flipped or dropped: the same rows or the same error."""
 
-    def test_mutations(self, tmp_path, monkeypatch):
-        src = PICKLE
+    @pytest.mark.parametrize("src", [PICKLE, JSON], ids=lambda p: p.name)
+    def test_mutations(self, src, tmp_path, monkeypatch):
         data = src.read_bytes()
         rnd = random.Random(src.name)
         cases = [data[:n] for n in sorted(rnd.sample(range(len(data)), 10))]
@@ -190,7 +196,7 @@ def _copy(e: dict[str, Any], **change: Any) -> dict[str, Any]:
             **_fresh(change)}
 
 
-def _odd_dump() -> dict[str, Any]:
+def _odd_dump(json_form: bool) -> dict[str, Any]:
     top = _real()
     entries = top["entries"]
     out = [_copy(entries[k % len(entries)], **change) for k, change in enumerate(_ODD.values())]
@@ -200,16 +206,21 @@ def _odd_dump() -> dict[str, Any]:
         out.append(e)
     out.append(["not", "a", "dict"])
     out.append(_copy(entries[0]))
+    if json_form:
+        for e in out:
+            if isinstance(e, dict):
+                e.pop("frames", None)
+        out.append(_copy(entries[1]))  # frames in JSON
     top["entries"] = out
     return top
 
 
 class TestOdd:
-    """Odd entries: the core's rows and Python's rows interleave in order."""
+    """Odd entries in both forms: the core's rows and Python's rows interleave in order."""
 
     @pytest.mark.parametrize("protocol", [2, 4])
     def test_pickle(self, protocol, tmp_path, monkeypatch):
-        top = _odd_dump()
+        top = _odd_dump(False)
         top["entries"] = [e for e in top["entries"] if not isinstance(e, list)]  # bad last
         p = tmp_path / "rank_3"
         p.write_bytes(pickle.dumps(top, protocol=protocol))
@@ -227,9 +238,58 @@ class TestOdd:
         assert same(p, monkeypatch)[0] == "rows"
 
     def test_not_a_dict_entry(self, tmp_path, monkeypatch):
-        top = _odd_dump()
+        top = _odd_dump(False)
         p = tmp_path / "rank_2"
         p.write_bytes(pickle.dumps(top, protocol=4))
+        assert same(p, monkeypatch)[0] == "error"
+        p.write_text(json.dumps(_odd_dump(True)))
+        assert same(p, monkeypatch)[0] == "error"
+
+    def test_json(self, tmp_path, monkeypatch):
+        top = _odd_dump(True)
+        top["entries"] = [e for e in top["entries"] if not isinstance(e, list)]
+        text = json.dumps(top, sort_keys=True, allow_nan=True)
+        cases = {
+            "odd": text,
+            "repeated key": text.replace('"is_p2p": false', '"is_p2p": false, "is_p2p": true',
+                                         1),
+            "repeated unknown key": text.replace('"thread_name"', '"thread_name": 1, '
+                                                 '"thread_name"', 1),
+            "repeated entries": text.replace('{"comm_lib_version"', '{"entries": [1, 2], '
+                                             '"comm_lib_version"', 1),
+            "repeated top key": text.replace('{"comm_lib_version"', '{"version": "9.1", '
+                                             '"comm_lib_version"', 1),
+            "lone surrogate": text.replace('"python3"', '"py\\ud800"', 1),
+            "lone surrogate in a key": text.replace('"thread_name"', '"\\udc00"', 1),
+            "lone surrogate outside the entries": text.replace(
+                '"comm_lib_version": "', '"comm_lib_version": "\\ud800', 1),
+            "escapes": text.replace('"python3"', '"py\\u00e9\\n\\"3"', 1),
+            "escaped key": text.replace('"state"', '"st\\u0061te"', 1),
+            "an int beyond 64 bits": text.replace('"record_id": ', '"record_id": 1' + "0" * 25
+                                                  + ', "big": -' + "9" * 30 + ', "x": ', 1),
+            "an int of 5000 digits": text.replace('"record_id": ', '"record_id": ' + "1" * 5000
+                                                  + ', "x": ', 1),
+            "deep": text.replace('"python3"', "[" * 600 + "]" * 600, 1),
+            "BOM": "\ufeff" + text,
+            "not an object": "[1]",
+            "entries not a list": '{"version": "2.10", "entries": {}}',
+            "no entries": '{"version": "2.10", "pg_config": {}}',
+            "empty entries": '{"version": "2.10", "entries": []}',
+            "entries of scalars": '{"version": "2.10", "entries": [1, "x", null]}',
+            "bad JSON": text[:-40],
+            "trailing data": text + " 1",
+            "short": "{}",
+            "whitespace": " \n\t" + text + "\r\n ",
+        }
+        for k, (name, case) in enumerate(cases.items()):
+            p = tmp_path / f"rank_{k}.json"
+            p.write_bytes(case.encode("utf-8", "surrogatepass"))
+            assert same(p, monkeypatch), name
+        p.write_bytes(text.encode().replace(b"python3", b"py\xed\xa0\x80"))  # a UTF-8 surrogate
+        same(p, monkeypatch)
+        p.write_bytes(text.encode().replace(b"python3", b"py\xff"))  # not UTF-8
+        assert same(p, monkeypatch)[0] == "error"
+        p.write_text(cases["an int of 5000 digits"])  # json's digits limit: one clear line
         assert same(p, monkeypatch)[0] == "error"
 
     def test_hostile_opcodes(self, tmp_path, monkeypatch):
@@ -264,12 +324,17 @@ _KEYS = ("record_id", "collective_seq_id", "duration_ms", "process_group", "inpu
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(st.tuples(st.sampled_from(_KEYS), plain), min_size=1, max_size=4))
 def test_random_values_in_entries(values, tmp_path, monkeypatch):
-    """Random plain values under an entry's keys: the same rows."""
+    """Random plain values under an entry's keys, in both forms: the same rows."""
     top = _real()
     entries = top["entries"][:3]
     top["entries"] = [_copy(entries[k % 3], **{key: v}) for k, (key, v) in enumerate(values)]
     p = tmp_path / "rank_0"
     p.write_bytes(pickle.dumps(top, protocol=4))
+    same(p, monkeypatch)
+    for e in top["entries"]:
+        e.pop("frames", None)
+    p = tmp_path / "rank_0.json"
+    p.write_text(json.dumps(top, allow_nan=True))
     same(p, monkeypatch)
 
 

@@ -71,16 +71,13 @@ REJECTED = {
 
 
 # Inputs of formats with no compiled twin: only the Kineto, Inductor IR, XLA buffer
-# assignment, allocator snapshot and Flight Recorder pickle readers ask for the compiled
+# assignment, allocator snapshot and Flight Recorder readers ask for the compiled
 # core (ingest/native.py's module()), so for these TLVIEW_NATIVE changes nothing and a
 # "compiled" ingest would be the Python one again. Each is ingested once, by the Python
 # parsers, and that run checks that no reader asked for the core (_asks_for_core).
 NO_TWIN = {
     "output_code_rand_strided_one_arg.output_code.py",
     "torch_trace_ts_1e99999999999.log.gz",
-    "flight_recorder_duration_1e308_overflow/nccl_trace_rank_2.json",
-    "flight_recorder_surrogate_in_text/nccl_trace_rank_1.json",
-    "flight_recorder_json_nesting_recursionerror/fr_trace_rank_2.json.gz",
 }
 
 
