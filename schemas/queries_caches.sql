@@ -41,7 +41,7 @@ SELECT EXISTS (SELECT 1 FROM _compiled_calls) AND EXISTS (SELECT 1 FROM _cache_o
 -- name: traces_to_match
 -- The first and last of the traces (timelines with a compiled call) whose candidates may
 -- change with new output-code timelines $1..$2 and new traces $3..$4 (an empty range:
--- none); NULLs: none. By the names of their measured events (a CPU op's with its
+-- none); NULLs: none. By the names of their measured events (a CPU op's also with its
 -- graph_<N>_ prefix removed) and of the graphs' nodes (profiler_name), from the matching
 -- (43_profile_calls.sql, _call_candidates_derived): a call matched to a graph holds each
 -- of the graph's Triton kernels (a GPU graph), or each of its extern ops (a CPU graph; its
@@ -66,14 +66,14 @@ WITH graphs AS (
     EXCEPT
     SELECT n.profiler_name FROM _output_nodes n JOIN graphs g USING (timeline_id)
     WHERE NOT g.new AND g.cpu AND n.kind IN ('cpp', 'extern')
-), held AS (  -- each name a trace's events have
-    SELECT DISTINCT timeline_id, regexp_replace(name, '^graph_\d+_', '') AS profiler_name
-    FROM measured
-    WHERE timeline_id IN (SELECT timeline_id FROM _compiled_calls)
-      AND (timeline_id BETWEEN $3 AND $4
-           OR regexp_replace(name, '^graph_\d+_', '') IN (
-                  SELECT profiler_name FROM needed WHERE new
-                  UNION ALL SELECT profiler_name FROM new_cpu_names))
+), held AS (  -- each name a trace's events have (as it is, and as a CPU op's is matched)
+    SELECT DISTINCT timeline_id, profiler_name
+    FROM (SELECT timeline_id,
+                 unnest([name, regexp_replace(name, '^graph_\d+_', '')]) AS profiler_name
+          FROM measured WHERE timeline_id IN (SELECT timeline_id FROM _compiled_calls))
+    WHERE timeline_id BETWEEN $3 AND $4
+       OR profiler_name IN (SELECT profiler_name FROM needed WHERE new
+                            UNION ALL SELECT profiler_name FROM new_cpu_names)
 ), pairs AS (  -- a trace and a graph whose needed names it holds, how many
     SELECT h.timeline_id, d.graph, any_value(d.new) AS new, count(*) AS held
     FROM held h JOIN needed d USING (profiler_name)
