@@ -4,10 +4,10 @@ The events table is the truth; ``_cache_*`` tables hold exactly what the
 ``_*_derived`` views compute from it, per timeline. They are refreshed for every
 timeline an ingest touched, inside the ingest's transaction (so they can never
 disagree with committed events), and rebuilt whole when the schema changes. The ranks'
-caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched. So
-do the attribution's (``ATTACHMENT_CACHES``): refreshed for the traces whose attribution new
-output code or a new trace can change, rebuilt whole when timelines holding rows of them
-change (``refresh_attachments``).
+caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched. The
+attribution's (``ATTACHMENT_CACHES``) span them too: refreshed for the traces whose
+attribution new output code or a new trace can change, rebuilt whole when timelines holding
+rows of them change (``refresh_attachments``).
 """
 
 from __future__ import annotations
@@ -150,9 +150,9 @@ def refresh_attachments(db: Any, timeline_ids: Iterable[int],
 
 def rebuild_attachments(db: Any) -> None:
     """Derive every row of the attribution's caches again (they are tables)."""
-    for name in ATTACHMENT_CACHES:
-        db.con.execute(db.queries[f"cache_clear_{name}"], EVERY_TIMELINE)
     _refill(db, ATTACHMENT_CACHES[0], *EVERY_TIMELINE)
+    for name in ATTACHMENT_CACHES[1:]:
+        db.con.execute(db.queries[f"cache_clear_{name}"], EVERY_TIMELINE)
     # Without a compiled call or an output-code node the rest are empty: not derived.
     if db.scalar("attachment_calls_and_code"):
         _derive_per_call(db, *EVERY_TIMELINE)
