@@ -11,7 +11,7 @@ import pytest
 from tlview.ingest.records import EVENT_KINDS
 from tlview.store import caches, open_database
 
-from tests.conftest import FIXTURES, ingest_into, ingest_together, native_built, tlview_main
+from tests.conftest import FIXTURES, ingest_into, ingest_together, native_built
 
 
 def _params(sql: str) -> list[int]:
@@ -113,10 +113,10 @@ def test_attachment_caches_do_not_depend_on_the_order_of_ingest(tmp_path, monkey
     commands (the output code, then the trace): the same attribution in each, and each
     cache holds what its derivation from the events gives. An ingest derives again only the
     rows it can change, never every one (store/caches.py refresh_attachments): checked too
-    after the trace's code came, after the trace came again with a CPU graph its calls do
-    not run (their extern ops, in another order), and after another copy of the code (both
-    traces' candidates gain a copy). A trace's events changed (`sql --write`): every row
-    derived again."""
+    after the trace's code came, and after the trace came again, then a CPU graph its calls
+    do not run (their extern ops, in another order), then another copy of the code (both
+    traces' candidates gain a copy). A trace's events changed (as by `sql --write`): every
+    row derived again."""
     trace = SINGLE / "compiled_step.pt.trace.json.gz"
     code = [*sorted(SINGLE.rglob("output_code.py")), SINGLE / "compile.log.gz"]
     first, last, parallel = (tmp_path / f"{n}.duckdb" for n in ("first", "last", "parallel"))
@@ -156,16 +156,17 @@ def test_attachment_caches_do_not_depend_on_the_order_of_ingest(tmp_path, monkey
         for name in caches.ATTACHMENT_CACHES:
             assert got[name] == got[f"{name} derived"], (path.name, name)
         assert named(path) == expect, path.name
-    ingest_into(last, trace, CPU_STEP / "debug" / "model__0_forward_1.0" / "output_code.py")
-    assert_derived(last, "the trace again, a CPU graph")
-    ingest_into(last, code[-1])
-    assert_derived(last, "another copy")
+    ingest_into(last, trace, CPU_STEP / "debug" / "model__0_forward_1.0" / "output_code.py",
+                code[-1])
+    assert_derived(last, "the trace again, a CPU graph, another copy")
     with open_database(last, read_only=True) as db:  # both traces; the log twice, a copy
         assert db.sql("SELECT count(DISTINCT timeline_id), max(copies) FROM _cache_call_graphs"
                       ).fetchone() == (2, 3)
         tid = db.sql("SELECT min(timeline_id) FROM _cache_call_graphs").fetchone()[0]
     assert rebuilt == []
-    assert tlview_main("sql", "--write", "--db", str(last), "DELETE FROM events_kernel_measured "
-                       f"WHERE timeline_id = {tid} AND name LIKE 'triton%'").returncode == 0
+    with open_database(last) as db, db.transaction():  # what `sql --write` does (sql_command)
+        db.con.execute("DELETE FROM events_kernel_measured WHERE timeline_id = ? "
+                       "AND name LIKE 'triton%'", [tid])
+        caches.refresh(db, [tid])
     assert rebuilt == [1]
     assert_derived(last, "a trace's Triton kernels gone")
