@@ -38,10 +38,13 @@
 -- The caches. Every view of a trace's attribution reads the matching above, whose
 -- derivation is hundreds of views deep (DuckDB binds and optimises all of it at each
 -- query: seconds of CPU for a few rows). The store keeps it in tables, filled at ingest
--- (store/caches.py ATTACHMENT_CACHES: rebuilt whole, inside the ingest's transaction,
--- whenever an ingest adds an output-code timeline or a trace with compiled calls, in
--- whatever order they come: a trace and its output code may be ingested in either order,
--- by different commands): _cache_output_nodes (_output_nodes_derived),
+-- (store/caches.py ATTACHMENT_CACHES, inside the ingest's transaction, whenever an ingest
+-- adds an output-code timeline or a trace with compiled calls, in whatever order they
+-- come: a trace and its output code may be ingested in either order, by different
+-- commands; the rows of the traces whose candidates the new timelines can change derived
+-- again, each trace's rows being derived from its own events, candidates and their output
+-- code alone; rebuilt whole when timelines holding rows change): _cache_output_nodes
+-- (_output_nodes_derived),
 -- _cache_call_candidates (_call_candidates_derived), _cache_call_graphs
 -- (_call_graphs_derived), _cache_extern_ops, _cache_triton_attachments (44:
 -- _cache_kernel_attachments); each derivation reads the caches before it. _output_nodes,
@@ -154,6 +157,9 @@ GROUP BY o.timeline_id, o.aot_id, o.rank, o.graph_key, o.path, o.folder;
 -- it, after the narrowing above, grouped into graph classes.
 --   member_rank 1 is the class's representative; copies: members of its class;
 --   by_key: the class holds a timeline named by the call's cache key.
+-- (A call matches only graphs whose Triton kernels, or extern ops / C++ kernels, it holds:
+-- which traces new timelines can give new candidates is found by these names,
+-- queries_caches.sql traces_to_match; change both together.)
 -- (_call_candidates_derived: computed from the events; _call_candidates: read from _cache_call_candidates.)
 CREATE OR REPLACE VIEW _call_candidates_derived AS
 WITH gpu AS (

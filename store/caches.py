@@ -4,8 +4,10 @@ The events table is the truth; ``_cache_*`` tables hold exactly what the
 ``_*_derived`` views compute from it, per timeline. They are refreshed for every
 timeline an ingest touched, inside the ingest's transaction (so they can never
 disagree with committed events), and rebuilt whole when the schema changes. The ranks'
-caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched; so
-do the attribution's (``ATTACHMENT_CACHES``), when an output code or a compiled call is.
+caches (``RANK_CACHES``) span timelines: rebuilt whole when a profiler trace is touched. The
+attribution's (``ATTACHMENT_CACHES``) span them too: refreshed for the traces whose
+attribution new output code or a new trace can change, rebuilt whole when timelines holding
+rows of them change (``refresh_attachments``).
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ CACHES = ("buffers", "memory_curve", "peak", "allocator_curve", "allocator_block
 RANK_CACHES = ("rank_traces", "pg_ranks", "arrivals")
 # The attribution of traces' compiled calls to output code (schemas/43_profile_calls.sql,
 # 44_profile_attachments.sql), which spans timelines (a trace, and the output code of any
-# source, ingested before or after it): rebuilt whole, after the per-timeline caches,
-# whenever the timelines refreshed hold an output-code timeline or a trace's compiled call,
-# or rows of the caches. Its derivation is hundreds of views deep: read from the events at
-# each query it cost seconds of DuckDB's planning for a few rows. In dependency order (each
-# derivation reads the caches before it); tables from the schema's creation on (views of
-# their derivations over a shard set).
+# source, ingested before or after it): refreshed after the per-timeline caches, whenever
+# the timelines refreshed hold an output-code timeline or a trace's compiled call (the rows
+# of the traces they can change: ``refresh_attachments``), or rows of the caches (rebuilt
+# whole). Its derivation is hundreds of views deep: read from the events at each query it
+# cost seconds of DuckDB's planning for a few rows. In dependency order (each derivation
+# reads the caches before it); tables from the schema's creation on (views of their
+# derivations over a shard set).
 ATTACHMENT_CACHES = ("output_nodes", "call_candidates", "call_graphs", "extern_ops",
                      "triton_attachments", "kernel_attachments")
 # The event kinds the attribution reads (checked by tests/store/test_cache_reads.py): an
@@ -108,10 +111,20 @@ def refresh(db: Any, timeline_ids: Iterable[int], kinds: Collection[str] | None 
 
 def refresh_attachments(db: Any, timeline_ids: Iterable[int],
                         kinds: Collection[str] | None = None) -> None:
-    """Rebuild the attribution's caches (``ATTACHMENT_CACHES``) if ``timeline_ids`` hold an
-    output-code timeline, a compiled call or rows of them (``kinds``: as ``refresh``'s);
-    make them tables the first time (a database's creation). Their sources rows must be
-    in: the matching reads the sources' paths."""
+    """Refresh the attribution's caches (``ATTACHMENT_CACHES``) for ``timeline_ids``
+    (``kinds``: as ``refresh``'s); make them tables the first time (a database's creation).
+    Their sources rows must be in: the matching reads the sources' paths.
+
+    A trace's rows in the caches after ``_cache_output_nodes`` are derived from its own
+    events, its candidates, and the nodes and graphs of these (every window and join of
+    the derivations is per trace, or finer); its candidates, from its events and every
+    output-code timeline's nodes and graph (schemas/43_profile_calls.sql). So where
+    ``timeline_ids`` hold no row of the caches (new timelines: an ingest's), only the rows
+    that they can change are derived again: the nodes of the output-code timelines among
+    them; the candidates of the traces that a call may match anew, with them or to them,
+    by the names of their events (queries_caches.sql traces_to_match); the rest for the
+    traces whose candidates changed (none: nothing more). Where they hold rows (timelines
+    whose events changed or went: ``sql --write``), every row is derived again."""
     if kinds is not None and ATTACHMENT_KINDS.isdisjoint(kinds):
         return
     if not db.scalar("attachment_caches_are_tables"):
@@ -119,14 +132,55 @@ def refresh_attachments(db: Any, timeline_ids: Iterable[int],
             db.con.execute(db.queries[f"cache_make_{name}"])
         return
     ids = sorted(set(timeline_ids))
-    if not ids or not db.scalar("attachment_sources_among", ids):
+    if not ids:
         return
-    first, *rest = ATTACHMENT_CACHES
-    db.con.execute(db.queries[f"cache_refill_{first}"])
+    if db.scalar("attachment_rows_among", ids):
+        rebuild_attachments(db)
+        return
+    code = [tid for (tid,) in db.query("output_code_among", ids)]
+    if not code and not db.scalar("compiled_calls_among", ids):
+        return
+    if code:
+        _refill(db, ATTACHMENT_CACHES[0], code[0], code[-1])
+    first, last = db.con.execute(db.queries["traces_to_match"], [
+        *((code[0], code[-1]) if code else _NO_TIMELINE), ids[0], ids[-1]]).fetchone()
+    if first is not None:
+        _derive_per_call(db, first, last)
+
+
+def rebuild_attachments(db: Any) -> None:
+    """Derive every row of the attribution's caches again (they are tables)."""
+    _refill(db, ATTACHMENT_CACHES[0], *EVERY_TIMELINE)
+    for name in ATTACHMENT_CACHES[1:]:
+        db.con.execute(db.queries[f"cache_clear_{name}"], EVERY_TIMELINE)
     # Without a compiled call or an output-code node the rest are empty: not derived.
-    fill = "refill" if db.scalar("attachment_calls_and_code") else "empty"
-    for name in rest:
-        db.con.execute(db.queries[f"cache_{fill}_{name}"])
+    if db.scalar("attachment_calls_and_code"):
+        _derive_per_call(db, *EVERY_TIMELINE)
+
+
+# The range of timeline ids (INTEGER) that holds every timeline; one that holds none.
+EVERY_TIMELINE = (-(1 << 31), (1 << 31) - 1)
+_NO_TIMELINE = (0, -1)
+
+
+def _derive_per_call(db: Any, lo: int, hi: int) -> None:
+    """The candidates of the traces ``lo``..``hi`` (a range of timeline ids) derived again,
+    and, for those whose candidates changed, every cache after them. Each cache is refreshed
+    in one statement over a range of ids, from the first trace that changed to the last
+    (one per trace would cost each DuckDB's planning of the derivation, ~10-60 ms): the
+    rows of the traces between that did not change are derived the same again."""
+    db.con.execute(db.queries["call_candidates_derive"], [lo, hi])
+    first, last = db.con.execute(db.queries["call_candidates_changed"], [lo, hi]).fetchone()
+    if first is not None:
+        for name in ATTACHMENT_CACHES[1:]:  # the candidates from those derived above
+            _refill(db, name, first, last)
+    db.con.execute(db.queries["call_candidates_drop"])
+
+
+def _refill(db: Any, name: str, lo: int, hi: int) -> None:
+    """Attribution cache ``name``'s rows of timelines ``lo``..``hi`` derived again."""
+    db.con.execute(db.queries[f"cache_clear_{name}"], [lo, hi])
+    db.con.execute(db.queries[f"cache_fill_{name}"], [lo, hi])
 
 
 def refresh_ranks(db: Any, timeline_ids: Iterable[int]) -> None:

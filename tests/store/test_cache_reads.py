@@ -104,15 +104,34 @@ def _attachment_rows(path) -> dict[str, list[tuple]]:
         return out
 
 
-def test_attachment_caches_do_not_depend_on_the_order_of_ingest(tmp_path):
+CPU_STEP = FIXTURES / "torch_trace" / "cpu_step"
+
+
+def test_attachment_caches_do_not_depend_on_the_order_of_ingest(tmp_path, monkeypatch):
     """A trace and its output code (two output_code.py and the log that copies them) ingested
     one file per command with the trace first, then last, and by `tlview ingest -j` in two
     commands (the output code, then the trace): the same attribution in each, and each
-    cache holds what its derivation from the events gives."""
+    cache holds what its derivation from the events gives. An ingest derives again only the
+    rows it can change, never every one (store/caches.py refresh_attachments): checked too
+    after the trace's code came, and after the trace came again, then a CPU graph its calls
+    do not run (their extern ops, in another order), then another copy of the code (both
+    traces' candidates gain a copy). A trace's events changed (as by `sql --write`): every
+    row derived again."""
     trace = SINGLE / "compiled_step.pt.trace.json.gz"
     code = [*sorted(SINGLE.rglob("output_code.py")), SINGLE / "compile.log.gz"]
     first, last, parallel = (tmp_path / f"{n}.duckdb" for n in ("first", "last", "parallel"))
-    ingest_into(first, trace, *code)
+    rebuilt: list = []
+    whole = caches.rebuild_attachments
+    monkeypatch.setattr(caches, "rebuild_attachments", lambda db: (rebuilt.append(1), whole(db)))
+
+    def assert_derived(path, step: str) -> None:
+        got = _attachment_rows(path)
+        for name in caches.ATTACHMENT_CACHES:
+            assert got[name] and got[name] == got[f"{name} derived"], (path.name, step, name)
+
+    ingest_into(first, trace, code[0])
+    assert_derived(first, "the trace, then its code")
+    ingest_into(first, *code[1:])
     ingest_into(last, *code, trace)
     ingest_together(parallel, *code)
     ingest_together(parallel, trace)
@@ -137,3 +156,17 @@ def test_attachment_caches_do_not_depend_on_the_order_of_ingest(tmp_path):
         for name in caches.ATTACHMENT_CACHES:
             assert got[name] == got[f"{name} derived"], (path.name, name)
         assert named(path) == expect, path.name
+    ingest_into(last, trace, CPU_STEP / "debug" / "model__0_forward_1.0" / "output_code.py",
+                code[-1])
+    assert_derived(last, "the trace again, a CPU graph, another copy")
+    with open_database(last, read_only=True) as db:  # both traces; the log twice, a copy
+        assert db.sql("SELECT count(DISTINCT timeline_id), max(copies) FROM _cache_call_graphs"
+                      ).fetchone() == (2, 3)
+        tid = db.sql("SELECT min(timeline_id) FROM _cache_call_graphs").fetchone()[0]
+    assert rebuilt == []
+    with open_database(last) as db, db.transaction():  # what `sql --write` does (sql_command)
+        db.con.execute("DELETE FROM events_kernel_measured WHERE timeline_id = ? "
+                       "AND name LIKE 'triton%'", [tid])
+        caches.refresh(db, [tid])
+    assert rebuilt == [1]
+    assert_derived(last, "a trace's Triton kernels gone")
