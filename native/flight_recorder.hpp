@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "columns.hpp"
+#include "common.hpp"
 
 namespace tlv::fr {
 
@@ -335,6 +336,15 @@ struct Out {
     size_t value = 0;  // Entry: the index of its value (see the reader)
 };
 
+// list.append(item), taking item's reference; false (a Python error set) where item is
+// NULL or the append fails.
+inline bool append_new(PyObject* list, PyObject* item) {
+    if (!item) return false;
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc == 0;
+}
+
 // The rows of one dump, and the note's counts of what the rows hold.
 struct Rows {
     std::unique_ptr<Batch> batch = std::make_unique<Batch>();
@@ -368,6 +378,27 @@ struct Rows {
     void python_entry(size_t value) {
         flush();
         outs.push_back(Out{Out::Entry, nullptr, {}, value});
+    }
+    // The outputs appended to ``list`` in order: ("batch", cols), ("entry", entry(value))
+    // (the reader's own form of an entry Python reads), ("key", name); false (a Python
+    // error set) where one fails.
+    template <class EntryPy>
+    bool outs_py(PyObject* list, EntryPy&& entry) const {
+        for (auto& o : outs) {
+            PyObject* item;
+            if (o.kind == Out::Rows) {
+                PyObject* b = o.batch->export_py();
+                item = b ? Py_BuildValue("(sN)", "batch", b) : nullptr;
+            } else if (o.kind == Out::Entry) {
+                PyObject* v = entry(o.value);
+                item = v ? Py_BuildValue("(sN)", "entry", v) : nullptr;
+            } else {
+                PyObject* k = py_str(o.text);
+                item = k ? Py_BuildValue("(sN)", "key", k) : nullptr;
+            }
+            if (!append_new(list, item)) return false;
+        }
+        return true;
     }
     // ("counts", {key: n}, old_seq_ids): what the rows add to the note.
     // (The keys hold no surrogates: an entry with such a key goes to Python.)

@@ -229,13 +229,6 @@ struct Reader {
     }
 };
 
-bool append(PyObject* list, PyObject* item) {
-    if (!item) return false;
-    int rc = PyList_Append(list, item);
-    Py_DECREF(item);
-    return rc == 0;
-}
-
 // flight_recorder_json(path, data) -> None (Python reads it) or (outputs, entries, counts):
 // outputs ("batch", cols), ("entry", its JSON as bytes), ("key", name) in file order;
 // entries the (begin, end) offsets of the entries' list in data, or None; counts
@@ -249,21 +242,10 @@ PyObject* flight_recorder_json(PyObject*, PyObject* args) {
     bool took = false, failed = false;
     bool ran = run_released(path, failed, [&] { took = reader->read(data); });
     PyObject* list = ran && took ? PyList_New(0) : nullptr;
-    bool ok = list != nullptr;
-    for (auto& o : reader->rows.outs) {
-        if (!ok) break;
-        if (o.kind == fr::Out::Rows) {
-            PyObject* b = o.batch->export_py();
-            ok = append(list, b ? Py_BuildValue("(sN)", "batch", b) : nullptr);
-        } else if (o.kind == fr::Out::Entry) {
-            std::string_view s = reader->spans[o.value];
-            PyObject* v = PyBytes_FromStringAndSize(s.data(), (Py_ssize_t)s.size());
-            ok = append(list, v ? Py_BuildValue("(sN)", "entry", v) : nullptr);
-        } else {
-            PyObject* k = py_str(o.text);
-            ok = append(list, k ? Py_BuildValue("(sN)", "key", k) : nullptr);
-        }
-    }
+    bool ok = list && reader->rows.outs_py(list, [&](size_t i) {
+        std::string_view s = reader->spans[i];
+        return PyBytes_FromStringAndSize(s.data(), (Py_ssize_t)s.size());
+    });
     PyBuffer_Release(&view);
     if (ran && !took) Py_RETURN_NONE;
     PyObject* counts = ok ? reader->rows.counts_py() : nullptr;

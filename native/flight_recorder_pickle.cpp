@@ -227,13 +227,6 @@ struct PyReader : snapshot::PyPickle {
     Reader* r;
 };
 
-bool append(PyObject* list, PyObject* item) {
-    if (!item) return false;
-    int rc = PyList_Append(list, item);
-    Py_DECREF(item);
-    return rc == 0;
-}
-
 // The outputs so far, in order: the frames and stacks interned, then the rows' outputs:
 // ("frame", id, value), ("stack", id, ids), ("batch", cols), ("entry", value),
 // ("key", name).
@@ -244,21 +237,10 @@ PyObject* outputs(PyReader* self) {
     bool ok = list != nullptr;
     for (auto& o : P.outs) {
         if (!ok) break;
-        if (o.kind == 2 || o.kind == 3) ok = append(list, snapshot::interned_py(self, o));
+        if (o.kind == 2 || o.kind == 3)
+            ok = fr::append_new(list, snapshot::interned_py(self, o));
     }
-    for (auto& o : R.outs) {
-        if (!ok) break;
-        if (o.kind == fr::Out::Rows) {
-            PyObject* b = o.batch->export_py();
-            ok = append(list, b ? Py_BuildValue("(sN)", "batch", b) : nullptr);
-        } else if (o.kind == fr::Out::Entry) {
-            PyObject* v = to_py(self, self->r->values[o.value]);
-            ok = append(list, v ? Py_BuildValue("(sN)", "entry", v) : nullptr);
-        } else {
-            PyObject* k = py_str(o.text);
-            ok = append(list, k ? Py_BuildValue("(sN)", "key", k) : nullptr);
-        }
-    }
+    ok = ok && R.outs_py(list, [&](size_t i) { return to_py(self, self->r->values[i]); });
     P.outs.clear();
     R.outs.clear();
     self->r->values.clear();
@@ -296,8 +278,8 @@ PyObject* finish(PyReader* self, PyObject*) {
         Py_INCREF(Py_None);
         top = Py_None;
     }
-    if (!top || !append(r, Py_BuildValue("(sN)", "top", top)) ||
-        !append(r, self->r->rows.counts_py())) {
+    if (!top || !fr::append_new(r, Py_BuildValue("(sN)", "top", top)) ||
+        !fr::append_new(r, self->r->rows.counts_py())) {
         Py_DECREF(r);
         return nullptr;
     }
