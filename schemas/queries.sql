@@ -170,8 +170,8 @@ SELECT path FROM sources WHERE source_id >= ? ORDER BY source_id;
 -- name: next_timeline_id
 SELECT COALESCE(max(timeline_id), 0) + 1 FROM timeline_records;
 
--- name: has_meta_table
-SELECT count(*) FROM information_schema.tables WHERE table_name = 'tlview_meta';
+-- name: meta_rows
+SELECT key, value FROM tlview_meta;
 
 -- name: events_is_a_table
 -- A database before schema v4 keeps every event in one table named events.

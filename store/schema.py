@@ -24,8 +24,7 @@ from .db import (
     SchemaError,
     _connect,
     _connect_waiting,
-    _has_meta,
-    _meta,
+    _meta_rows,
     _scalar,
     _views_sha,
     schema_ddl,
@@ -145,11 +144,12 @@ def migrate(path: str | Path, *, wait_s: float = 0.0,
         raise FileNotFoundError(f"{path}: no such database")
     con = _connect_waiting(path, True, wait_s, on_wait)
     try:
-        if not _has_meta(con):
+        meta = _meta_rows(con)
+        if meta is None:
             raise SchemaError(f"{path} is not a tlview database (no tlview_meta table); "
                               "migrate changes only tlview's own files")
-        before = int(_meta(con, "schema_version") or 0)
-        views_current = _meta(con, "views_sha") == _views_sha()
+        before = int(meta.get("schema_version") or 0)
+        views_current = meta.get("views_sha") == _views_sha()
         storage_before = storage.storage_version(con, _QUERIES)
     finally:
         con.close()
@@ -169,9 +169,10 @@ def migrate(path: str | Path, *, wait_s: float = 0.0,
 
 
 def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    if not _has_meta(con):
+    meta = _meta_rows(con)
+    if meta is None:
         raise SchemaError(f"{path} is not a tlview database (no tlview_meta table)")
-    version = int(_meta(con, "schema_version") or 0)
+    version = int(meta.get("schema_version") or 0)
     if version > SCHEMA_VERSION:
         raise SchemaError(
             f"{path} was written by a newer tlview (schema v{version}); "
@@ -182,7 +183,7 @@ def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
             f"{path} has schema v{version}, older than this tlview's v{SCHEMA_VERSION}: "
             f"run `tlview migrate --db {path}` once to bring it up to date"
         )
-    if _views_sha() != _meta(con, "views_sha"):
+    if _views_sha() != meta.get("views_sha"):
         raise SchemaError(
             f"{path} has the views of another tlview version: "
             f"run `tlview migrate --db {path}` once to bring them up to date"
@@ -191,14 +192,15 @@ def _check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
 
 def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
     version = 0
-    if _has_meta(con):
-        version = int(_meta(con, "schema_version") or 0)
+    meta = _meta_rows(con)
+    if meta is not None:
+        version = int(meta.get("schema_version") or 0)
         if version > SCHEMA_VERSION:
             raise SchemaError(
                 f"{path} was written by a newer tlview (schema v{version}); "
                 f"this tlview writes v{SCHEMA_VERSION}: upgrade tlview"
             )
-        if version == SCHEMA_VERSION and _meta(con, "views_sha") == _views_sha():
+        if version == SCHEMA_VERSION and meta.get("views_sha") == _views_sha():
             return
     con.execute("BEGIN TRANSACTION")
     try:
