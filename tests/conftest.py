@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -66,19 +67,46 @@ def ingest_into(db_path: Path, *inputs: Path, fmt: str | None = None) -> list[in
 
 
 def ingest_together(db_path: Path, *inputs: Path) -> None:
-    """What ``ingest_into(db_path, *inputs)`` writes, as `tlview ingest --force -j 2` writes
-    it, in this process: many files to a transaction, so the caches are computed once per
-    transaction, not once per file (half the CPU of ``ingest_into`` for a database of ~50
-    files). Every row, id and cache is the serial ingest's (tests/cli/test_parallel_ingest);
-    ``--force``: a file of the same bytes as another is ingested, as ``ingest_into`` does;
-    runs: the paths named are not registered as runs, so each source has the run of its
-    folder, as ``ingest_into``'s (store/runs.py: assign_unassigned)."""
-    from tlview.store import runs
+    """What ``ingest_into(db_path, *inputs)`` writes, as `tlview ingest --force -j` writes
+    it (``write_together``): many files to a transaction, so the caches are computed once
+    per transaction, not once per file (half the CPU of ``ingest_into`` for a database of
+    ~50 files). Every row, id and cache is the serial ingest's
+    (tests/cli/test_parallel_ingest); each source has the run of its folder, as
+    ``ingest_into``'s (store/runs.py: assign_unassigned)."""
+    with open_database(db_path) as db:
+        write_together(db, [(str(p), None) for p in inputs])
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(runs, "register", lambda *a, **k: [])
-        p = tlview_main("ingest", "--force", "-j", "2", *map(str, inputs), "--db", str(db_path))
-    assert p.returncode == 0, p.stderr
+
+def write_together(db: Database, files: list[tuple[str, str | None]]) -> list[tuple[str, Any]]:
+    """``files`` ((path, format)) written into ``db`` as `tlview ingest -j --force` writes
+    them: by its writer (cli/parallel_ingest.py ingest_files, GroupWriter) in one
+    transaction, each parsed by the function its workers run (parse_file), here in this
+    process, in file order: a worker process would compute the same records. Not what the
+    command prints (its summaries, its reports): a test of those runs the command.
+    Returns (path, IngestSummary) of each, in order."""
+    from concurrent.futures import Future
+
+    from tlview.parallel_ingest import ingest_files
+
+    def submit(fn, *args):
+        done: Future = Future()
+        done.set_result(fn(*args))
+        return done
+
+    written: list[tuple[str, Any]] = []
+
+    def report(db, run):
+        written.extend((path, summary) for path, summary, _ in run)
+        return []
+
+    def report_error(e):
+        raise e
+
+    out = ingest_files(db, files, submit, force=True, shards=None,
+                       check=lambda db, path, sha: (True, None), report=report,
+                       report_error=report_error)
+    assert out.ingested == len(files) and not out.failed, out.failed
+    return written
 
 
 def tlview_main(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -205,35 +233,15 @@ class IngestedFixtures:
         ingested so, equal to the one pinned from the serial ingest, shows it again. Only
         for a database no test reads the caches of (what each source's refresh left is
         not this: ``source_id``)."""
-        from concurrent.futures import Future
-
-        from tlview.parallel_ingest import ingest_files
-
         todo = [(rel, fmt) for rel, fmt in inputs if rel not in self.source_ids]
         if not todo:
             return self
         rel_of = {str(FIXTURES / rel): rel for rel, _ in todo}
-
-        def submit(fn, *args):  # the parse here, in file order: no worker processes
-            done: Future = Future()
-            done.set_result(fn(*args))
-            return done
-
-        def report(db, run):
-            for path, summary, _ in run:
-                self.source_ids[rel_of[path]] = summary.source_id
-            return []
-
-        def report_error(e):
-            raise e
-
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("TLVIEW_NATIVE", "1" if self.parser == "compiled" else "0")
-            out = ingest_files(self.db, [(str(FIXTURES / rel), fmt) for rel, fmt in todo],
-                               submit, force=True, shards=None,
-                               check=lambda db, path, sha: (True, None), report=report,
-                               report_error=report_error)
-        assert out.ingested == len(todo) and not out.failed, out.failed
+            written = write_together(self.db, [(str(FIXTURES / rel), fmt) for rel, fmt in todo])
+        for path, summary in written:
+            self.source_ids[rel_of[path]] = summary.source_id
         return self
 
     def digest(self, rel: str, fmt: str | None = None) -> dict:
