@@ -22,7 +22,7 @@ from tlview.store import open_database
 
 from tests import reference_profile as refp
 from tests import reference_ranks as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_together
 
 COLL = FIXTURES / "cudagraphs" / "coll"
 TRACES = [COLL / f"rank{r}" / f"rank{r}.pt.trace.json.gz" for r in (0, 1)]
@@ -65,7 +65,7 @@ QUERIES = {
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("cgcoll") / "t.duckdb"
-    ingest_into(path, TRACES[0], CODES[0], TRACES[1], CODES[1])
+    ingest_together(path, TRACES[0], CODES[0], TRACES[1], CODES[1])
     return path
 
 
@@ -361,7 +361,7 @@ def test_work_moves_only_with_collectives_it_waited_for(tmp_path):
         json.dump(trace, f)
     paths = [mutated, TRACES[1]]
     db = tmp_path / "m.duckdb"
-    ingest_into(db, *paths)
+    ingest_together(db, *paths)
     with open_database(db, read_only=True) as d:
         got = {(s_, r): (n, v) for s_, r, n, v in d.sql(
             "SELECT step, rank, n_late, saved_ns FROM whatif_stragglers").fetchall()}

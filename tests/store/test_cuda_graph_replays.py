@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from tlview.store import open_database
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 CG = FIXTURES / "cudagraphs"
 RUNS = ("infer", "train", "default_train")
@@ -56,7 +56,7 @@ def dbs(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for run in RUNS:
         out[run] = tmp_path_factory.mktemp(run) / "t.duckdb"
-        ingest_into(out[run], *_inputs(run))
+        ingest_together(out[run], *_inputs(run))
     return out
 
 

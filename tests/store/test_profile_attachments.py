@@ -14,7 +14,7 @@ import pytest
 from tlview.store import open_database
 
 from tests import reference_profile as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 PROFILE = FIXTURES / "profile"
 SINGLE = PROFILE / "single"
@@ -63,14 +63,14 @@ def trace_calls(trace_path: Path) -> list[list[dict]]:
 @pytest.fixture(scope="module")
 def rank0_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("a0") / "a.duckdb"
-    ingest_into(path, *_debug_files(RANK0))
+    ingest_together(path, *_debug_files(RANK0))
     return path
 
 
 @pytest.fixture(scope="module")
 def single_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("a1") / "a.duckdb"
-    ingest_into(path, *_debug_files(SINGLE))
+    ingest_together(path, *_debug_files(SINGLE))
     return path
 
 
@@ -196,7 +196,7 @@ def test_each_rank_runs_its_own_folders_output_code(tmp_path):
     from tlview.ingest.discover import discover
 
     db_path = tmp_path / "t.duckdb"
-    ingest_into(db_path, *[Path(p) for p, _ in discover(PROFILE / "coll")])
+    ingest_together(db_path, *[Path(p) for p, _ in discover(PROFILE / "coll")])
     with open_database(db_path, read_only=True) as db:
         rows = db.sql(
             "SELECT DISTINCT regexp_extract(ts.path, 'coll/(rank\\d)/', 1), "
@@ -227,7 +227,7 @@ def gpu_all_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tlview.ingest.discover import discover
 
     path = tmp_path_factory.mktemp("gpu_all") / "a.duckdb"
-    ingest_into(path, *[Path(p) for p, _ in discover(TT / "gpu_step")])
+    ingest_together(path, *[Path(p) for p, _ in discover(TT / "gpu_step")])
     return path
 
 
@@ -236,7 +236,7 @@ def cpu_all_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tlview.ingest.discover import discover
 
     path = tmp_path_factory.mktemp("cpu_all") / "a.duckdb"
-    ingest_into(path, *[Path(p) for p, _ in discover(TT / "cpu_step")])
+    ingest_together(path, *[Path(p) for p, _ in discover(TT / "cpu_step")])
     return path
 
 

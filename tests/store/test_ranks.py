@@ -18,7 +18,7 @@ import pytest
 from tlview.store import open_database
 
 from tests import reference_ranks as ref
-from tests.conftest import FIXTURES, ingest_into, tlview_main
+from tests.conftest import FIXTURES, ingest_into, ingest_together, tlview_main
 
 COLL = FIXTURES / "profile" / "coll"
 RANKS = [COLL / f"rank{r}" / f"rank{r}.pt.trace.json.gz" for r in (0, 1)]
@@ -77,7 +77,7 @@ def ref_kernels(inst: dict[int, dict]) -> frozenset:
 @pytest.fixture(scope="module")
 def coll_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("ranks") / "coll.duckdb"
-    ingest_into(path, *RANKS)
+    ingest_together(path, *RANKS)
     return path
 
 
@@ -85,7 +85,7 @@ def coll_db(tmp_path_factory) -> Path:
 def delayed_db(tmp_path_factory) -> Path:
     """The two delayed ranks (ranks/delayed), for the tests that only read them."""
     path = tmp_path_factory.mktemp("ranks") / "delayed.duckdb"
-    ingest_into(path, *DELAYED)
+    ingest_together(path, *DELAYED)
     return path
 
 
@@ -144,7 +144,7 @@ class TestRealTwoRanks:
         path = tmp_path / "tree.duckdb"
         from tlview.ingest.discover import discover
 
-        ingest_into(path, *[Path(p) for p, _ in discover(COLL)])
+        ingest_together(path, *[Path(p) for p, _ in discover(COLL)])
         late = rows(path, "SELECT * FROM late_arrivals WHERE node IS NOT NULL ORDER BY start_ns")
         assert len(late) >= 20
         for r in late:
@@ -217,7 +217,7 @@ class TestClockAlignment:
 
     def test_offset_is_found_within_the_jitter(self, tmp_path, coll_db):
         db = tmp_path / "skew.duckdb"
-        ingest_into(db, RANKS[0], SKEWED_1)
+        ingest_together(db, RANKS[0], SKEWED_1)
         (o,) = rows(db, "SELECT * FROM clock_offsets WHERE rank = 1")
         assert abs(o["offset_ns"] - gen.OFFSET_NS) <= gen.JITTER_NS
         _, _, _, off, _ = reference([RANKS[0], SKEWED_1])
@@ -259,7 +259,7 @@ class TestWhatIf:
 
     @pytest.mark.parametrize("paths", ["delayed", "real"])
     def test_saved_is_the_replay_of_the_traces(self, request, paths):
-        """Over the module's database of the same files (coll_db: ingest_into(*RANKS))."""
+        """Over the module's database of the same files (coll_db: ingest_together(*RANKS))."""
         files = DELAYED if paths == "delayed" else RANKS
         db = request.getfixturevalue("delayed_db" if paths == "delayed" else "coll_db")
         got = {(r["step"], r["rank"]): r for r in rows(db, "SELECT * FROM whatif_stragglers")}
@@ -282,7 +282,7 @@ class TestWhatIf:
             pytest.skip("the real_delay fixture is not in this tree")
         injected = json.loads((real / "rank2.json").read_text())["injected_delays_ms"]
         db = tmp_path / "r.duckdb"
-        ingest_into(db, *sorted(real.glob("rank*.pt.trace.json.gz")))
+        ingest_together(db, *sorted(real.glob("rank*.pt.trace.json.gz")))
         for step, ms in injected.items():
             (w,) = rows(db, f"SELECT * FROM whatif_stragglers WHERE step = {int(step)} "
                             "AND rank = 2")
@@ -309,7 +309,7 @@ class TestBadInput:
 
     def test_another_run_in_the_folder_is_a_run_of_its_own(self, tmp_path, coll_db):
         db = tmp_path / "runs.duckdb"
-        ingest_into(db, *RANKS, RERUN_0)
+        ingest_together(db, *RANKS, RERUN_0)
         runs = rows(db, "SELECT run, world_size, ranks, missing FROM rank_runs ORDER BY run")
         assert runs == [{"run": 1, "world_size": 2, "ranks": [0, 1], "missing": []},
                         {"run": 2, "world_size": 2, "ranks": [0], "missing": [1]}]
@@ -323,7 +323,7 @@ class TestBadInput:
 
     def test_a_rank_ingested_twice_is_told_apart(self, tmp_path):
         db = tmp_path / "twice.duckdb"
-        ingest_into(db, *RANKS, RANKS[0])
+        ingest_together(db, *RANKS, RANKS[0])
         traces = rows(db, "SELECT rank, run, status FROM rank_traces ORDER BY timeline_id")
         assert traces == [{"rank": 0, "run": 1, "status": "ok"},
                           {"rank": 1, "run": 1, "status": "ok"},

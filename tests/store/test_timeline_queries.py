@@ -9,7 +9,7 @@ import pytest
 from tlview.store import open_database, write_records
 from tlview.store import timeline_queries as q
 
-from tests.conftest import SEED_000, SEED_001, SEED_002, SEED_003, ingest_into
+from tests.conftest import SEED_000, SEED_001, SEED_002, SEED_003, ingest_together
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.synthetic_timeline import synthetic_records  # noqa: E402
@@ -18,7 +18,7 @@ from bench.synthetic_timeline import synthetic_records  # noqa: E402
 @pytest.fixture(scope="module")
 def seeds_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("q") / "seeds.duckdb"
-    ingest_into(path, SEED_000, SEED_001, SEED_002, SEED_003)  # timelines 1-4
+    ingest_together(path, SEED_000, SEED_001, SEED_002, SEED_003)  # timelines 1-4
     with open_database(path) as db:
         write_records(db, synthetic_records(3000, seed=7, collective_every=100))
     return path
