@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tlview.cli import main
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_together
 
 DIFF = FIXTURES / "diff"
 
@@ -20,10 +20,10 @@ DIFF = FIXTURES / "diff"
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("plot") / "p.duckdb"
-    ingest_into(path, DIFF / "cpu_base" / "0_forward.ir_post_fusion.txt",
-                DIFF / "cpu_wide" / "0_forward.ir_post_fusion.txt",
-                DIFF / "leak0.pickle.gz", DIFF / "leak1.pickle.gz",
-                DIFF / "kineto_base.pt.trace.json.gz")
+    ingest_together(path, DIFF / "cpu_base" / "0_forward.ir_post_fusion.txt",
+                    DIFF / "cpu_wide" / "0_forward.ir_post_fusion.txt",
+                    DIFF / "leak0.pickle.gz", DIFF / "leak1.pickle.gz",
+                    DIFF / "kineto_base.pt.trace.json.gz")
     return path
 
 
@@ -87,11 +87,11 @@ def more_db(tmp_path_factory) -> Path:
     """Two OOM snapshots, the H100 step's trace (with [memory] events of the GPU and of
     the CPU) and its two forward graphs' IR (long names), the leak pair."""
     path = tmp_path_factory.mktemp("plot2") / "p.duckdb"
-    ingest_into(path, SNAP / "oom.pickle.gz", SNAP / "oom_waste.pickle.gz",
-                GPU_STEP / "step.pt.trace.json.gz",
-                GPU_STEP / "debug" / "model__0_forward_1.0" / "ir_post_fusion.txt",
-                GPU_STEP / "debug" / "model__1_forward_4.1" / "ir_post_fusion.txt",
-                DIFF / "leak0.pickle.gz", DIFF / "leak1.pickle.gz")
+    ingest_together(path, SNAP / "oom.pickle.gz", SNAP / "oom_waste.pickle.gz",
+                    GPU_STEP / "step.pt.trace.json.gz",
+                    GPU_STEP / "debug" / "model__0_forward_1.0" / "ir_post_fusion.txt",
+                    GPU_STEP / "debug" / "model__1_forward_4.1" / "ir_post_fusion.txt",
+                    DIFF / "leak0.pickle.gz", DIFF / "leak1.pickle.gz")
     return path
 
 

@@ -12,7 +12,7 @@ from tlview.ingest.cuda_snapshot import parse_snapshot
 from tlview.ingest.formats import detect_format
 from tlview.ingest.records import AllocatorAction, EventColumns
 
-from tests.conftest import FIXTURES, ingest_into, tlview_main
+from tests.conftest import FIXTURES, ingest_into, ingest_together, tlview_main
 from tests.reference_snapshot import active_blocks, live_at, load, replay
 
 SNAP = FIXTURES / "snapshot"
@@ -310,8 +310,8 @@ class TestPlannedVersusActual:
     @pytest.fixture(scope="class")
     def pva(self, tmp_path_factory):
         db = tmp_path_factory.mktemp("pva") / "p.duckdb"
-        ingest_into(db, SNAP / "compiled_step.pickle.gz",
-                    *sorted(SNAP.glob("torch_compile_debug/*/torchinductor/*/output_code.py")))
+        ingest_together(db, SNAP / "compiled_step.pickle.gz",
+                        *sorted(SNAP.glob("torch_compile_debug/*/torchinductor/*/output_code.py")))
         c = duckdb.connect(str(db), read_only=True)
         yield c
         c.close()

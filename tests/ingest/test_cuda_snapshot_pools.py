@@ -21,7 +21,7 @@ import pytest
 from tlview.store import open_database
 
 from tests import reference_snapshot as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_together
 
 CG = FIXTURES / "cudagraphs"
 NAMES = ["cudagraph_pools", "mempool", "no_traces", "expandable"]  # timelines 1..4
@@ -31,7 +31,7 @@ NAMES = ["cudagraph_pools", "mempool", "no_traces", "expandable"]  # timelines 1
 def db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("pools") / "p.duckdb"
     train = sorted((CG / "train" / "torch_compile_debug").rglob("output_code.py"))
-    ingest_into(path, *(CG / f"{n}.pickle.gz" for n in NAMES), *train)
+    ingest_together(path, *(CG / f"{n}.pickle.gz" for n in NAMES), *train)
     return path
 
 

@@ -18,7 +18,7 @@ from tlview.ingest.estimates import Aligned, align
 from tlview.store import open_database
 
 from tests import reference_profile as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_together
 from tests.ingest.test_torch_trace import read_records
 from tests.store.test_profile_attachments import output_launches, trace_calls
 
@@ -29,14 +29,14 @@ CPU = FIXTURES / "torch_trace" / "cpu_step"
 @pytest.fixture(scope="module")
 def gpu_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("est_gpu") / "a.duckdb"
-    ingest_into(path, *[Path(p) for p, _ in discover(GPU)])
+    ingest_together(path, *[Path(p) for p, _ in discover(GPU)])
     return path
 
 
 @pytest.fixture(scope="module")
 def cpu_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("est_cpu") / "a.duckdb"
-    ingest_into(path, *[Path(p) for p, _ in discover(CPU)])
+    ingest_together(path, *[Path(p) for p, _ in discover(CPU)])
     return path
 
 
@@ -232,9 +232,9 @@ def both_irs_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for pre in sorted((FIXTURES / "torch_trace" / "pre_fusion").rglob("ir_pre_fusion.txt")):
         shutil.copy(pre, debug / pre.parent.name / pre.name)
     path = tmp / "a.duckdb"
-    ingest_into(path, *sorted(debug.rglob("ir_pre_fusion.txt")),
-                *sorted(debug.rglob("ir_post_fusion.txt")), *sorted(debug.rglob("output_code.py")),
-                CPU / "step.pt.trace.json.gz")
+    ingest_together(path, *sorted(debug.rglob("ir_pre_fusion.txt")),
+                    *sorted(debug.rglob("ir_post_fusion.txt")),
+                    *sorted(debug.rglob("output_code.py")), CPU / "step.pt.trace.json.gz")
     return path
 
 

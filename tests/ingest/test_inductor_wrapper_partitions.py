@@ -21,7 +21,7 @@ from tlview.store import open_database
 from tlview.store.digest import source_digest
 
 from tests import reference_wrapper as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_together
 
 PART = FIXTURES / "torch" / "partitions"
 LOG = FIXTURES / "torch" / "partitions.log"
@@ -32,8 +32,9 @@ TITLE = {"0_forward": "Forward graph 0", "0_backward": "Backward graph 0"}
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("partitions") / "p.duckdb"
-    ingest_into(path, LOG, PART / "0_forward.output_code.py", PART / "0_backward.output_code.py",
-                TRACE, PART / "0_forward.ir_post_fusion.txt", PART / "0_backward.ir_post_fusion.txt")
+    ingest_together(path, LOG, PART / "0_forward.output_code.py",
+                    PART / "0_backward.output_code.py", TRACE,
+                    PART / "0_forward.ir_post_fusion.txt", PART / "0_backward.ir_post_fusion.txt")
     return path
 
 
@@ -162,7 +163,7 @@ def test_gpu_partitioned_output_code_peaks_equal_the_walk(tmp_path):
     cg = FIXTURES / "cudagraphs"
     logs = [cg / "infer" / "torch_logs.txt", cg / "train" / "torch_logs.txt"]
     path = tmp_path / "g.duckdb"
-    ingest_into(path, *logs)
+    ingest_together(path, *logs)
     walked = {}
     for log in logs:
         for m in ref.wrapper_modules(log):

@@ -23,7 +23,7 @@ from tlview.store import open_database
 from tlview.store.diff import ensure_alignment
 from tlview.store.digest import source_digest
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_together
 
 JM = FIXTURES / "jax_memory"
 NAMES = ["gpu_base", "gpu_changed", "cpu_base", "cpu_changed"]  # timelines 1..4
@@ -36,7 +36,7 @@ def figures(name: str) -> dict:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("jaxmem") / "m.duckdb"
-    ingest_into(path, *(JM / f"{n}.prof" for n in NAMES))
+    ingest_together(path, *(JM / f"{n}.prof" for n in NAMES))
     with open_database(path) as d:
         ensure_alignment(d, 1, 2)
     return path
@@ -184,7 +184,7 @@ def test_a_snapshot_of_the_same_run_outranks_a_profile(tmp_path):
     (folder / "memory_snapshot.pickle.gz").write_bytes(
         (oom / "memory_snapshot.pickle.gz").read_bytes())
     db = tmp_path / "mixed.duckdb"
-    ingest_into(db, *sorted(folder.iterdir()))
+    ingest_together(db, *sorted(folder.iterdir()))
     torch_peak = json.loads((oom / "torch.json").read_text())["at_oom"]["max_memory_allocated"]
     with open_database(db, read_only=True) as d:
         figs = dict(d.sql("SELECT figure, peak_bytes FROM peaks").fetchall())

@@ -19,7 +19,7 @@ from tlview.ingest.kineto import measured_records, parse_trace
 from tlview.store import open_database
 
 from tests import reference_profile as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 PROFILE = FIXTURES / "profile"
 SINGLE = PROFILE / "single" / "compiled_step.pt.trace.json.gz"
@@ -30,7 +30,7 @@ JAX = PROFILE / "jax" / "vm.trace.json.gz"
 @pytest.fixture(scope="module")
 def coll_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("coll") / "coll.duckdb"
-    ingest_into(path, *RANKS)
+    ingest_together(path, *RANKS)
     return path
 
 

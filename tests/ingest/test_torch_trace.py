@@ -23,7 +23,7 @@ from tlview.ingest.records import CompileEvent, Timeline, TimelineNote
 from tlview.ingest.torch_trace import parse_torch_trace
 
 from tests import reference_wrapper as ref
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 TT = FIXTURES / "torch_trace"
 LOGS = {"cpu_step": [TT / "cpu_step" / "trace.log.gz"],
@@ -64,7 +64,7 @@ def dbs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for name, logs in LOGS.items():
         path = tmp_path_factory.mktemp(name) / "t.duckdb"
-        ingest_into(path, *logs)
+        ingest_together(path, *logs)
         out[name] = path
     return out
 
@@ -106,7 +106,7 @@ class TestOutputCode:
     @pytest.mark.parametrize("name", ["cpu_step", "gpu_step"])
     def test_same_buffers_and_peaks_as_debug_folder_and_log(self, name, dbs, tmp_path):
         folder = tmp_path / "folder.duckdb"
-        ingest_into(folder, *sorted((TT / name / "debug").rglob("output_code.py")))
+        ingest_together(folder, *sorted((TT / name / "debug").rglob("output_code.py")))
         log = tmp_path / "log.duckdb"
         ingest_into(log, TT / name / "compile.log.gz")
         trace = _wrappers(dbs[name])
