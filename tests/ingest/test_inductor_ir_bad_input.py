@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -28,8 +29,10 @@ def snapshot(db_path: Path) -> tuple:
 
 
 @pytest.fixture
-def db_with_one(db_path: Path) -> Path:
-    ingest_into(db_path, SEED_002)
+def db_with_one(db_path: Path, alone) -> Path:
+    """A database holding seed 002 alone, which the test may change: a copy of the one
+    ingested once per test process (conftest's ``alone``)."""
+    shutil.copyfile(alone(SEED_002)[0], db_path)
     return db_path
 
 
