@@ -72,11 +72,16 @@ def ingest_together(db_path: Path, *inputs: Path) -> None:
     files). Every row, id and cache is the serial ingest's (tests/cli/test_parallel_ingest);
     ``--force``: a file of the same bytes as another is ingested, as ``ingest_into`` does;
     runs: the paths named are not registered as runs, so each source has the run of its
-    folder, as ``ingest_into``'s (store/runs.py: assign_unassigned)."""
+    folder, as ``ingest_into``'s (store/runs.py: assign_unassigned). What the ingest prints
+    after its files (the summary, the rank and hang reports: queries that write nothing,
+    half the CPU of an ingest of Flight Recorder dumps) is not made: no caller reads it."""
+    from tlview import ingest_command
     from tlview.store import runs
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(runs, "register", lambda *a, **k: [])
+        for report in ("print_ingested", "print_rank_report", "print_hang_report"):
+            mp.setattr(ingest_command, report, lambda *a, **k: None)
         p = tlview_main("ingest", "--force", "-j", "2", *map(str, inputs), "--db", str(db_path))
     assert p.returncode == 0, p.stderr
 
