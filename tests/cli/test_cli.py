@@ -20,6 +20,7 @@ import sys
 import textwrap
 import time
 import zipfile
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from tlview.ingest import formats
 from tlview.store import Database
 from tlview.store.db import SCHEMA_VERSION
 
-from tests.conftest import FIXTURES, SEED_002, ingest_into, tlview_main
+from tests.conftest import FIXTURES, SEED_002, tlview_main
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP_TRAIN = FIXTURES / "torch" / "mlp_train"
@@ -51,6 +52,20 @@ def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
     assert p.stdout == "" and ESC not in p.stderr
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
     return p.stderr
+
+
+@pytest.fixture
+def seed_db(tmp_path: Path, alone) -> Callable[[str], Path]:
+    """``seed_db(name)``: ``tmp_path / name``, a database holding seed 002 alone, as
+    ``ingest_into(tmp_path / name, SEED_002)`` writes it: a copy of the one ingested once
+    per test process (conftest's ``alone``), which the test may change."""
+
+    def make(name: str) -> Path:
+        db = tmp_path / name
+        shutil.copyfile(alone(SEED_002)[0], db)
+        return db
+
+    return make
 
 
 def count(db: Path, sql: str) -> int:
@@ -78,9 +93,8 @@ def test_a_dump_given_as_the_database_says_ingest_it(tmp_path):
     assert "is a folder, not a database" in err
 
 
-def test_the_ui_never_draws_into_a_pipe(tmp_path):
-    db = tmp_path / "u.duckdb"
-    ingest_into(db, SEED_002)
+def test_the_ui_never_draws_into_a_pipe(seed_db):
+    db = seed_db("u.duckdb")
     err = one_line_error(tlview_process(str(db), timeout=30))
     assert "needs a terminal" in err and f"tlview info --db {db}" in err
 
@@ -221,9 +235,8 @@ def _holder(tmp_path: Path, db: Path, command: str, *, write: bool,
     return proc
 
 
-def test_lock_error_names_the_tui_that_holds_the_file(tmp_path):
-    db = tmp_path / "run.duckdb"
-    ingest_into(db, SEED_002)
+def test_lock_error_names_the_tui_that_holds_the_file(seed_db, tmp_path):
+    db = seed_db("run.duckdb")
     tui = _holder(tmp_path, db, "tui", write=False)
     try:
         err = one_line_error(tlview("ingest", str(FIXTURES / "seeds" / "003_5960cad812240b69.txt"),
@@ -242,9 +255,8 @@ def test_lock_error_names_the_tui_that_holds_the_file(tmp_path):
         tui.wait()
 
 
-def test_a_reader_waits_for_the_writer_and_names_it(tmp_path):
-    db = tmp_path / "w.duckdb"
-    ingest_into(db, SEED_002)
+def test_a_reader_waits_for_the_writer_and_names_it(seed_db, tmp_path):
+    db = seed_db("w.duckdb")
     writer = _holder(tmp_path, db, "ingest", write=True)
     try:
         t = time.monotonic()
@@ -261,9 +273,8 @@ def test_a_reader_waits_for_the_writer_and_names_it(tmp_path):
         writer.wait()
 
 
-def test_ingest_waits_while_a_reader_holds_the_file(tmp_path):
-    db = tmp_path / "r.duckdb"
-    ingest_into(db, SEED_002)
+def test_ingest_waits_while_a_reader_holds_the_file(seed_db, tmp_path):
+    db = seed_db("r.duckdb")
     reader = _holder(tmp_path, db, "sql", write=False)
     # The reader lets go once the ingest says it waits (not after a fixed time: a loaded
     # machine may take longer than that to start the ingest).
@@ -358,9 +369,8 @@ def test_info_lines_of_every_kind(tmp_path):
 # -- sql ---------------------------------------------------------------------------------
 
 
-def test_sql_from_a_file_and_from_stdin(tmp_path):
-    db = tmp_path / "q.duckdb"
-    ingest_into(db, SEED_002)
+def test_sql_from_a_file_and_from_stdin(seed_db, tmp_path):
+    db = seed_db("q.duckdb")
     q = tmp_path / "live.sql"
     q.write_text("-- who is live at a step\nSELECT buffer, bytes FROM live_at(?, ?)\n")
     p = tlview("sql", "--db", str(db), "--csv", "-f", str(q), "1", "1")
@@ -373,13 +383,12 @@ def test_sql_from_a_file_and_from_stdin(tmp_path):
     assert "no query" in one_line_error(tlview("sql", "--db", str(db), "-", stdin=""))
 
 
-def test_sql_write_that_changes_events_refreshes_the_caches(tmp_path):
+def test_sql_write_that_changes_events_refreshes_the_caches(seed_db):
     """Seed 002 (buf0 1,048,576 B steps 0-1, buf1 65,536 B steps 1-2, buf2 65,536 B steps
     2-3, buf3 1,048,576 B step 3; peak 1,114,112 B first at step 1) without buf1: step 1
     holds 1,048,576 B, so the peak's first step moves to step 3 (buf2 + buf3 =
     1,114,112 B), and the cached views say so."""
-    db = tmp_path / "w.duckdb"
-    ingest_into(db, SEED_002)
+    db = seed_db("w.duckdb")
     assert "each kind of event is kept in a table of its own, events_<kind>" in one_line_error(
         tlview("sql", "--write", "--db", str(db), "DELETE FROM events WHERE buffer = 'buf1'"))
     p = tlview("sql", "--write", "--db", str(db),
@@ -418,9 +427,8 @@ def test_sql_write_that_changes_events_refreshes_the_caches(tmp_path):
     ["--help"],
     ["ingest", "--help"],
 ])
-def test_output_into_a_closed_pipe_ends_quietly(tmp_path, args):
-    db = tmp_path / "p.duckdb"
-    ingest_into(db, SEED_002)
+def test_output_into_a_closed_pipe_ends_quietly(seed_db, args):
+    db = seed_db("p.duckdb")
     if args[0] not in ("--help", "ingest"):
         args = [*args, "--db", str(db)]
     proc = subprocess.Popen([sys.executable, "-m", "tlview", *args], stdout=subprocess.PIPE,
@@ -478,9 +486,8 @@ def test_version():
     assert p.returncode == 0 and p.stdout.startswith(f"tlview {__version__} (duckdb ")
 
 
-def test_migrate_a_current_file_says_up_to_date_and_changes_nothing(tmp_path):
-    db = tmp_path / "c.duckdb"
-    ingest_into(db, SEED_002)
+def test_migrate_a_current_file_says_up_to_date_and_changes_nothing(seed_db, tmp_path):
+    db = seed_db("c.duckdb")
     p = tlview("migrate", "--db", str(db))
     assert p.stdout == f"{db}: schema v{SCHEMA_VERSION}, storage v1.4.0+, up to date\n", p.stderr
     other = tmp_path / "other.duckdb"

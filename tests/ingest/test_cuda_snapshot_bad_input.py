@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,9 +69,11 @@ class _Evil:
 
 
 @pytest.fixture
-def db_with_one(tmp_path: Path) -> Path:
+def db_with_one(tmp_path: Path, alone: Any) -> Path:
+    """A database holding frag_oom.pickle alone, which the test may change: a copy of the
+    one ingested once per test process (conftest's ``alone``)."""
     db = tmp_path / "d.duckdb"
-    ingest_into(db, SNAP / "frag_oom.pickle")
+    shutil.copyfile(alone(SNAP / "frag_oom.pickle")[0], db)
     return db
 
 
@@ -254,13 +257,12 @@ class TestOddButRead:
         assert rows == [("cuda:1", 1)]
         assert con.execute("SELECT allocated_bytes FROM allocator_peak").fetchone() == (512,)
 
-    def test_gzip_and_plain_give_the_same_rows(self, tmp_path):
+    def test_gzip_and_plain_give_the_same_rows(self, tmp_path, alone):
         raw = (SNAP / "frag_oom.pickle").read_bytes()
         gz = tmp_path / "frag_oom.pickle.gz"
         gz.write_bytes(gzip.compress(raw))
-        a = tmp_path / "a.duckdb"
+        a = alone(SNAP / "frag_oom.pickle")[0]  # read only
         b = tmp_path / "b.duckdb"
-        ingest_into(a, SNAP / "frag_oom.pickle")
         ingest_into(b, gz)
         with open_database(a, read_only=True) as da, open_database(b, read_only=True) as dbb:
             ga, gb = source_digest(da, 1), source_digest(dbb, 1)
@@ -343,14 +345,14 @@ def _wide_events_database(db: Path, version: int) -> None:
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_a_database_of_one_events_table_migrates_to_v4(tmp_path, version):
+def test_a_database_of_one_events_table_migrates_to_v4(tmp_path, alone, version):
     """A database written before v4 (v2: also before the allocator columns): `tlview
     migrate` moves every event to its kind's table (the digest of its events unchanged,
     the events view with v3's columns), then a snapshot ingests into it."""
     from tests.conftest import SEED_002
 
     db = tmp_path / "old.duckdb"
-    ingest_into(db, SEED_002)
+    shutil.copyfile(alone(SEED_002)[0], db)  # as ingest_into(db, SEED_002) writes it
     with open_database(db, read_only=True) as d:
         before = source_digest(d, 1)
         columns = d.sql("SELECT column_name, data_type FROM duckdb_columns() "

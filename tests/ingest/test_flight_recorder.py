@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -813,9 +814,11 @@ class TestBadInput:
     exactly as it was."""
 
     @pytest.fixture
-    def db(self, tmp_path) -> Path:
+    def db(self, tmp_path, alone) -> Path:
+        """A database holding one dump alone, which the test may change: a copy of the one
+        ingested once per test process (conftest's ``alone``)."""
         db = tmp_path / "d.duckdb"
-        ingest_into(db, FR / "gloo_sizes" / "pickle" / "fr_trace_rank_0")
+        shutil.copyfile(alone(FR / "gloo_sizes" / "pickle" / "fr_trace_rank_0")[0], db)
         return db
 
     def refused(self, capsys, db: Path, path: Path, *needles: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -10,24 +11,28 @@ from tlview.ingest import IngestError
 
 from tests.conftest import SEED_001, SEED_002, SEED_003, ingest_into, tlview_main
 
+_TABLES = ("sources", "timeline_records", "timeline_notes", "events", "tlview_meta")
+# Each table's row count and an order-independent checksum of every row's content, in one
+# query (a query costs more than these small tables' scans).
+_SNAPSHOT_SQL = " UNION ALL ".join(
+    f"SELECT {i} AS i, '{t}', count(*), sum(hash(t)::HUGEINT) FROM {t} t"
+    for i, t in enumerate(_TABLES)) + " ORDER BY i"
+
 
 def snapshot(db_path: Path) -> tuple:
     """Row counts and a checksum of every table: equal before and after a failed ingest."""
     con = duckdb.connect(str(db_path), read_only=True)
     try:
-        out = []
-        for t in ("sources", "timeline_records", "timeline_notes", "events", "tlview_meta"):
-            # row count and an order-independent checksum of every row's content
-            out.append((t, *con.execute(
-                f"SELECT count(*), sum(hash(t)::HUGEINT) FROM {t} t").fetchone()))
-        return tuple(out)
+        return tuple(row[1:] for row in con.execute(_SNAPSHOT_SQL).fetchall())
     finally:
         con.close()
 
 
 @pytest.fixture
-def db_with_one(db_path: Path) -> Path:
-    ingest_into(db_path, SEED_002)
+def db_with_one(db_path: Path, alone) -> Path:
+    """A database holding seed 002 alone, which the test may change: a copy of the one
+    ingested once per test process (conftest's ``alone``)."""
+    shutil.copyfile(alone(SEED_002)[0], db_path)
     return db_path
 
 

@@ -121,15 +121,16 @@ class TestSeed004:
 
 @pytest.mark.parametrize("program", PROGRAMS)
 @pytest.mark.parametrize("dress", [".log", ".short.log", "output_code.py"])
-def test_real_fixture_peaks_equal_simulation_and_torch(program, dress, db_path):
+def test_real_fixture_peaks_equal_simulation_and_torch(program, dress, db_path, alone):
     """Every wrapper peak equals the simulation and the peak torch measured for it."""
     measured = {p.name.split(".")[0]: json.loads(p.read_text())["peak_bytes"]
                 for p in (TORCH / program).glob("*.measured.json")}
     if dress == "output_code.py":
         paths = sorted((TORCH / program).glob("*.output_code.py"))
-    else:
+        tids = ingest_into(db_path, *paths)
+    else:  # a log alone in a database (made once per test process: other tests read it)
         paths = [TORCH / f"{program}{dress}"]
-    tids = ingest_into(db_path, *paths)
+        db_path, tids = alone(paths[0])
     got = _wrapper_peaks(db_path, tids)
     simulated: dict[str, int] = {}
     for p in paths:
@@ -137,8 +138,8 @@ def test_real_fixture_peaks_equal_simulation_and_torch(program, dress, db_path):
     assert got == simulated == measured
 
 
-def test_extern_outputs_sized_from_assert_size_stride(db_path):
-    tids = ingest_into(db_path, TORCH / "transformer_block.log")
+def test_extern_outputs_sized_from_assert_size_stride(alone):
+    db_path, tids = alone(TORCH / "transformer_block.log")
     con = duckdb.connect(str(db_path), read_only=True)
     rows = con.execute(
         "SELECT t.name, b.buffer, b.bytes, b.alloc_step, b.dtype, b.shape, "
@@ -224,7 +225,7 @@ def call(args):
     assert any("unrecognised" in w for w in note.attrs["warnings"])
 
 
-def test_interleaved_warnings_and_tracebacks_never_end_the_ingest(tmp_path, db_path):
+def test_interleaved_warnings_and_tracebacks_never_end_the_ingest(tmp_path, db_path, alone):
     lines = (TORCH / "mlp_train.log").read_text().splitlines()
     i = next(n for n, ln in enumerate(lines) if "buf0 = empty_strided_cpu" in ln)
     noise = [
@@ -240,9 +241,9 @@ def test_interleaved_warnings_and_tracebacks_never_end_the_ingest(tmp_path, db_p
     ]
     noisy = tmp_path / "noisy.log"
     noisy.write_text("\n".join(lines[:i] + noise + lines[i:]) + "\n")
-    base = ingest_into(tmp_path / "a.duckdb", TORCH / "mlp_train.log")
+    a, base = alone(TORCH / "mlp_train.log")
     tids = ingest_into(db_path, noisy)
-    assert _wrapper_peaks(db_path, tids) == _wrapper_peaks(tmp_path / "a.duckdb", base)
+    assert _wrapper_peaks(db_path, tids) == _wrapper_peaks(a, base)
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT notes->>'$.interleaved_lines' FROM timelines WHERE name = "
                        "'0_forward'").fetchone()[0] == "6"
@@ -439,31 +440,31 @@ _PEAKS = ("SELECT t.attrs->>'$.aot_id', COALESCE(t.attrs->>'$.rank', ?), p.peak_
 
 
 @pytest.mark.parametrize("fixture", sorted(FOLDER_AND_LOG))
-def test_folder_and_log_give_identical_buffers_and_peaks(fixture, tmp_path):
+def test_folder_and_log_give_identical_buffers_and_peaks(fixture, alone):
     """Every counted buffer (bytes, life, dtype, shape, stride, layout) and every peak of
-    each graph is the same from the debug folder's output_code.py as from the log."""
+    each graph is the same from the debug folder's output_code.py as from the log (each
+    file alone in a database, made once per test process)."""
     tree, log = FOLDER_AND_LOG[fixture]
     root = FIXTURES / fixture
     folder_rows: set = set()
     folder_peaks: set = set()
-    for i, code in enumerate(sorted(root.glob(f"{tree}/**/output_code.py"))):
+    for code in sorted(root.glob(f"{tree}/**/output_code.py")):
         rank = re.search(r"rank(\d)", str(code.relative_to(root)))
-        db = tmp_path / f"f{i}.duckdb"
-        tids = ingest_into(db, code)
+        db, tids = alone(code)
         con = duckdb.connect(str(db), read_only=True)
         r = rank.group(1) if rank else None
         folder_rows |= set(con.execute(_COUNTED, [r, tids]).fetchall())
         folder_peaks |= set(con.execute(_PEAKS, [r, tids]).fetchall())
         con.close()
-    tids = ingest_into(tmp_path / "log.duckdb", root / log)
-    con = duckdb.connect(str(tmp_path / "log.duckdb"), read_only=True)
+    db, tids = alone(root / log)
+    con = duckdb.connect(str(db), read_only=True)
     log_rows = set(con.execute(_COUNTED, [None, tids]).fetchall())
     log_peaks = set(con.execute(_PEAKS, [None, tids]).fetchall())
     assert folder_peaks == log_peaks and len(log_peaks) >= 2
     assert folder_rows == log_rows
 
 
-def test_debug_folder_types_extern_outputs_from_its_fx_graphs(db_path):
+def test_debug_folder_types_extern_outputs_from_its_fx_graphs(alone):
     """_scaled_dot_product_cudnn_attention (bf16 q, k, v): its logsumexp output is float32
     and its two seed/offset outputs int64 scalars, as fx_graph_readable.py beside
     output_code.py states; inferred from the bf16 query they would be 2-byte values
@@ -471,7 +472,7 @@ def test_debug_folder_types_extern_outputs_from_its_fx_graphs(db_path):
     output buf7 spans (1 + 7*32768 + 3*64 + 127*256 + 63) * 2 = 524,288 B (strided)."""
     code = next((FIXTURES / "torch_trace" / "gpu_step" / "debug").glob(
         "model__0_forward*/output_code.py"))
-    (tid,) = ingest_into(db_path, code)
+    db_path, (tid,) = alone(code)  # made once per test process (the folder test's too)
     con = duckdb.connect(str(db_path), read_only=True)
     rows = con.execute("SELECT buffer, bytes, dtype, shape, attrs->>'$.dtype_source' FROM "
                        "buffers WHERE timeline_id = ? AND layout = 'extern_output' ORDER BY "

@@ -151,13 +151,12 @@ class TestRealDumps:
         assert connect(db_path).execute("SELECT count(*) FROM allocation_conflicts").fetchone() == (0,)
 
 
-def test_stated_peaks_of_the_jax_dumps(db_path):
-    """On the JAX dumps XLA's stated moment is not the true maximum: the exact figures."""
-    ingest_into(db_path, *MODULES)
-    rows = connect(db_path).execute(
+def test_stated_peaks_of_the_jax_dumps(alone):
+    """On the JAX dumps XLA's stated moment is not the true maximum: the exact figures
+    (each dump alone in its database, made once per test process)."""
+    rows = sorted(r for m in MODULES for r in connect(alone(m)[0]).execute(
         "SELECT t.name, stated_step, stated_bytes, live_bytes_at_stated, peak_step, peak_bytes, "
-        "stated_is_peak FROM xla_peak_check JOIN timelines t USING (timeline_id) ORDER BY t.name"
-    ).fetchall()
+        "stated_is_peak FROM xla_peak_check JOIN timelines t USING (timeline_id)").fetchall())
     assert rows == [
         ("module_0004.jit_large_intermediates", 10, 67_141_636, 67_141_636, 9, 100_696_068, False),
         ("module_0016.jit_attention", 30, 12_353_540, 10_256_388, 26, 11_567_108, False),
@@ -207,7 +206,7 @@ def test_allocation_conflicts_found_in_broken_copy(tmp_path, db_path):
     assert all(r[4] > 0 for r in rows)
 
 
-def test_split_and_single_file_forms_give_the_same_timeline(tmp_path):
+def test_split_and_single_file_forms_give_the_same_timeline(tmp_path, alone):
     """Seed 003 cut into the split form by its sections; a JAX dump glued into one file."""
     text = SEED_003.read_text()
     cut_values = text.index("\nTotal bytes used:")
@@ -220,8 +219,10 @@ def test_split_and_single_file_forms_give_the_same_timeline(tmp_path):
     glued = tmp_path / "rnn-buffer-assignment.txt"
     glued.write_text("".join(Path(f).read_text() for f in sibling_files(str(rnn))[:3]))
 
-    def figures(db: Path, dump: Path) -> tuple:
-        (tid,) = ingest_into(db, dump)
+    def figures(db: Path, dump: Path | None = None, tid: int | None = None) -> tuple:
+        """The timeline of ``dump`` ingested into ``db`` (or timeline ``tid`` of ``db``)."""
+        if dump is not None:
+            (tid,) = ingest_into(db, dump)
         con = connect(db)
         return (
             con.execute("SELECT peak_step, peak_bytes FROM peak_memory WHERE timeline_id=?", [tid]).fetchall(),
@@ -232,9 +233,11 @@ def test_split_and_single_file_forms_give_the_same_timeline(tmp_path):
                         "WHERE timeline_id=?", [tid]).fetchall(),
         )
 
-    assert figures(tmp_path / "a.duckdb", SEED_003) == figures(
-        tmp_path / "b.duckdb", Path(f"{stem}-live-range.txt"))
-    assert figures(tmp_path / "c.duckdb", rnn) == figures(tmp_path / "d.duckdb", glued)
+    # the single file and the split dump each alone in a database (``alone``: made once)
+    db, (tid,) = alone(SEED_003)
+    assert figures(db, tid=tid) == figures(tmp_path / "b.duckdb", Path(f"{stem}-live-range.txt"))
+    db, (tid,) = alone(rnn)
+    assert figures(db, tid=tid) == figures(tmp_path / "d.duckdb", glued)
 
 
 @pytest.mark.parametrize("suffix", ["-buffer-assignment.txt", "-buffer-assignment-values.txt",

@@ -21,7 +21,7 @@ from tlview.ingest.pickle_stream import MAX_NESTING, MAX_VALUES_FLOOR, MAX_VALUE
 from tlview.store import open_database
 from tlview.store.digest import source_digest
 
-from tests.conftest import FIXTURES, SEED_002, ingest_into, native_built
+from tests.conftest import FIXTURES, SEED_002, native_built
 from tests.ingest.test_inductor_ir_bad_input import snapshot
 
 FUZZ = FIXTURES / "fuzz"
@@ -111,10 +111,9 @@ def _use(mode: str, mp: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def one_seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("fuzz") / "seed.duckdb"
-    ingest_into(db, SEED_002)
-    return db
+def one_seed(alone: Any) -> Path:
+    """Seed 002 alone in a database (made once per test process), which tests copy."""
+    return alone(SEED_002)[0]
 
 
 def _ingest(db: Path, path: Path) -> tuple[int, float]:
