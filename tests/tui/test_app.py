@@ -255,6 +255,16 @@ class TestHonestStates:
             assert app.screen.step == 1
             assert "no buffer lifetimes" in app.screen.query_one(MemoryCurve).message
             assert "no buffer lifetimes" in str(app.screen.query_one("#status").render())
+            # the one timeline opened without the chooser beneath: t makes it, Enter opens
+            # the timeline again, Esc comes back to it
+            assert len(app.screen_stack) == 2 and app.chooser is None
+            await press(pilot, "t")
+            assert isinstance(app.screen, ChooserScreen) and len(app.screen_stack) == 2
+            assert [r.info.name for r in app.screen.shown] == ["no buffers"]
+            await press(pilot, "enter")
+            assert app.screen.__class__.__name__ == "TimelineScreen"
+            await press(pilot, "escape")
+            assert isinstance(app.screen, ChooserScreen) and len(app.screen_stack) == 2
 
 
 def _a_measured_kernel(con: duckdb.DuckDBPyConnection) -> None:
@@ -332,4 +342,9 @@ class TestNotes:
             await settle(pilot)
             shown = [n.message for n in app._notifications]
             assert want in shown
+            # Esc from the one timeline, opened without the chooser: the chooser, made now
+            assert app.chooser is None
+            await press(pilot, "escape")
+            assert isinstance(app.screen, ChooserScreen) and len(app.screen_stack) == 2
+            assert len(app.screen.shown) == 1
             assert "the true maximum is 9,289,740 bytes at step 49" in want
