@@ -35,7 +35,7 @@ from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
 from .runs_messages import OpenRuns, ShowRun
-from .runs_screen import RunsScreen
+from .runs_screen import RunsRead, RunsScreen
 from .snapshot_screen import SnapshotScreen
 from .timeline_screen import TimelineScreen
 from .title_bar import TitleBar
@@ -85,6 +85,7 @@ class TlviewApp(App[int]):
         self.version: DataVersion | None = None
         self.stamp = file_stamp(db_path)
         self.opened = False
+        self.runs_read = RunsRead()  # the runs screen's reads, while the file is unchanged
 
     def get_css_variables(self) -> dict[str, str]:
         """The theme's, and the border kinds of tlview.tcss: ASCII under --ascii."""
@@ -178,7 +179,7 @@ class TlviewApp(App[int]):
                 return
             self.push_screen(ChooserScreen(self.timelines, self.peaks))
             if self.runs_first and any(t.run_id is not None for t in self.timelines):
-                self.push_screen(RunsScreen(self.reader, self.glyphs))  # runs first
+                self.push_screen(RunsScreen(self.reader, self.glyphs, self.runs_read))  # first
             return
         if not changed:
             return
@@ -242,7 +243,7 @@ class TlviewApp(App[int]):
 
     @on(OpenRuns)
     def on_open_runs(self) -> None:
-        self.push_screen(RunsScreen(self.reader, self.glyphs))
+        self.push_screen(RunsScreen(self.reader, self.glyphs, self.runs_read))
 
     @on(ShowRun)
     def on_show_run(self, event: ShowRun) -> None:
