@@ -35,7 +35,7 @@ from .profiler_screen import ProfilerScreen
 from .ranks_screen import RanksScreen
 from .reader import Reader, file_stamp
 from .runs_messages import OpenRuns, ShowRun
-from .runs_screen import RunsScreen
+from .runs_screen import RunsRead, RunsScreen
 from .snapshot_screen import SnapshotScreen
 from .timeline_screen import TimelineScreen
 from .title_bar import TitleBar
@@ -85,6 +85,7 @@ class TlviewApp(App[int]):
         self.version: DataVersion | None = None
         self.stamp = file_stamp(db_path)
         self.opened = False
+        self.runs_read = RunsRead()  # the runs screen's reads, while the file is unchanged
 
     def get_css_variables(self) -> dict[str, str]:
         """The theme's, and the border kinds of tlview.tcss: ASCII under --ascii."""
@@ -170,18 +171,22 @@ class TlviewApp(App[int]):
                     f"{self.db_path} holds no timelines yet: add one with "
                     f"`tlview ingest DUMP --db {self.db_path}`.\n\nq quits.")
                 return
-            self.push_screen(ChooserScreen(self.timelines, self.peaks))
             if len(self.timelines) == 1:
+                # The one timeline opens at once; the chooser is made when first asked
+                # for (Esc, t: show_chooser): made beneath, it cost the first screen
+                # ~0.2 s of CPU and twice that before the timeline was drawn.
                 self.open_timeline(self.timelines[0].timeline_id)
-            elif self.runs_first and any(t.run_id is not None for t in self.timelines):
-                self.push_screen(RunsScreen(self.reader, self.glyphs))  # runs first
+                return
+            self.push_screen(ChooserScreen(self.timelines, self.peaks))
+            if self.runs_first and any(t.run_id is not None for t in self.timelines):
+                self.push_screen(RunsScreen(self.reader, self.glyphs, self.runs_read))  # first
             return
         if not changed:
             return
         chooser = self.chooser
         if chooser is not None:
             chooser.update_timelines(self.timelines, self.peaks)
-        elif self.timelines:
+        elif self.timelines and len(self.screen_stack) == 1:  # none before: the message
             self.show_message("")
             self.push_screen(ChooserScreen(self.timelines, self.peaks))
         new = [t for t in self.timelines if t.timeline_id not in before]
@@ -238,7 +243,7 @@ class TlviewApp(App[int]):
 
     @on(OpenRuns)
     def on_open_runs(self) -> None:
-        self.push_screen(RunsScreen(self.reader, self.glyphs))
+        self.push_screen(RunsScreen(self.reader, self.glyphs, self.runs_read))
 
     @on(ShowRun)
     def on_show_run(self, event: ShowRun) -> None:
@@ -259,9 +264,20 @@ class TlviewApp(App[int]):
     def on_go_back(self) -> None:
         if len(self.screen_stack) > 2:  # never below the chooser
             self.pop_screen()
+        elif len(self.screen_stack) == 2 and self.chooser is None:
+            self.show_chooser()  # back from the one timeline, opened without it
+
+    def show_chooser(self) -> None:
+        """The chooser, made now where the one timeline opened without it: what was
+        shown above it is left, as Esc and t leave it."""
+        while len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(ChooserScreen(self.timelines, self.peaks))
 
     def action_timelines(self) -> None:
         if self.chooser is None:
+            if self.timelines and len(self.screen_stack) > 1:
+                self.show_chooser()
             return
         while not isinstance(self.screen, ChooserScreen):
             self.pop_screen()

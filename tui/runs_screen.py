@@ -6,12 +6,15 @@ who held it, each OOM, the straggler, the step time. Enter on a verdict opens it
 evidence: the snapshot at the OOM or the peak, the compiled graph at its peak, the ranks
 screen at the straggler's run, the profiler trace; Enter on a run's line shows its
 timelines in the chooser. The runs are read first, then each run's verdicts in a worker
-(a report's memory and time sections: about a second a run), shown as they come.
+(a report's memory and time sections: about a second a run), shown as they come; the app
+keeps what was read (``RunsRead``) while the file is unchanged, so the screen opened again
+(s in the chooser) shows it at once.
 """
 
 from __future__ import annotations
 
 import textwrap
+import threading
 
 import duckdb
 from attrs import frozen
@@ -28,7 +31,7 @@ from . import messages as app_messages
 from . import runs_messages as m
 from .glyphs import Glyphs
 from .keys_footer import KeysFooter
-from .reader import Reader
+from .reader import Reader, file_stamp
 from .row_list import Column, RowList
 from .title_bar import TitleBar
 
@@ -105,15 +108,48 @@ def where(e: Evidence | None) -> str:
     return "Enter: the profiler trace"
 
 
+class RunsRead:
+    """The runs and verdicts read of the database as it was (its file's stamp, as the
+    app's poll reads it): another state of the file is read anew. Filled by the runs
+    screens' workers, so behind a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._runs: tuple[RunRow, ...] | None = None
+        self._verdicts: dict[int, tuple[Verdict, ...]] = {}
+
+    def runs(self, stamp: tuple[int, int] | None) -> tuple[RunRow, ...] | None:
+        with self._lock:
+            return self._runs if stamp is not None and stamp == self._stamp else None
+
+    def verdicts(self, stamp: tuple[int, int] | None, run_id: int) -> tuple[Verdict, ...] | None:
+        with self._lock:
+            return self._verdicts.get(run_id) if stamp is not None and stamp == self._stamp \
+                else None
+
+    def keep(self, stamp: tuple[int, int] | None, runs: tuple[RunRow, ...] | None = None,
+             run_id: int | None = None, verdicts: tuple[Verdict, ...] | None = None) -> None:
+        """Keep what was read of the file at ``stamp`` (taken before the read)."""
+        with self._lock:
+            if stamp != self._stamp:
+                self._stamp, self._runs, self._verdicts = stamp, None, {}
+            if runs is not None:
+                self._runs = runs
+            if run_id is not None and verdicts is not None:
+                self._verdicts[run_id] = verdicts
+
+
 class RunsScreen(Screen[None]):
     KEYS = KEYS
     ABOUT = ABOUT
     BINDINGS = [Binding("escape", "back", show=False)]
 
-    def __init__(self, reader: Reader, glyphs: Glyphs) -> None:
+    def __init__(self, reader: Reader, glyphs: Glyphs, read: RunsRead | None = None) -> None:
         super().__init__()
         self.reader = reader
         self.glyphs = glyphs
+        self.runs_read = read if read is not None else RunsRead()
         self.runs: tuple[RunRow, ...] = ()
         self.verdicts: dict[int, tuple[Verdict, ...]] = {}
         self.lines: tuple[RunLine, ...] = ()
@@ -135,17 +171,25 @@ class RunsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def load(self) -> None:
-        runs = self.reader.run("runs", list_runs)
+        stamp = file_stamp(self.reader.path)  # before reading: a write after it is read anew
+        runs = self.runs_read.runs(stamp)
         if runs is None:
-            return
+            runs = self.reader.run("runs", list_runs)
+            if runs is None:
+                return
+            self.runs_read.keep(stamp, runs=runs)
         self.post_message(m.RunsListed(runs))
         for r in runs:
-            try:
-                got = self.reader.run("runs", headline, r.run_id, WORDS)
-            except duckdb.Error as e:
-                got = (Verdict("error", f"not read: {str(e).splitlines()[0]}", None),)
+            got = self.runs_read.verdicts(stamp, r.run_id)
             if got is None:
-                return
+                try:
+                    got = self.reader.run("runs", headline, r.run_id, WORDS)
+                except duckdb.Error as e:  # said, not kept: the next screen tries again
+                    got = (Verdict("error", f"not read: {str(e).splitlines()[0]}", None),)
+                else:
+                    if got is None:
+                        return
+                    self.runs_read.keep(stamp, run_id=r.run_id, verdicts=got)
             self.post_message(m.VerdictsRead(r.run_id, got))
 
     @on(m.RunsListed)

@@ -9,25 +9,27 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled
 
 
-async def settle(pilot: Pilot, rounds: int = 100) -> None:
+async def settle(pilot: Pilot, rounds: int = 100, *, waited: bool = False) -> None:
     """Workers post messages that start more workers: wait until nothing is left to do.
 
-    Done when, twice in a row, every message queued on the app and its screen has been
-    handled and no worker is pending or running (a handler may start a worker or post a
-    message); then one pause, for the screen to be drawn. Exact, not a fixed number of
-    rounds: a round costs no sleep (``rounds`` bounds it, as a worker that waits for a
-    locked file never ends)."""
+    Done when every message queued on the app and its screen has been handled and no
+    worker is pending or running, then again after a pause (which handles what those
+    handlers queued, then draws the screen): a handler may start a worker or post a
+    message. Exact, not a fixed number of rounds: a round costs no sleep (``rounds``
+    bounds it, as a worker that waits for a locked file never ends). ``waited``: the
+    caller has just waited for the screen (``Pilot.press`` does), the first round's
+    wait is not repeated."""
     app = pilot.app
-    quiet = 0
     for _ in range(rounds):
-        await pilot._wait_for_screen()
+        if not waited:
+            await pilot._wait_for_screen()
+        waited = False
         busy = [w for w in app.workers if not w.is_finished]
         if not busy:
-            quiet += 1
-            if quiet == 2:
-                break
-            continue
-        quiet = 0
+            await pilot.pause()  # waits for the screen again, then draws it
+            if all(w.is_finished for w in app.workers):
+                return
+            continue  # the pause's handlers started a worker: wait for it too
         try:
             await app.workers.wait_for_complete(busy)
         except WorkerCancelled:  # replaced by a newer read of its group, or its screen left
@@ -37,14 +39,14 @@ async def settle(pilot: Pilot, rounds: int = 100) -> None:
 
 async def press(pilot: Pilot, *keys: str) -> None:
     for key in keys:
-        await pilot.press(key)
-        await settle(pilot)
+        await pilot.press(key)  # ends waiting for the screen
+        await settle(pilot, waited=True)
 
 
 async def type_text(pilot: Pilot, text: str) -> None:
     """Type ``text`` into the focused input (one settle at the end, not per key)."""
     await pilot.press(*text)
-    await settle(pilot)
+    await settle(pilot, waited=True)
 
 
 async def wait_for(pilot: Pilot, condition, timeout: float = 20.0) -> None:

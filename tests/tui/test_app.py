@@ -35,12 +35,10 @@ def two_timelines(tmp_path_factory):
     return path
 
 
-@pytest.fixture(scope="module")
-def seed001_file(tmp_path_factory):
-    """Seed 001 ingested once: a test that changes it works on a copy of the file."""
-    path = tmp_path_factory.mktemp("tui") / "001.duckdb"
-    ingest_into(path, SEED_001)
-    return path
+@pytest.fixture
+def seed001_file(alone):
+    """Seed 001 ingested once per test process: a test that changes it works on a copy."""
+    return alone(SEED_001)[0]
 
 
 
@@ -214,10 +212,10 @@ class TestHonestStates:
         assert "newer tlview" in await self.run_message(path)
 
     @asynctest
-    async def test_locked_by_a_writer_waits_then_opens(self, tmp_path):
+    async def test_locked_by_a_writer_waits_then_opens(self, tmp_path, alone):
         """A writer holding the file (an ingest) is waited for, said, never a crash."""
         path = tmp_path / "l.duckdb"
-        ingest_into(path, SEED_002)
+        shutil.copy(alone(SEED_002)[0], path)  # the file a writer will hold: a copy
         holder = subprocess.Popen(
             [sys.executable, "-c", "import duckdb,sys,time; c=duckdb.connect(sys.argv[1]); "
              "print('ok', flush=True); sys.stdin.readline()", str(path)],
@@ -255,6 +253,16 @@ class TestHonestStates:
             assert app.screen.step == 1
             assert "no buffer lifetimes" in app.screen.query_one(MemoryCurve).message
             assert "no buffer lifetimes" in str(app.screen.query_one("#status").render())
+            # the one timeline opened without the chooser beneath: t makes it, Enter opens
+            # the timeline again, Esc comes back to it
+            assert len(app.screen_stack) == 2 and app.chooser is None
+            await press(pilot, "t")
+            assert isinstance(app.screen, ChooserScreen) and len(app.screen_stack) == 2
+            assert [r.info.name for r in app.screen.shown] == ["no buffers"]
+            await press(pilot, "enter")
+            assert app.screen.__class__.__name__ == "TimelineScreen"
+            await press(pilot, "escape")
+            assert isinstance(app.screen, ChooserScreen) and len(app.screen_stack) == 2
 
 
 def _a_measured_kernel(con: duckdb.DuckDBPyConnection) -> None:
@@ -318,12 +326,11 @@ class TestNotes:
     """What `tlview ingest` said of a timeline, the UI says too."""
 
     @asynctest
-    async def test_xla_stated_peak_below_true_maximum_is_said(self, tmp_path):
+    async def test_xla_stated_peak_below_true_maximum_is_said(self, alone):
         from tests.conftest import FIXTURES
 
-        path = tmp_path / "x.duckdb"
-        ingest_into(path, FIXTURES / "xla" /
-                    "module_0020.jit_rnn_scan_grad.cpu_after_optimizations-buffer-assignment.txt")
+        path, _ = alone(FIXTURES / "xla" /
+                        "module_0020.jit_rnn_scan_grad.cpu_after_optimizations-buffer-assignment.txt")
         (want,) = [r[0] for r in view(
             path, "SELECT unnest(from_json(json_extract(attrs, '$.warnings'), '[\"VARCHAR\"]')) "
                   "FROM timeline_notes") if "XLA states its peak" in r[0]]
@@ -332,4 +339,9 @@ class TestNotes:
             await settle(pilot)
             shown = [n.message for n in app._notifications]
             assert want in shown
+            # Esc from the one timeline, opened without the chooser: the chooser, made now
+            assert app.chooser is None
+            await press(pilot, "escape")
+            assert isinstance(app.screen, ChooserScreen) and len(app.screen_stack) == 2
+            assert len(app.screen.shown) == 1
             assert "the true maximum is 9,289,740 bytes at step 49" in want

@@ -17,17 +17,16 @@ from tlview.tui.app import TlviewApp
 from tlview.tui.holders_screen import HoldersScreen
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import SEED_004, ingest_into, view
+from tests.conftest import SEED_004, view
 from tests.tui.pilot import asynctest, press, settle, type_text
 from tests.tui.screen_text import screen_text
 
 
-@pytest.fixture(scope="module")
-def seed004(tmp_path_factory):
-    """Seed 004: AOT FX graphs (joint 1, forward 2, backward 3) and their output code."""
-    path = tmp_path_factory.mktemp("holders") / "004.duckdb"
-    ingest_into(path, SEED_004)
-    return path
+@pytest.fixture
+def seed004(alone):
+    """Seed 004: AOT FX graphs (joint 1, forward 2, backward 3) and their output code
+    (ingested once per test process: these tests only read it)."""
+    return alone(SEED_004)[0]
 
 
 

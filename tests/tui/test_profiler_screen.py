@@ -12,41 +12,33 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from tlview.ingest.discover import discover
 from tlview.store import open_database
 from tlview.store import profile_queries as pq
 from tlview.tui.app import TlviewApp
 from tlview.tui.profiler_screen import ProfilerScreen
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import FIXTURES, ingest_into, view
+from tests.conftest import FIXTURES, view
 from tests.reference_profile import interval, load
+from tests.tui.conftest import COLL_RANK0, PROFILE_GROUP
 from tests.tui.pilot import asynctest, press, settle, type_text
 from tests.tui.screen_text import screen_text
 
-SINGLE = FIXTURES / "profile" / "single"
-COLL_RANK0 = FIXTURES / "profile" / "coll" / "rank0"
 JAX = FIXTURES / "profile" / "jax" / "vm.trace.json.gz"
 GPU = {"kernel", "gpu_memcpy", "gpu_memset"}
 
 
-def ingest_folder(path, folder):
-    ingest_into(path, *[p for p, _ in discover(folder, None)])
+pytestmark = PROFILE_GROUP  # its databases are built once (tests/tui/conftest.py)
 
 
-@pytest.fixture(scope="module")
-def single(tmp_path_factory):
-    path = tmp_path_factory.mktemp("prof") / "single.duckdb"
-    ingest_folder(path, SINGLE)
-    return path
+@pytest.fixture
+def single(profile_single):
+    return profile_single
 
 
-@pytest.fixture(scope="module")
-def coll(tmp_path_factory):
-    path = tmp_path_factory.mktemp("prof") / "coll.duckdb"
-    ingest_folder(path, COLL_RANK0)
-    return path
-
+@pytest.fixture
+def coll(coll_rank0):
+    return coll_rank0
 
 
 def trace_tid(path) -> int:
@@ -287,9 +279,8 @@ class TestProfilerScreen:
             assert [k.seq for k in on_copy.node_kernels] == copy_want
 
     @asynctest
-    async def test_jax_trace(self, tmp_path):
-        path = tmp_path / "jax.duckdb"
-        ingest_into(path, JAX)
+    async def test_jax_trace(self, alone):
+        path, _ = alone(JAX)  # once per test process: read only
         trace = load(JAX)
         kernels = [e for e in trace["traceEvents"] if e.get("ph") == "X"
                    and str(e.get("pid")) in {str(p) for p in _gpu_pids(trace)}]

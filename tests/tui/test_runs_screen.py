@@ -112,11 +112,22 @@ class TestRunsScreen:
             await settle(pilot)
             assert [r.info.name for r in app.screen.shown] == ["rank0 rank0.pt.trace.json.gz",
                                                                "rank1 rank1.pt.trace.json.gz"]
+            # s: the runs again, as read (the file is unchanged): no report read again
+            reads = []
+            real_run = app.reader.run
+
+            def counted(lane, fn, *args, **kw):
+                reads.append(fn.__name__)
+                return real_run(lane, fn, *args, **kw)
+
+            app.reader.run = counted
             await press(pilot, "s")
             await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
 
             # Enter on a verdict opens its evidence
             screen = await runs_read(pilot)
+            app.reader.run = real_run
+            assert "headline" not in reads and "list_runs" not in reads
             i = next(i for i, ln in enumerate(screen.lines) if ln.verdict is not None
                      and ln.verdict.key == "oom1")
             screen.query_one("#runs-list").cursor = i

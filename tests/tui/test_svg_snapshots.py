@@ -11,6 +11,7 @@ import pytest
 from tlview.tui.app import TlviewApp
 
 from tests.conftest import SEED_001, ingest_into
+from tests.tui.conftest import PROFILE_GROUP
 from tests.tui.pilot import press, settle
 
 
@@ -24,11 +25,9 @@ def keys(*names: str):
     return run_before
 
 
-@pytest.fixture(scope="module")
-def seed001(tmp_path_factory):
-    path = tmp_path_factory.mktemp("snap") / "001.duckdb"
-    ingest_into(path, SEED_001)
-    return path
+@pytest.fixture
+def seed001(alone):
+    return alone(SEED_001)[0]  # once per test process: read only
 
 
 class TestMainScreen:
@@ -58,28 +57,6 @@ class TestCollectives:
                             run_before=keys("n", "j"))
 
 
-@pytest.fixture(scope="module")
-def coll_rank0(tmp_path_factory):
-    from tlview.ingest.discover import discover
-
-    from tests.conftest import FIXTURES
-
-    path = tmp_path_factory.mktemp("snap") / "coll.duckdb"
-    ingest_into(path, *[p for p, _ in discover(FIXTURES / "profile" / "coll" / "rank0", None)])
-    return path
-
-
-@pytest.fixture(scope="module")
-def profile_single(tmp_path_factory):
-    from tlview.ingest.discover import discover
-
-    from tests.conftest import FIXTURES
-
-    path = tmp_path_factory.mktemp("snap") / "single.duckdb"
-    ingest_into(path, *[p for p, _ in discover(FIXTURES / "profile" / "single", None)])
-    return path
-
-
 def open_trace(*more: str):
     """From the chooser: filter to the trace, open it, then the keys."""
 
@@ -92,6 +69,7 @@ def open_trace(*more: str):
     return run_before
 
 
+@PROFILE_GROUP  # coll_rank0, profile_single: tests/tui/conftest.py
 class TestProfiler:
     """Rank 0 of the 2-rank NCCL run, on the communication lane's second all-gather: the
     two lanes (compute+memset on stream 7, NCCL on 17), the allocator's memory below with
@@ -131,6 +109,7 @@ class TestHolders:
                             run_before=keys("p", "w", "o", "o", "o"))
 
 
+@PROFILE_GROUP
 class TestChooser:
     """The single-GPU run's timelines, each compiled graph once: 0_forward and 0_backward's
     output code listed through output_code.py (its copy in the torch log counted, not

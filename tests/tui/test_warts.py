@@ -12,20 +12,17 @@ import pytest
 from tlview.tui.app import TlviewApp
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import FIXTURES, SEED_003, ingest_into, view
+from tests.conftest import FIXTURES, SEED_003, view
 from tests.tui.pilot import asynctest, press, settle, type_text, wait_for
 from tests.tui.screen_text import screen_text
 
 XLA_MLP = FIXTURES / "xla" / "module_0032.jit_mlp_train_step.cpu_after_optimizations-buffer-assignment.txt"
 
 
-@pytest.fixture(scope="module")
-def xla_dbs(tmp_path_factory):
-    seed = tmp_path_factory.mktemp("warts") / "003.duckdb"
-    ingest_into(seed, SEED_003)
-    mlp = tmp_path_factory.mktemp("warts") / "mlp.duckdb"
-    ingest_into(mlp, XLA_MLP)
-    return seed, mlp
+@pytest.fixture
+def xla_dbs(alone):
+    """Seed 003 and the JAX MLP's dump, each alone (once per test process: read only)."""
+    return alone(SEED_003)[0], alone(XLA_MLP)[0]
 
 
 

@@ -1,0 +1,36 @@
+"""Databases more than one file of tests/tui reads (the profiler screen's and the SVG
+snapshots'): built once per test process; the tests that use them name the xdist group
+``tui_profile``, so that under xdist one worker builds them, once. Read only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tlview.ingest.discover import discover
+
+from tests.conftest import FIXTURES, ingest_into
+
+PROFILE_SINGLE = FIXTURES / "profile" / "single"
+COLL_RANK0 = FIXTURES / "profile" / "coll" / "rank0"
+PROFILE_GROUP = pytest.mark.xdist_group("tui_profile")
+
+
+def ingest_folder(path: Path, folder: Path) -> None:
+    ingest_into(path, *[p for p, _ in discover(folder, None)])
+
+
+@pytest.fixture(scope="session")
+def profile_single(tmp_path_factory) -> Path:
+    """The single-GPU run's folder (profile/single): its trace and compiled graphs."""
+    path = tmp_path_factory.mktemp("tui-prof") / "single.duckdb"
+    ingest_folder(path, PROFILE_SINGLE)
+    return path
+
+
+@pytest.fixture(scope="session")
+def coll_rank0(tmp_path_factory) -> Path:
+    """Rank 0's folder of the 2-rank NCCL run (profile/coll/rank0)."""
+    path = tmp_path_factory.mktemp("tui-prof") / "coll.duckdb"
+    ingest_folder(path, COLL_RANK0)
+    return path
