@@ -31,7 +31,13 @@ from tlview.store.writer import limit_ingest_memory
 
 from . import cluster
 from .hang_report import print_hang_report
-from .interrupts import as_interrupt, exit_code, signal_name, terminate_as_interrupt
+from .interrupts import (
+    as_interrupt,
+    exit_code,
+    raise_dropped,
+    signal_name,
+    terminate_as_interrupt,
+)
 from .locking import lock_wait_s, say_waiting
 from .output import say
 from .parallel_ingest import (
@@ -314,7 +320,8 @@ def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
         # not ingested before (no source of this path and size): hashed beside the ingest
         later = sha256_beside(path)
         summary = write_records(db, records_for(path, fmt, sha256=SHA256_LATER,
-                                                progress=progress), sha256=later)
+                                                progress=progress), sha256=later,
+                                before_commit=raise_dropped)
         _, note = check_again(db, path, later(), force=True, source_id=summary.source_id)
         if note:
             say(note)
@@ -328,7 +335,8 @@ def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
         say(note)
     if not go:
         return []
-    summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress))
+    summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress),
+                            before_commit=raise_dropped)  # a Ctrl-C DuckDB dropped: not this
     return report_ingest(db, path, summary, verbose=verbose)
 
 

@@ -34,7 +34,7 @@ from tlview.store.parsed_files import Parsed, append_parsed, remove_parsed
 from tlview.store.shards import ShardError, commit_shards, init_set, shard_keys
 from tlview.store.writer import IngestTransaction
 
-from .interrupts import quiet_worker
+from .interrupts import quiet_worker, raise_dropped
 from .output import say
 from .shard_task import error_of, parse_file, shard_file
 
@@ -280,6 +280,7 @@ class GroupWriter:
                        {k for s in written for k, n in s.counts.items() if n})
         self.tick("caches", t)
         t = time.perf_counter()
+        raise_dropped()  # a Ctrl-C DuckDB dropped while the group was written: not committed
         txn, self.txn = self.txn, None
         txn.commit()
         self.out.transactions += 1

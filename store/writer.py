@@ -76,12 +76,17 @@ class IngestSummary:
 def write_records(
     db: Database, records: Iterable[Record], *, batch_size: int = BATCH,
     summary_attrs: dict[str, Any] | None = None, sha256: Callable[[], str] | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> IngestSummary:
     """Append one source's records atomically. The first record must be its Source;
     ``sha256``, where given, is called at the end for the source's sha256 in place of the
-    record's (a file hashed while it is ingested)."""
+    record's (a file hashed while it is ingested); ``before_commit``, where given, last
+    before the COMMIT: what it raises rolls the source back."""
     with ingest_transaction(db) as txn:
-        return _write(db, txn, records, batch_size, summary_attrs, sha256)
+        summary = _write(db, txn, records, batch_size, summary_attrs, sha256)
+        if before_commit is not None:
+            before_commit()
+        return summary
 
 
 def limit_ingest_memory(db: Database) -> None:
