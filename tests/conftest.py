@@ -77,6 +77,11 @@ def ingest_together(db_path: Path, *inputs: Path) -> None:
         write_together(db, [(str(p), None) for p in inputs])
 
 
+def ingest_folder(db_path: Path, folder: Path) -> None:
+    """Every input tlview finds under ``folder`` (``discover``), as ``ingest_together``."""
+    ingest_together(db_path, *[Path(p) for p, _ in discover(folder)])
+
+
 def write_together(db: Database, files: list[tuple[str, str | None]]) -> list[tuple[str, Any]]:
     """``files`` ((path, format)) written into ``db`` as `tlview ingest -j --force` writes
     them: by its writer (cli/parallel_ingest.py ingest_files, GroupWriter) in one

@@ -13,12 +13,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tlview.ingest.discover import discover
 from tlview.ingest.estimates import Aligned, align
 from tlview.store import open_database
 
 from tests import reference_profile as ref
-from tests.conftest import FIXTURES, ingest_together
+from tests.conftest import FIXTURES, ingest_folder, ingest_together
 from tests.ingest.test_torch_trace import read_records
 from tests.store.test_profile_attachments import output_launches, trace_calls
 
@@ -29,14 +28,14 @@ CPU = FIXTURES / "torch_trace" / "cpu_step"
 @pytest.fixture(scope="module")
 def gpu_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("est_gpu") / "a.duckdb"
-    ingest_together(path, *[Path(p) for p, _ in discover(GPU)])
+    ingest_folder(path, GPU)
     return path
 
 
 @pytest.fixture(scope="module")
 def cpu_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("est_cpu") / "a.duckdb"
-    ingest_together(path, *[Path(p) for p, _ in discover(CPU)])
+    ingest_folder(path, CPU)
     return path
 
 

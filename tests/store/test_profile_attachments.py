@@ -14,7 +14,7 @@ import pytest
 from tlview.store import open_database
 
 from tests import reference_profile as ref
-from tests.conftest import FIXTURES, ingest_into, ingest_together
+from tests.conftest import FIXTURES, ingest_folder, ingest_into, ingest_together
 
 PROFILE = FIXTURES / "profile"
 SINGLE = PROFILE / "single"
@@ -193,10 +193,8 @@ def test_unmatched_call_is_listed_with_its_reason(tmp_path):
 def test_each_rank_runs_its_own_folders_output_code(tmp_path):
     """The whole 2-rank folder (both debug trees and the log holding both ranks' output
     code): each rank's calls are matched to the output_code.py under its own folder."""
-    from tlview.ingest.discover import discover
-
     db_path = tmp_path / "t.duckdb"
-    ingest_together(db_path, *[Path(p) for p, _ in discover(PROFILE / "coll")])
+    ingest_folder(db_path, PROFILE / "coll")
     with open_database(db_path, read_only=True) as db:
         rows = db.sql(
             "SELECT DISTINCT regexp_extract(ts.path, 'coll/(rank\\d)/', 1), "
@@ -224,19 +222,15 @@ TT = FIXTURES / "torch_trace"
 def gpu_all_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The GPU step with every copy of its graphs: the debug tree's output_code.py, the
     TORCH_LOGS log and the TORCH_TRACE log, beside the Kineto trace."""
-    from tlview.ingest.discover import discover
-
     path = tmp_path_factory.mktemp("gpu_all") / "a.duckdb"
-    ingest_together(path, *[Path(p) for p, _ in discover(TT / "gpu_step")])
+    ingest_folder(path, TT / "gpu_step")
     return path
 
 
 @pytest.fixture(scope="module")
 def cpu_all_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tlview.ingest.discover import discover
-
     path = tmp_path_factory.mktemp("cpu_all") / "a.duckdb"
-    ingest_together(path, *[Path(p) for p, _ in discover(TT / "cpu_step")])
+    ingest_folder(path, TT / "cpu_step")
     return path
 
 

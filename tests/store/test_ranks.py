@@ -18,7 +18,7 @@ import pytest
 from tlview.store import open_database
 
 from tests import reference_ranks as ref
-from tests.conftest import FIXTURES, ingest_into, ingest_together, tlview_main
+from tests.conftest import FIXTURES, ingest_folder, ingest_into, ingest_together, tlview_main
 
 COLL = FIXTURES / "profile" / "coll"
 RANKS = [COLL / f"rank{r}" / f"rank{r}.pt.trace.json.gz" for r in (0, 1)]
@@ -142,9 +142,7 @@ class TestRealTwoRanks:
 
     def test_late_arrivals_name_the_node_that_ran_before(self, tmp_path):
         path = tmp_path / "tree.duckdb"
-        from tlview.ingest.discover import discover
-
-        ingest_together(path, *[Path(p) for p, _ in discover(COLL)])
+        ingest_folder(path, COLL)
         late = rows(path, "SELECT * FROM late_arrivals WHERE node IS NOT NULL ORDER BY start_ns")
         assert len(late) >= 20
         for r in late:

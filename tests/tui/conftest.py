@@ -7,17 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tlview.ingest.discover import discover
 
-from tests.conftest import FIXTURES, ingest_into
+from tests.conftest import FIXTURES, ingest_folder
 
 PROFILE_SINGLE = FIXTURES / "profile" / "single"
 COLL_RANK0 = FIXTURES / "profile" / "coll" / "rank0"
 PROFILE_GROUP = pytest.mark.xdist_group("tui_profile")
-
-
-def ingest_folder(path: Path, folder: Path) -> None:
-    ingest_into(path, *[p for p, _ in discover(folder, None)])
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tlview.ingest.discover import discover
 from tlview.store import open_database
 from tlview.store import rank_queries as rq
 from tlview.tui.app import TlviewApp
@@ -21,7 +20,7 @@ from tlview.tui.rank_strips import skew_bar, strip_cells
 from tlview.tui.ranks_screen import RanksScreen
 from tlview.tui.timeline_screen import TimelineScreen
 
-from tests.conftest import FIXTURES, ingest_into, view
+from tests.conftest import FIXTURES, ingest_folder, ingest_into, view
 from tests.tui.pilot import asynctest, press, settle, type_text
 from tests.tui.screen_text import screen_text
 
@@ -33,7 +32,7 @@ RERUN_0 = FIXTURES / "ranks" / "runs" / "rank0_rerun.pt.trace.json.gz"
 def coll_tree(tmp_path_factory) -> Path:
     """Both ranks with their TORCH_COMPILE_DEBUG trees and the compile log."""
     path = tmp_path_factory.mktemp("tui-ranks") / "coll.duckdb"
-    ingest_into(path, *[Path(p) for p, _ in discover(COLL)])
+    ingest_folder(path, COLL)
     return path
 
 
