@@ -48,14 +48,14 @@ class SchemaError(Exception):
 
 
 @functools.cache
-def _schema_files() -> list[tuple[str, str]]:
+def _schema_files() -> tuple[tuple[str, str], ...]:
+    """(name, text) of each schema file, in order: read once per process (a tuple: shared)."""
     root = resources.files("tlview.schemas")
-    files = sorted(
+    return tuple(sorted(
         (p.name, p.read_text(encoding="utf-8"))
         for p in root.iterdir()
         if re.match(r"\d\d_.*\.sql\Z", p.name)
-    )
-    return files
+    ))
 
 
 def schema_sql() -> str:
