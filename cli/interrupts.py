@@ -13,8 +13,8 @@ interrupted")`` in place of the handler's exception (duckdb 2.0.1): ``as_interru
 that error back as the interrupt it was. Where the handler runs in Python code that DuckDB
 calls back (an Arrow source's schema, while ``register`` runs: duckdb 2.0.1), DuckDB
 drops its exception and the signal would be ignored (16 files ingested with two workers,
-Ctrl-C after the first committed: 1 or 2 of each 20-30 runs under load committed every file and ended
-0); ``raise_dropped`` raises it again where the ingest may stop.
+Ctrl-C after the first committed: 1 or 2 of each 20-30 runs under load committed every
+file and ended 0); ``raise_dropped`` raises it again where the ingest may stop.
 """
 
 from __future__ import annotations
