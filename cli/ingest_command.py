@@ -250,7 +250,7 @@ def _ingest_shards(args: argparse.Namespace, folder: str) -> int:
     limit_ingest_memory(db)
     new_ids: list[int] = []
     try:
-        summaries = commit_shards(db, folder, keys)
+        summaries = commit_shards(db, folder, keys, raise_dropped)
         for s in summaries:
             path = db.scalar("source_path", s.source_id)
             new_ids += report_ingest(db, path, s)

@@ -254,8 +254,8 @@ class GroupWriter:
             return
         t = time.perf_counter()
         try:
-            if self.txn is None:
-                self.txn = IngestTransaction(self.db)
+            if self.txn is None:  # raise_dropped: a Ctrl-C DuckDB dropped is not committed
+                self.txn = IngestTransaction(self.db, raise_dropped)
                 # one thread: the workers have the other cores (a second thread only
                 # contends with them; the transaction's end restores the setting)
                 self.txn.insert_threads()
@@ -280,7 +280,6 @@ class GroupWriter:
                        {k for s in written for k, n in s.counts.items() if n})
         self.tick("caches", t)
         t = time.perf_counter()
-        raise_dropped()  # a Ctrl-C DuckDB dropped while the group was written: not committed
         txn, self.txn = self.txn, None
         txn.commit()
         self.out.transactions += 1
@@ -337,7 +336,7 @@ class GroupWriter:
                 go, f.note = self.check(self.db, r["path"], r["sha256"])
                 if not go or r["status"] == "skipped":
                     continue
-                self.txn = IngestTransaction(self.db)
+                self.txn = IngestTransaction(self.db, raise_dropped)
                 (f.summary,) = append_parsed(self.db, [(f.folder, Parsed.from_dict(r["parsed"]))])
                 self._commit([f])
             except WRITE_ERRORS as e:
@@ -385,7 +384,7 @@ def _ingest_via_shards(db: Database, files: Sequence[tuple[str, str | None]],
                 say(note)
             continue
         try:
-            (summary,) = commit_shards(db, root, [r["key"]])
+            (summary,) = commit_shards(db, root, [r["key"]], raise_dropped)
         except WRITE_ERRORS as e:
             err = IngestError(r["path"], None, f"not written: {_first_line(e)}")
             report_error(err)

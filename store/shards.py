@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -405,14 +405,16 @@ def commit_shard(db: Database, folder: str | Path, key: int) -> IngestSummary:
     return commit_shards(db, folder, [key])[0]
 
 
-def commit_shards(db: Database, folder: str | Path, keys: Sequence[int]) -> list[IngestSummary]:
+def commit_shards(db: Database, folder: str | Path, keys: Sequence[int],
+                  before_commit: Callable[[], None] | None = None) -> list[IngestSummary]:
     """Append shards ``keys`` (in that order) to ``db`` in ONE transaction, with the
     next source and timeline ids: a shard is already a whole, parsed source, so several
     go in at once with the rows and ids of as many single commits, one INSERT per table
-    for them all (the files read in order: the rows keep the order of a serial ingest)."""
+    for them all (the files read in order: the rows keep the order of a serial ingest).
+    ``before_commit``: IngestTransaction's."""
     if not keys:
         return []
-    with ingest_transaction(db):
+    with ingest_transaction(db, before_commit):
         return _commit(db, Path(folder), list(keys))
 
 

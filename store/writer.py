@@ -80,13 +80,9 @@ def write_records(
 ) -> IngestSummary:
     """Append one source's records atomically. The first record must be its Source;
     ``sha256``, where given, is called at the end for the source's sha256 in place of the
-    record's (a file hashed while it is ingested); ``before_commit``, where given, last
-    before the COMMIT: what it raises rolls the source back."""
-    with ingest_transaction(db) as txn:
-        summary = _write(db, txn, records, batch_size, summary_attrs, sha256)
-        if before_commit is not None:
-            before_commit()
-        return summary
+    record's (a file hashed while it is ingested); ``before_commit``: IngestTransaction's."""
+    with ingest_transaction(db, before_commit) as txn:
+        return _write(db, txn, records, batch_size, summary_attrs, sha256)
 
 
 def limit_ingest_memory(db: Database) -> None:
@@ -102,10 +98,13 @@ class IngestTransaction:
     writer whose transaction spans several calls (many files in one, cli/parallel_ingest.py);
     ``ingest_transaction`` is the block form. DuckDB's memory is held to the ingest's
     limit while it is open; the memory limit and the thread count (lowered for the events
-    INSERTs, ``insert_threads``) are as before once it ends, either way."""
+    INSERTs, ``insert_threads``) are as before once it ends, either way. ``before_commit``,
+    where given, is called last before the COMMIT: what it raises rolls back (the CLI's
+    check for a Ctrl-C that DuckDB dropped, cli/interrupts.py)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, before_commit: Callable[[], None] | None = None) -> None:
         self.con = db.con
+        self.before_commit = before_commit
         self.limit = db.scalar("current_memory_limit")
         self.threads = db.scalar("current_threads")
         self.con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
@@ -122,8 +121,10 @@ class IngestTransaction:
         self.con.execute(f"SET threads = {self.threads}")
 
     def commit(self) -> None:
-        """COMMIT; if that fails, roll back and raise."""
+        """COMMIT (after ``before_commit``); if either fails, roll back and raise."""
         try:
+            if self.before_commit is not None:
+                self.before_commit()
             self.con.execute("COMMIT")
         except BaseException:
             self.rollback()
@@ -149,10 +150,11 @@ class IngestTransaction:
 
 
 @contextmanager
-def ingest_transaction(db: Database) -> Iterator[IngestTransaction]:
+def ingest_transaction(db: Database, before_commit: Callable[[], None] | None = None
+                       ) -> Iterator[IngestTransaction]:
     """One transaction under the ingest's memory limit: committed when the block ends,
-    rolled back if it raises (IngestTransaction)."""
-    txn = IngestTransaction(db)
+    rolled back if it raises (IngestTransaction, ``before_commit`` its)."""
+    txn = IngestTransaction(db, before_commit)
     try:
         yield txn
         txn.commit()
