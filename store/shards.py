@@ -399,12 +399,6 @@ def _views_template() -> Path | None:
         return None
 
 
-def commit_shard(db: Database, folder: str | Path, key: int) -> IngestSummary:
-    """Append shard ``key`` of the set in ``folder`` to ``db`` in one transaction, with
-    the next source and timeline ids; what it wrote, as an ingest's summary."""
-    return commit_shards(db, folder, [key])[0]
-
-
 def commit_shards(db: Database, folder: str | Path, keys: Sequence[int],
                   before_commit: Callable[[], None] | None = None) -> list[IngestSummary]:
     """Append shards ``keys`` (in that order) to ``db`` in ONE transaction, with the
