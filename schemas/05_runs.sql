@@ -39,12 +39,11 @@ FROM (SELECT source_id, string_split(path, '/') AS parts FROM sources) s,
 -- source_runs: the run of every source (see above).
 --   source_id, run_id; NULL run_id only for a source written without one (a shard set).
 CREATE OR REPLACE VIEW source_runs AS
-SELECT s.source_id,
-       (SELECT arg_min(r.run_id, a.up)
-        FROM _source_ancestors a JOIN run_records r
-          ON r.root = a.root AND r.first_source_id <= a.source_id
-        WHERE a.source_id = s.source_id) AS run_id
-FROM sources s;
+SELECT s.source_id, arg_min(r.run_id, a.up) AS run_id
+FROM sources s
+LEFT JOIN (_source_ancestors a JOIN run_records r
+           ON r.root = a.root AND r.first_source_id <= a.source_id) USING (source_id)
+GROUP BY s.source_id;
 
 -- timeline_runs: each timeline's run: timeline_id, source_id, run_id (a light join for a
 -- query that needs only that; the timelines view says it too, with titles and copies).
@@ -90,13 +89,14 @@ CREATE OR REPLACE MACRO _strip_ext(x) AS
 --   (`output code in torch log`, `FX graph in TORCH_TRACE`); source_kind (_source_kinds);
 --   rank: the rank its artifact states.
 CREATE OR REPLACE VIEW _timeline_labels AS
-WITH t AS (
+WITH n AS (
+    SELECT timeline_id, any_value(json_extract_string(attrs, '$.aot_id')) AS aot_id
+    FROM timeline_notes GROUP BY timeline_id
+), t AS (
     SELECT t.timeline_id, t.name, t.format, t.device, t.source_id, k.path, k.source_kind,
-           COALESCE(json_extract_string(t.attrs, '$.aot_id'),
-                    (SELECT any_value(json_extract_string(n.attrs, '$.aot_id'))
-                     FROM timeline_notes n WHERE n.timeline_id = t.timeline_id)) AS aot_id,
+           COALESCE(json_extract_string(t.attrs, '$.aot_id'), n.aot_id) AS aot_id,
            TRY_CAST(json_extract(t.attrs, '$.rank') AS INTEGER) AS rank
-    FROM timeline_records t JOIN _source_kinds k USING (source_id)
+    FROM timeline_records t JOIN _source_kinds k USING (source_id) LEFT JOIN n USING (timeline_id)
 ), l AS (
     SELECT t.*, sr.run_id,
            CASE WHEN t.format IN ('inductor_ir', 'inductor_wrapper')

@@ -17,15 +17,16 @@
 --   first ingested), and counted once wherever tlview sums; NULL otherwise;
 --   source_kind: the artifact it was read from (_source_kinds).
 CREATE OR REPLACE VIEW timelines AS
-WITH t AS (
+WITH n AS (
+    SELECT timeline_id, any_value(attrs) AS notes FROM timeline_notes GROUP BY timeline_id
+), st AS (
+    SELECT timeline_id, count(*) AS n_steps FROM events_node_scheduled GROUP BY timeline_id
+), t AS (
     SELECT t.timeline_id, t.name, t.format, s.path AS source_path,
-           COALESCE(t.device, (SELECT any_value(json_extract_string(n.attrs, '$.device'))
-                               FROM timeline_notes n WHERE n.timeline_id = t.timeline_id)) AS device,
-           COALESCE((SELECT count(*) FROM events_node_scheduled e
-                     WHERE e.timeline_id = t.timeline_id), 0) AS n_steps,
-           t.source_id, t.attrs,
-           (SELECT any_value(n.attrs) FROM timeline_notes n WHERE n.timeline_id = t.timeline_id) AS notes
+           COALESCE(t.device, json_extract_string(n.notes, '$.device')) AS device,
+           COALESCE(st.n_steps, 0) AS n_steps, t.source_id, t.attrs, n.notes
     FROM timeline_records t JOIN sources s USING (source_id)
+    LEFT JOIN n USING (timeline_id) LEFT JOIN st USING (timeline_id)
 ), l AS (
     SELECT t.*, l.run_id, l.run_name, l.subject, l.form, l.label, l.source_kind,
            l.run_name || ' · ' || l.subject || ' · ' || l.label AS words0,

@@ -87,11 +87,14 @@ WITH src AS (
     SELECT run_id, sum(n) AS n_sources,
            list({'kind': source_kind, 'files': n} ORDER BY n DESC, source_kind) AS artifacts
     FROM (SELECT run_id, source_kind, count(*) AS n FROM src GROUP BY ALL) GROUP BY run_id
+), tl0 AS MATERIALIZED (  -- timelines and labels, derived once for tl and ng
+    SELECT t.run_id, t.copy_of, t.format, t.device, l.subject, l.rank
+    FROM timelines t JOIN _timeline_labels l USING (timeline_id)
 ), tl AS (
-    SELECT t.run_id,
-           count(*) FILTER (WHERE t.copy_of IS NULL AND t.format <> 'torch_trace') AS n_timelines,
-           list(DISTINCT l.rank ORDER BY l.rank) FILTER (WHERE l.rank IS NOT NULL) AS ranks
-    FROM timelines t JOIN _timeline_labels l USING (timeline_id) GROUP BY t.run_id
+    SELECT run_id,
+           count(*) FILTER (WHERE copy_of IS NULL AND format <> 'torch_trace') AS n_timelines,
+           list(DISTINCT rank ORDER BY rank) FILTER (WHERE rank IS NOT NULL) AS ranks
+    FROM tl0 GROUP BY run_id
 ), metrics AS (
     SELECT t.run_id,
            any_value(json_extract_string(e.attrs, '$.metrics.pytorch_version')) AS torch_version,
@@ -111,7 +114,12 @@ WITH src AS (
     SELECT t.run_id, min(s.first_ns) AS first_ns, max(s.last_ns) AS last_ns
     FROM timeline_spans s JOIN timeline_runs t USING (timeline_id) GROUP BY t.run_id
 ), ng AS (
-    SELECT run_id, count(*) AS n_graphs FROM graphs GROUP BY run_id
+    -- graphs' rows, counted by its key (run, subject, device) over the graph formats from
+    -- tl0: reading graphs would derive the timelines a second time (and join its peaks)
+    SELECT run_id, count(*) AS n_graphs
+    FROM (SELECT DISTINCT run_id, subject, device FROM tl0
+          WHERE format IN ('inductor_wrapper', 'inductor_ir', 'aot_fx_graph'))
+    GROUP BY run_id
 )
 SELECT r.run_id, r.name, r.root, COALESCE(a.n_sources, 0) AS n_sources, a.artifacts,
        COALESCE(tl.n_timelines, 0) AS n_timelines, COALESCE(ng.n_graphs, 0) AS n_graphs,
