@@ -1,22 +1,11 @@
 -- Core views: the public interface shared by the TUI and by users' SQL.
 -- Every figure tlview prints is derived here from the events table.
 
--- timelines: one row per timeline, with where it came from and its length.
---   timeline_id, name (as its ingester named it), format, source_path, device, n_steps
---   (number of schedule steps), source_id, attrs (ingester facts), notes (facts learned
---   at the end of the ingest);
---   run_id, run_name: its run (05_runs.sql); title: unique in the database and saying
---   where it comes from, `run · subject · form` (`compiled_train · 0_forward · output
---   code`, `gpu_step · 0_forward · output code in TORCH_TRACE`), with ` · cuda:1` where
---   the same words name timelines of several devices, and ` #2`, ` #3` after the first
---   where they still name several (by timeline id);
---   copy_of: for a compiled graph's timeline that repeats another of the same run (the
---   same graph, form, device and steps: its output_code.py, its copy in a torch log and
---   in a TORCH_TRACE log), the one it repeats: the graph is listed once, through that
---   one (the artifact's own file first: output_code.py, the scheduler IR; then the
---   first ingested), and counted once wherever tlview sums; NULL otherwise;
---   source_kind: the artifact it was read from (_source_kinds).
-CREATE OR REPLACE VIEW timelines AS
+-- _timelines_labelled: the derivation of timelines (below), with the labels its titles
+-- are made of (_timeline_labels' subject, form, label and rank) and graph_form (a
+-- compiled graph's form: its output code, scheduler IR or FX graph), for the views that
+-- group by them (graphs, runs), which would otherwise derive the labels again.
+CREATE OR REPLACE VIEW _timelines_labelled AS
 WITH n AS (
     SELECT timeline_id, any_value(attrs) AS notes FROM timeline_notes GROUP BY timeline_id
 ), st AS (
@@ -28,7 +17,7 @@ WITH n AS (
     FROM timeline_records t JOIN sources s USING (source_id)
     LEFT JOIN n USING (timeline_id) LEFT JOIN st USING (timeline_id)
 ), l AS (
-    SELECT t.*, l.run_id, l.run_name, l.subject, l.form, l.label, l.source_kind,
+    SELECT t.*, l.run_id, l.run_name, l.subject, l.form, l.label, l.source_kind, l.rank,
            l.run_name || ' · ' || l.subject || ' · ' || l.label AS words0,
            t.format IN ('inductor_wrapper', 'aot_fx_graph', 'inductor_ir') AS graph_form
     FROM t LEFT JOIN _timeline_labels l USING (timeline_id)
@@ -47,8 +36,28 @@ SELECT timeline_id, name, format, source_path, device, n_steps, source_id, attrs
                 PARTITION BY graph_form, run_id, form, subject, device, n_steps
                 ORDER BY source_kind NOT IN ('output_code.py', 'scheduler IR'), timeline_id),
                 timeline_id) END AS copy_of,
-       source_kind
-FROM w
+       source_kind, subject, form, label, rank, graph_form
+FROM w;
+
+-- timelines: one row per timeline, with where it came from and its length.
+--   timeline_id, name (as its ingester named it), format, source_path, device, n_steps
+--   (number of schedule steps), source_id, attrs (ingester facts), notes (facts learned
+--   at the end of the ingest);
+--   run_id, run_name: its run (05_runs.sql); title: unique in the database and saying
+--   where it comes from, `run · subject · form` (`compiled_train · 0_forward · output
+--   code`, `gpu_step · 0_forward · output code in TORCH_TRACE`), with ` · cuda:1` where
+--   the same words name timelines of several devices, and ` #2`, ` #3` after the first
+--   where they still name several (by timeline id);
+--   copy_of: for a compiled graph's timeline that repeats another of the same run (the
+--   same graph, form, device and steps: its output_code.py, its copy in a torch log and
+--   in a TORCH_TRACE log), the one it repeats: the graph is listed once, through that
+--   one (the artifact's own file first: output_code.py, the scheduler IR; then the
+--   first ingested), and counted once wherever tlview sums; NULL otherwise;
+--   source_kind: the artifact it was read from (_source_kinds).
+CREATE OR REPLACE VIEW timelines AS
+SELECT timeline_id, name, format, source_path, device, n_steps, source_id, attrs, notes,
+       run_id, run_name, title, copy_of, source_kind
+FROM _timelines_labelled
 ORDER BY timeline_id;
 
 -- nodes: the schedule. One row per scheduled node; step is its position (0-based).

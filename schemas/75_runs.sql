@@ -10,10 +10,9 @@
 --   planned peak (peak_memory of timeline_id where that is output code).
 CREATE OR REPLACE VIEW graphs AS
 WITH g AS (
-    SELECT t.run_id, l.subject AS graph, t.device, t.timeline_id, t.copy_of, l.form,
-           l.label, t.source_kind, t.format
-    FROM timelines t JOIN _timeline_labels l USING (timeline_id)
-    WHERE t.format IN ('inductor_wrapper', 'inductor_ir', 'aot_fx_graph')
+    SELECT run_id, subject AS graph, device, timeline_id, copy_of, form, label, source_kind,
+           format
+    FROM _timelines_labelled WHERE graph_form
 ), agg AS (
     SELECT g.run_id, g.graph, g.device,
            arg_min(g.timeline_id, (CASE g.format WHEN 'inductor_wrapper' THEN 0
@@ -87,9 +86,8 @@ WITH src AS (
     SELECT run_id, sum(n) AS n_sources,
            list({'kind': source_kind, 'files': n} ORDER BY n DESC, source_kind) AS artifacts
     FROM (SELECT run_id, source_kind, count(*) AS n FROM src GROUP BY ALL) GROUP BY run_id
-), tl0 AS MATERIALIZED (  -- timelines and labels, derived once for tl and ng
-    SELECT t.run_id, t.copy_of, t.format, t.device, l.subject, l.rank
-    FROM timelines t JOIN _timeline_labels l USING (timeline_id)
+), tl0 AS MATERIALIZED (  -- the timelines, derived once for tl and ng
+    SELECT run_id, copy_of, format, device, subject, rank, graph_form FROM _timelines_labelled
 ), tl AS (
     SELECT run_id,
            count(*) FILTER (WHERE copy_of IS NULL AND format <> 'torch_trace') AS n_timelines,
@@ -114,11 +112,10 @@ WITH src AS (
     SELECT t.run_id, min(s.first_ns) AS first_ns, max(s.last_ns) AS last_ns
     FROM timeline_spans s JOIN timeline_runs t USING (timeline_id) GROUP BY t.run_id
 ), ng AS (
-    -- graphs' rows, counted by its key (run, subject, device) over the graph formats from
-    -- tl0: reading graphs would derive the timelines a second time (and join its peaks)
+    -- graphs' rows, counted by its key (run, subject, device) over the graph forms in tl0:
+    -- reading graphs would derive the timelines a second time (and join its peaks)
     SELECT run_id, count(*) AS n_graphs
-    FROM (SELECT DISTINCT run_id, subject, device FROM tl0
-          WHERE format IN ('inductor_wrapper', 'inductor_ir', 'aot_fx_graph'))
+    FROM (SELECT DISTINCT run_id, subject, device FROM tl0 WHERE graph_form)
     GROUP BY run_id
 )
 SELECT r.run_id, r.name, r.root, COALESCE(a.n_sources, 0) AS n_sources, a.artifacts,
