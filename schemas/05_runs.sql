@@ -43,7 +43,8 @@ SELECT s.source_id, arg_min(r.run_id, a.up) AS run_id
 FROM sources s
 LEFT JOIN (_source_ancestors a JOIN run_records r
            ON r.root = a.root AND r.first_source_id <= a.source_id) USING (source_id)
-GROUP BY s.source_id;
+GROUP BY s.source_id
+ORDER BY s.source_id;
 
 -- timeline_runs: each timeline's run: timeline_id, source_id, run_id (a light join for a
 -- query that needs only that; the timelines view says it too, with titles and copies).
