@@ -288,6 +288,14 @@ def ingested_fixtures(tmp_path_factory):
         f.db.close()
 
 
+@pytest.fixture(scope="session")
+def all_fixtures(ingested_fixtures):
+    """Every recognised fixture ingested into one database (the events digest test's,
+    ``ingested_fixtures``: its compiled parser, the default where the core is built). Its
+    tests name the xdist group ``fixtures_compiled``, so one worker ingests them, once."""
+    return ingested_fixtures("compiled" if native_built() else "python").every_fixture()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under xdist (``-n``, with pyproject's ``--dist loadgroup``) the tests of a module

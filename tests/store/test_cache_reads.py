@@ -11,7 +11,7 @@ import pytest
 from tlview.ingest.records import EVENT_KINDS
 from tlview.store import caches, open_database
 
-from tests.conftest import FIXTURES, ingest_into, ingest_together, native_built
+from tests.conftest import FIXTURES, ingest_into, ingest_together
 
 
 def _params(sql: str) -> list[int]:
@@ -65,12 +65,11 @@ def test_attachment_kinds_are_what_the_derivations_read(tmp_path):
 pytestmark = pytest.mark.xdist_group("fixtures_compiled")  # the database of every fixture
 
 
-def test_every_fixture_caches_are_those_of_a_full_refresh(ingested_fixtures, tmp_path):
+def test_every_fixture_caches_are_those_of_a_full_refresh(all_fixtures, tmp_path):
     """Every fixture ingested (each refreshing only the caches of the kinds it wrote):
     each cache's rows, with their counts, are those of refreshing every cache of every
     timeline."""
-    fixtures = ingested_fixtures("compiled" if native_built() else "python").every_fixture()
-    assert_caches_are_a_full_refresh(fixtures.copy_to(tmp_path / "copy.duckdb"))
+    assert_caches_are_a_full_refresh(all_fixtures.copy_to(tmp_path / "copy.duckdb"))
 
 
 def assert_caches_are_a_full_refresh(

@@ -19,7 +19,7 @@ from tlview.ingest.records import (
 )
 from tlview.store import caches, open_database, write_records
 
-from tests.conftest import FIXTURES, native_built
+from tests.conftest import FIXTURES
 
 PAIRS = (("_cache_buffers", "_buffers_derived"),
          ("_cache_memory_curve", "_memory_curve_derived"),
@@ -57,14 +57,6 @@ def assert_caches_are_the_views(con) -> None:
 
 # Beside ingest/test_events_digest's tests of the same parser, which ingest the same database.
 pytestmark = pytest.mark.xdist_group("fixtures_compiled")
-
-
-@pytest.fixture(scope="module")
-def all_fixtures(ingested_fixtures):
-    """Every recognised fixture ingested into one database (the events digest test's,
-    conftest.ingested_fixtures: its compiled parser, the default where the core is
-    built)."""
-    return ingested_fixtures("compiled" if native_built() else "python").every_fixture()
 
 
 def test_every_fixture_caches_equal_the_views(all_fixtures):

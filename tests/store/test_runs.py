@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import native_built
-
 # The database of every fixture, which ingest/test_events_digest writes (one xdist group).
 pytestmark = pytest.mark.xdist_group("fixtures_compiled")
 
 
 @pytest.fixture(scope="module")
-def con(ingested_fixtures):
-    return ingested_fixtures("compiled" if native_built() else "python").every_fixture().db.con
+def con(all_fixtures):
+    return all_fixtures.db.con
 
 
 def test_n_graphs_is_the_rows_of_graphs(con):
