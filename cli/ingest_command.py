@@ -336,7 +336,7 @@ def ingest_one(db: Database, path: str, fmt: str | None, *, force: bool = False,
     if not go:
         return []
     summary = write_records(db, records_for(path, fmt, sha256=sha, progress=progress),
-                            before_commit=raise_dropped)  # a Ctrl-C DuckDB dropped: not this
+                            before_commit=raise_dropped)  # a dropped Ctrl-C: not committed
     return report_ingest(db, path, summary, verbose=verbose)
 
 

@@ -121,12 +121,15 @@ class RunsRead:
 
     def runs(self, stamp: tuple[int, int] | None) -> tuple[RunRow, ...] | None:
         with self._lock:
-            return self._runs if stamp is not None and stamp == self._stamp else None
+            return self._runs if self._kept(stamp) else None
 
     def verdicts(self, stamp: tuple[int, int] | None, run_id: int) -> tuple[Verdict, ...] | None:
         with self._lock:
-            return self._verdicts.get(run_id) if stamp is not None and stamp == self._stamp \
-                else None
+            return self._verdicts.get(run_id) if self._kept(stamp) else None
+
+    def _kept(self, stamp: tuple[int, int] | None) -> bool:
+        """Whether what is kept was read of the file at ``stamp`` (None: not known)."""
+        return stamp is not None and stamp == self._stamp
 
     def keep(self, stamp: tuple[int, int] | None, runs: tuple[RunRow, ...] | None = None,
              run_id: int | None = None, verdicts: tuple[Verdict, ...] | None = None) -> None:

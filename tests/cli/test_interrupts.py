@@ -198,7 +198,6 @@ def _stopped_at_the_second(db: Path, tmp_path: Path, capsys, sig: int, n_files: 
     assert _sources(db) == [*before, str(files[0].resolve())]
 
 
-
 def _drop_one(sig: int):
     """``sig`` now, and the interrupt its handler raises dropped, as DuckDB 2.0.1 drops it
     where the handler runs in Python code it calls back (an Arrow source's schema, while
