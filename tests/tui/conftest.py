@@ -29,3 +29,18 @@ def coll_rank0(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("tui-prof") / "coll.duckdb"
     ingest_folder(path, COLL_RANK0)
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def short_idle_waits():
+    """Textual's Pilot waits, after each key and each ``pause()``, until the process looks
+    idle, in sleeps of 1/50 s (textual._wait): at least 60 ms of an idle core per key in
+    these tests, ~40 s of a worker's 3 minutes of tests/tui. Steps of 4 ms (busy: a tenth
+    of a step's CPU; Textual's, a twentieth) make the same judgement sooner; what a test
+    waits for it waits for exactly (pilot.settle: the queues and the workers)."""
+    import textual._wait as wait
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(wait, "SLEEP_GRANULARITY", 0.004)
+        mp.setattr(wait, "SLEEP_IDLE", 0.0004)
+        yield
