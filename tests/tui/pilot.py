@@ -14,7 +14,8 @@ async def settle(pilot: Pilot, rounds: int = 100, *, waited: bool = False) -> No
 
     Done when every message queued on the app and its screen has been handled and no
     worker is pending or running, then again after a pause (which handles what those
-    handlers queued, then draws the screen): a handler may start a worker or post a
+    handlers queued, then draws the screen) and what the draw ran (the callbacks
+    that waited for it, ``call_after_refresh``): a handler may start a worker or post a
     message. Exact, not a fixed number of rounds: a round costs no sleep (``rounds``
     bounds it, as a worker that waits for a locked file never ends). ``waited``: the
     caller has just waited for the screen (``Pilot.press`` does), the first round's
@@ -27,7 +28,9 @@ async def settle(pilot: Pilot, rounds: int = 100, *, waited: bool = False) -> No
         busy = [w for w in app.workers if not w.is_finished]
         if not busy:
             await pilot.pause()  # waits for the screen again, then draws it
-            if all(w.is_finished for w in app.workers):
+            # The draw queues what waited for it (call_after_refresh): run it too.
+            await pilot._wait_for_screen()
+            if all(w.is_finished for w in app.workers) and not app.screen._callbacks:
                 return
             continue  # the pause's handlers started a worker: wait for it too
         try:
