@@ -308,6 +308,10 @@ SELECT current_setting('memory_limit');
 -- name: current_threads
 SELECT current_setting('threads');
 
+-- name: ingest_settings
+-- What an ingest's transaction changes and restores (store/writer.py IngestTransaction).
+SELECT current_setting('memory_limit'), current_setting('threads');
+
 -- Content digests of sources $1 (a list of ids): what each ingest wrote, independent of ids
 -- and of when (tests and benchmarks compare them before and after a change to an
 -- ingester), as (source_id, format, attrs, events, timelines, stacks). NULL columns are

@@ -8,11 +8,11 @@
 -- keys, so that a query of one trace reads few of them.
 
 -- name: attachment_caches_are_tables
-SELECT count(*) = 6 FROM duckdb_tables()
-WHERE schema_name = 'main'
-  AND table_name IN ('_cache_output_nodes', '_cache_call_candidates', '_cache_call_graphs',
-                     '_cache_extern_ops', '_cache_triton_attachments',
-                     '_cache_kernel_attachments');
+-- (A FILTER, not a WHERE: DuckDB 2.0 took ~7 ms to plan the WHERE on duckdb_tables(), ~3 this.)
+SELECT count(*) FILTER (WHERE schema_name = 'main' AND table_name IN (
+    '_cache_output_nodes', '_cache_call_candidates', '_cache_call_graphs',
+    '_cache_extern_ops', '_cache_triton_attachments', '_cache_kernel_attachments')) = 6
+FROM duckdb_tables();
 
 -- name: output_code_among
 -- The output-code timelines among the timelines $1 (a list of ids), in order.

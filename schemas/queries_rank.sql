@@ -137,9 +137,10 @@ ORDER BY saved_ns DESC, step, rank LIMIT 1;
 -- they are now: a table made by an older tlview is made again, whole).
 
 -- name: rank_caches_are_tables
-SELECT count(*) = 3 FROM duckdb_tables()
-WHERE schema_name = 'main'
-  AND table_name IN ('_cache_rank_traces', '_cache_pg_ranks', '_cache_arrivals');
+-- (A FILTER: see attachment_caches_are_tables.)
+SELECT count(*) FILTER (WHERE schema_name = 'main' AND table_name IN (
+    '_cache_rank_traces', '_cache_pg_ranks', '_cache_arrivals')) = 3
+FROM duckdb_tables();
 
 -- name: rank_cache_rows_among
 -- Whether the cached matching holds rows of the timelines $1 (a list of ids): timelines

@@ -105,20 +105,24 @@ class IngestTransaction:
     def __init__(self, db: Database, before_commit: Callable[[], None] | None = None) -> None:
         self.con = db.con
         self.before_commit = before_commit
-        self.limit = db.scalar("current_memory_limit")
-        self.threads = db.scalar("current_threads")
+        ((self.limit, self.threads),) = db.query("ingest_settings")
         self.con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
         self.con.execute("BEGIN TRANSACTION")
         self.open = True
+        self.lowered = False  # the threads, by insert_threads
 
     def insert_threads(self) -> None:
         """DuckDB on ``INSERT_THREADS`` for the events INSERTs: the parse (or the workers)
         has the other cores."""
         self.con.execute(f"SET threads = {INSERT_THREADS}")
+        self.lowered = True
 
     def restore_threads(self) -> None:
-        """DuckDB's threads as before the transaction (for its caches and summaries)."""
-        self.con.execute(f"SET threads = {self.threads}")
+        """DuckDB's threads as before the transaction (for its caches and summaries); a
+        no-op where they are (a SET relaunches DuckDB's threads: ~1-2 ms)."""
+        if self.lowered:
+            self.con.execute(f"SET threads = {self.threads}")
+            self.lowered = False
 
     def commit(self) -> None:
         """COMMIT (after ``before_commit``); if either fails, roll back and raise."""

@@ -163,11 +163,11 @@ def test_a_signal_while_duckdb_runs_a_statement(sig, tmp_path, monkeypatch, caps
     transaction opens (a long statement before its first query there, as a slow one)."""
     db = tmp_path / "db.duckdb"
     ingest_into(db, SEED_001)
-    real = Database.scalar
+    real = Database.query
     opened = []
 
-    def scalar(self, name, *params):
-        if name == "current_memory_limit":
+    def query(self, name, *params):
+        if name == "ingest_settings":
             opened.append(name)
             if len(opened) == 2:
                 threading.Timer(0.1, os.kill, (os.getpid(), sig)).start()
@@ -180,7 +180,7 @@ def test_a_signal_while_duckdb_runs_a_statement(sig, tmp_path, monkeypatch, caps
                     guard.cancel()
         return real(self, name, *params)
 
-    monkeypatch.setattr(Database, "scalar", scalar)
+    monkeypatch.setattr(Database, "query", query)
     _stopped_at_the_second(db, tmp_path, capsys, sig, n_files=2)
 
 
