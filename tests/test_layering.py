@@ -13,6 +13,8 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 # pyproject's package-dir: the folder of each package.
 PACKAGES = {"tlview": "cli", "tlview.ingest": "ingest", "tlview.store": "store",
@@ -31,6 +33,14 @@ def _modules() -> dict[str, Path]:
 @cache
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text("utf-8"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _trees_let_go():
+    """The trees parsed once for this file's tests, let go after them: ~300k objects that
+    the test process would hold to its end, each full garbage collection scanning them."""
+    yield
+    _tree.cache_clear()
 
 
 def _is_package(module: str) -> bool:
