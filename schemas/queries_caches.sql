@@ -8,7 +8,8 @@
 -- keys, so that a query of one trace reads few of them.
 
 -- name: attachment_caches_are_tables
--- (A FILTER, not a WHERE: DuckDB 2.0 took ~7 ms to plan the WHERE on duckdb_tables(), ~3 this.)
+-- (A FILTER, not a WHERE: DuckDB 2.0 takes about twice as long over duckdb_tables() with
+-- the WHERE; docs/benchmarks.md, "The test suite".)
 SELECT count(*) FILTER (WHERE schema_name = 'main' AND table_name IN (
     '_cache_output_nodes', '_cache_call_candidates', '_cache_call_graphs',
     '_cache_extern_ops', '_cache_triton_attachments', '_cache_kernel_attachments')) = 6

@@ -119,7 +119,7 @@ class IngestTransaction:
 
     def restore_threads(self) -> None:
         """DuckDB's threads as before the transaction (for its caches and summaries); a
-        no-op where they are (a SET relaunches DuckDB's threads: ~1-2 ms)."""
+        no-op where they are (a SET relaunches DuckDB's threads)."""
         if self.lowered:
             self.con.execute(f"SET threads = {self.threads}")
             self.lowered = False

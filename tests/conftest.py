@@ -319,10 +319,9 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     """What the test process holds once it has collected (its modules and test items)
     moved out of the garbage collector's reach (gc.freeze): they live to its end anyway,
-    and each full collection scanned them again (a worker ran 30-50, at ~0.3 s each, and
-    pytest runs five more as each worker exits). And the young generation collected every
-    10,000 allocations, not 700: most of a test's objects die before that. A full run's
-    collections took 13.4 CPU-s with both, 26.4 with the freeze alone, 34.8 before."""
+    and each full collection scanned them again (pytest runs five more as each worker
+    exits). And the young generation collected every 10,000 allocations, not 700: most of
+    a test's objects die before that (figures: docs/benchmarks.md, "The test suite")."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)

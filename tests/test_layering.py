@@ -37,8 +37,8 @@ def _tree(path: Path) -> ast.Module:
 
 @pytest.fixture(autouse=True, scope="module")
 def _trees_let_go():
-    """The trees parsed once for this file's tests, let go after them: ~300k objects that
-    the test process would hold to its end, each full garbage collection scanning them."""
+    """The trees parsed once for this file's tests, let go after them: the test process
+    would hold every module's tree to its end, each full garbage collection scanning it."""
     yield
     _tree.cache_clear()
 

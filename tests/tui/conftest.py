@@ -34,8 +34,8 @@ def coll_rank0(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def short_idle_waits():
     """Textual's Pilot waits, after each key and each ``pause()``, until the process looks
-    idle, in sleeps of 1/50 s (textual._wait): at least 60 ms of an idle core per key in
-    these tests, ~40 s of a worker's 3 minutes of tests/tui. Steps of 4 ms (busy: a tenth
+    idle, in sleeps of 1/50 s (textual._wait): three such sleeps or more of an idle core
+    per key (figures: docs/benchmarks.md, "The test suite"). Steps of 4 ms (busy: a tenth
     of a step's CPU; Textual's, a twentieth) make the same judgement sooner; what a test
     waits for it waits for exactly (pilot.settle: the queues and the workers)."""
     import textual._wait as wait
