@@ -17,6 +17,7 @@ from tlview.ingest import IngestError, formats
 from tlview.ingest.formats import NotADump, detect_format
 from tlview.ingest.lines import end_progress_line
 from tlview.store import DatabaseLocked, SchemaError, open_database
+from tlview.store.db import threads_setting
 from tlview.store.diff import DiffError
 from tlview.store.schema import migrate
 from tlview.store.shards import ShardError
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         f"  TLVIEW_LOCK_WAIT             seconds to wait while another process holds the "
         f"database (default {DEFAULT_WAIT_S:g})\n"
         "  TLVIEW_INGEST_MEMORY_LIMIT   DuckDB's memory during an ingest (default 256MB)\n"
+        "  TLVIEW_THREADS               DuckDB's threads (default one per core)\n"
         "  TLVIEW_ASCII=1, NO_COLOR     7-bit glyphs / no colour in the terminal UI\n\n"
         f"Databases are written in DuckDB storage {STORAGE_VERSION}: the duckdb CLI "
         "1.4.0 and later opens them.",
@@ -164,6 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    try:
+        threads_setting()
+    except ValueError as e:
+        print(f"tlview: {e}", file=sys.stderr)
+        return 2
     try:
         if args.command == "ingest":
             return cmd_ingest(args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -96,11 +97,37 @@ def _load_named_queries() -> dict[str, str]:
 SLOW_OPTIMIZERS = ("projection_pullup",)  # off on every connection tlview opens (_connect)
 
 
+def threads_setting() -> int | None:
+    """DuckDB's threads for every connection tlview opens: ``TLVIEW_THREADS`` (a count of 1
+    or more), or None for DuckDB's own default, one per core. On a box where training
+    or other tools hold the cores, fewer threads leave them be; and where several tlview
+    processes share the cores, one thread each spends less CPU for the same rows than
+    several threads that wait on each other (figures: docs/benchmarks.md)."""
+    raw = os.environ.get("TLVIEW_THREADS", "").strip()
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"TLVIEW_THREADS={raw!r}: expected a count of threads, 1 or more")
+    return n
+
+
+def apply_threads(con: duckdb.DuckDBPyConnection) -> None:
+    """``threads_setting()`` applied to ``con``'s database (DuckDB's default where unset)."""
+    threads = threads_setting()
+    if threads is not None:
+        con.execute(f"SET threads = {threads}")
+
+
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     config = {} if read_only or Path(path).exists() else storage.creation_config()
     try:
         con = duckdb.connect(path, read_only=read_only, config=config)
         con.execute("SET enable_progress_bar = false")  # never draw on a user's terminal
+        apply_threads(con)
         # DuckDB's projection_pullup pass changes no result, only the plan; on the deep
         # stacks of views tlview asks it costs much of the planning for no faster run
         # (figures: docs/postmortem.md). A plain duckdb CLI keeps it (same rows).

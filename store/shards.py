@@ -42,7 +42,7 @@ from tlview.ingest.records import dumps
 
 from . import caches, diff, runs
 from .convert import EVENT_SCHEMA, KIND_SCHEMAS
-from .db import _QUERIES, SCHEMA_VERSION, Database, _schema_files
+from .db import _QUERIES, SCHEMA_VERSION, Database, _schema_files, apply_threads
 from .schema import _template_path, open_database
 from .writer import IngestSummary, ingest_transaction
 
@@ -353,6 +353,7 @@ def open_shards(folder: str | Path) -> ShardDatabase:
         raise
     try:
         con.execute("SET enable_progress_bar = false")
+        apply_threads(con)
         con.execute("SET VARIABLE tlview_shards = ?", [str(root.resolve())])
         con.execute(_sql("shard_set.sql"))
         if tpl is None:

@@ -297,6 +297,16 @@ def all_fixtures(ingested_fixtures):
     return ingested_fixtures("compiled" if native_built() else "python").every_fixture()
 
 
+def pytest_configure(config):
+    """Under xdist, each worker's DuckDB (and that of each tlview process it starts) gets
+    the cores divided among the workers (TLVIEW_THREADS, unless set): with one thread per
+    core in each of two workers on two cores, DuckDB spends more CPU for the same rows, its
+    threads waiting on each other (figures: docs/benchmarks.md, "The test suite")."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers and "TLVIEW_THREADS" not in os.environ:
+        os.environ["TLVIEW_THREADS"] = str(max(1, (os.cpu_count() or 1) // workers))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Under xdist (``-n``, with pyproject's ``--dist loadgroup``) the tests of a module

@@ -255,6 +255,21 @@ def test_lock_error_names_the_tui_that_holds_the_file(seed_db, tmp_path):
         tui.wait()
 
 
+def test_tlview_threads_sets_duckdbs_threads(seed_db):
+    """TLVIEW_THREADS gives the connections tlview opens that many DuckDB threads (the views
+    over a shard set too: tests/cli/test_shards); what is not a count of 1 or more is one
+    line, exit 2, before anything is opened."""
+    db = seed_db("threads.duckdb")
+    for n in ("1", "3"):
+        p = tlview("sql", "--db", str(db), "--csv",
+                   "SELECT current_setting('threads') AS threads", env={"TLVIEW_THREADS": n})
+        assert (p.returncode, p.stdout.split()) == (0, ["threads", n]), p.stderr
+    for bad in ("all", "0", "-2"):
+        err = one_line_error(tlview("info", "--db", str(db), env={"TLVIEW_THREADS": bad}))
+        assert err == f"tlview: TLVIEW_THREADS={bad!r}: expected a count of threads, 1 or " \
+                      "more\n"
+
+
 def test_a_reader_waits_for_the_writer_and_names_it(seed_db, tmp_path):
     db = seed_db("w.duckdb")
     writer = _holder(tmp_path, db, "ingest", write=True)

@@ -217,6 +217,13 @@ def test_views_over_shards_equal_views_over_the_database(coll_db, coll_set, caps
                                              "ORDER BY rank")]
 
 
+def test_the_shard_sets_connection_has_tlview_threads(coll_set, capsys, monkeypatch):
+    monkeypatch.setenv("TLVIEW_THREADS", "3")
+    code, text, err = run(capsys, "sql", "--parquet", str(coll_set), "--csv",
+                          "SELECT current_setting('threads') AS threads")
+    assert (code, text.split()) == (0, ["threads", "3"]), err
+
+
 def test_an_exported_database_is_a_shard_set_with_the_same_views(coll_db, tmp_path, capsys):
     out = tmp_path / "exported"
     code, text, err = run(capsys, "export", "--parquet", str(out), "--db", str(coll_db))
