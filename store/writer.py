@@ -113,9 +113,10 @@ class IngestTransaction:
 
     def insert_threads(self) -> None:
         """DuckDB on ``INSERT_THREADS`` for the events INSERTs: the parse (or the workers)
-        has the other cores."""
-        self.con.execute(f"SET threads = {INSERT_THREADS}")
-        self.lowered = True
+        has the other cores. A no-op where it runs on that many already (TLVIEW_THREADS)."""
+        if self.threads != INSERT_THREADS and not self.lowered:
+            self.con.execute(f"SET threads = {INSERT_THREADS}")
+            self.lowered = True
 
     def restore_threads(self) -> None:
         """DuckDB's threads as before the transaction (for its caches and summaries); a
