@@ -11,7 +11,10 @@ Measured in the same run: a bare Python line scan of the file (the floor of a Py
 parser), the database side alone (the same rows prebuilt, bench_wrapper.floor), tlview's
 parse alone (records counted, no database) and the whole ingest, each
 with the compiled core and with the pure-Python parsers (``TLVIEW_NATIVE=0``, the previous
-release's path), and the digests of the rows both wrote (equal).
+release's path), and the digests of the rows both wrote (equal). Beside them tlparse
+(the Rust tool TORCH_TRACE users run: ``pip install tlparse``, the dev extra; its binary
+on PATH, beside this Python, or ``TLVIEW_TLPARSE``) on the same log, its HTML report
+written as by default; issue 28's target is tlview's whole ingest >= 5x faster than it.
 Size override: TLVIEW_BENCH_TORCH_TRACE_MB (comma list, default 10,50,100).
 """
 
@@ -20,10 +23,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import resource
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from .bench_wrapper import compare_modes, floor
-from .harness import OUT, Result, scan_floors
+from .harness import OUT, Result, run_child, scan_floors
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "torch_trace"
@@ -77,6 +84,50 @@ def parse_only(path: str) -> int:
     return sum(1 for _ in parse_file(path))
 
 
+def tlparse_binary() -> str | None:
+    """tlparse's binary: ``TLVIEW_TLPARSE``, else on PATH, else beside this Python (a
+    venv's bin/ that is not on PATH); None where there is none."""
+    named = os.environ.get("TLVIEW_TLPARSE")
+    if named:
+        return named
+    beside = Path(sys.executable).with_name("tlparse")
+    return shutil.which("tlparse") or (str(beside) if beside.exists() else None)
+
+
+def tlparse_run(binary: str, path: str, out: str) -> dict:
+    """tlparse on ``path``, its report written into ``out`` (made anew): its CPU time
+    and peak RSS, read from this process's children's rusage (the child's own are
+    Python's, not tlparse's)."""
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([binary, path, "-o", out, "--overwrite", "--no-browser"], check=True,
+                   capture_output=True)
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)  # before --version runs
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    return {"cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024,
+            "version": version.strip()}
+
+
+def vs_tlparse(path: Path, label: str, ingest: Result | None) -> list[Result]:
+    """tlparse's row, and tlview's whole ingest's time as a ratio of it (issue 28's
+    target: >= 5x faster); nothing, said so, where tlparse is not installed."""
+    binary = tlparse_binary()
+    if binary is None:
+        print(f"{label}: tlparse not found (pip install tlparse, or TLVIEW_TLPARSE): "
+              "its baseline left out", file=sys.stderr, flush=True)
+        return []
+    run = run_child("bench.bench_torch_trace:tlparse_run", binary, str(path),
+                    str(OUT / "tlparse_out"))
+    wall = run["wall_s"]
+    print(f"  {label:<24} tlparse wall {wall:7.2f} s  CPU {run['result']['cpu_s']:7.2f} s  "
+          f"peak RSS {run['result']['peak_rss_mb']:5.0f} MB", file=sys.stderr, flush=True)
+    ratios = {}
+    if ingest is not None:
+        ratios["tlview ingest faster by"] = wall / ingest.wall_s
+    return [Result(f"{run['result']['version']} (baseline, its HTML report)", label, path.stat().st_size, wall,
+                   run["result"]["peak_rss_mb"], baseline=ratios,
+                   extra={"cpu_s": run["result"]["cpu_s"]})]
+
+
 def main() -> list[Result]:
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
@@ -86,5 +137,9 @@ def main() -> list[Result]:
         scan, floors = scan_floors(path, label)
         results.extend(floors)
         results.append(floor(path, label))
-        results.extend(compare_modes(path, label, "torch_trace", scan))
+        modes = compare_modes(path, label, "torch_trace", scan)
+        results.extend(modes)
+        ingest = next((r for r in modes if r.name.startswith("tlview ingest")
+                       and "compiled core" in r.name), None)
+        results.extend(vs_tlparse(path, label, ingest))
     return results
