@@ -824,7 +824,7 @@ def _spec() -> Any:
 
     return FormatSpec(name=FORMAT, description="CUDA allocator snapshot pickle "
                       "(torch.cuda.memory._dump_snapshot), .pickle or .pickle.gz",
-                      sniff=sniff, parse=parse_snapshot)
+                      sniff=sniff, parse=parse_snapshot, compiled=True)
 
 
 SPEC = _spec()

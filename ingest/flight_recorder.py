@@ -795,7 +795,7 @@ def _spec() -> Any:
 
     return FormatSpec(name=FORMAT, description="torch.distributed Flight Recorder dump "
                       "(pickle or JSON, one per rank: <prefix><rank>)",
-                      sniff=sniff, parse=parse_flight_recorder)
+                      sniff=sniff, parse=parse_flight_recorder, compiled=True)
 
 
 SPEC = _spec()

@@ -29,6 +29,9 @@ class FormatSpec:
     # For dumps split over sibling files: path -> the one file that stands for its group,
     # so that a folder ingests each group once. None: every file stands alone.
     group: Callable[[str], str] | None = None
+    # The parser has a compiled twin (native/), which it asks for (native.module()): the
+    # writer then parses in a thread beside the database's work (store/writer.py).
+    compiled: bool = False
 
 
 def read_head_bytes(path: str, size: int = 64 * 1024) -> bytes:

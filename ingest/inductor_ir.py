@@ -702,6 +702,7 @@ def _spec() -> Any:
         description="Inductor scheduler IR, ir_pre_fusion.txt / ir_post_fusion.txt",
         sniff=sniff,
         parse=parse_file,
+        compiled=True,
     )
 
 

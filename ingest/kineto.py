@@ -439,9 +439,10 @@ def _specs() -> list[Any]:
     return [
         FormatSpec(name=FORMAT_KINETO,
                    description="PyTorch profiler (Kineto) Chrome trace, .json or .json.gz",
-                   sniff=sniff_kineto, parse=_parse_kineto),
+                   sniff=sniff_kineto, parse=_parse_kineto, compiled=True),
         FormatSpec(name=FORMAT_JAX, description="jax.profiler Chrome trace (*.trace.json.gz)",
-                   sniff=sniff_jax, parse=_parse_jax),
+                   sniff=sniff_jax, parse=_parse_jax,
+                   compiled=True),
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 from .errors import IngestError
@@ -59,19 +59,51 @@ def resolve_format(path: str, fmt: str | None) -> FormatSpec:
     return known[fmt]
 
 
+class Records:
+    """The records of one file (``records_for``), read one by one, and, once the first (its
+    Source) is out, whether a compiled twin parses the rest (``compiled_twin``): where the
+    core is built it releases the GIL while it reads, so a reader may run it in a thread
+    beside its own work. A Python parser holds the GIL throughout."""
+
+    def __init__(self, path: str | os.PathLike[str], fmt: str | None, sha256: str | None,
+                 progress: ProgressFn | None) -> None:
+        self._spec: FormatSpec | None = None
+        self._it = self._records(path, fmt, sha256, progress)
+
+    def _records(self, path: str | os.PathLike[str], fmt: str | None, sha256: str | None,
+                 progress: ProgressFn | None) -> Generator[Record, None, None]:
+        p = str(Path(path).resolve())
+        if not Path(p).is_file():
+            raise IngestError(str(path), None, "no such file")
+        spec = self._spec = resolve_format(p, fmt)
+        yield Source(
+            path=p, size=os.path.getsize(p),
+            sha256=file_sha256(p) if sha256 is None else sha256, format=spec.name,
+        )
+        yield from spec.parse(p, progress)
+
+    def __iter__(self) -> Records:
+        return self
+
+    def __next__(self) -> Record:
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it.close()
+
+    @property
+    def compiled_twin(self) -> bool:
+        """The format has a compiled twin (FormatSpec.compiled); False until the Source
+        is out (the format is known then)."""
+        return self._spec is not None and self._spec.compiled
+
+
 def records_for(
     path: str | os.PathLike[str], fmt: str | None = None, *, sha256: str | None = None,
     progress: ProgressFn | None = None,
-) -> Iterator[Record]:
+) -> Records:
     """The Source record of ``path``, then everything its format's parser yields
     (``sha256``: the file's where the caller has it; ``SHA256_LATER`` where the caller
-    hashes it meanwhile and gives the writer the digest)."""
-    p = str(Path(path).resolve())
-    if not Path(p).is_file():
-        raise IngestError(str(path), None, "no such file")
-    spec = resolve_format(p, fmt)
-    yield Source(
-        path=p, size=os.path.getsize(p), sha256=file_sha256(p) if sha256 is None else sha256,
-        format=spec.name,
-    )
-    yield from spec.parse(p, progress)
+    hashes it meanwhile and gives the writer the digest). Nothing is read before the
+    first record is asked for."""
+    return Records(path, fmt, sha256, progress)

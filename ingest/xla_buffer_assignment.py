@@ -790,6 +790,7 @@ def _spec() -> Any:
         sniff=sniff,
         parse=parse_file,
         group=group_path,
+        compiled=True,
     )
 
 

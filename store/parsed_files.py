@@ -26,7 +26,7 @@ from tlview.ingest.records import dumps
 from . import runs
 from .convert import KIND_SCHEMAS
 from .db import Database, insert_arrow
-from .writer import SIDE_TABLES, IngestSummary, SourceRows, _in_background
+from .writer import SIDE_TABLES, IngestSummary, SourceRows, _parsing
 
 SOURCE_COLUMNS = ("path", "size", "sha256", "format", "tool_version")
 
@@ -60,7 +60,7 @@ def write_parsed(records: Iterable[Any], folder: str | Path) -> Parsed:
     """One source's records (its Source first) as IPC streams in ``folder`` (made here)."""
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
-    rows = SourceRows(_in_background(records), 0, 0)
+    rows = SourceRows(_parsing(records), 0, 0)
     writers: dict[str, Any] = {}
     try:
         for kind, batch in rows.kind_batches():

@@ -141,9 +141,9 @@ def write_rows(records: Iterable[Any], folder: str | Path, key: int) -> None:
     no database, so no caches (``commit_shards`` computes them in the database, as an
     ingest does). The lean shard of ``tlview ingest -j``'s workers; a shard set that
     DuckDB reads in place needs ``export_source``'s complete shards."""
-    from .writer import SIDE_TABLES, SourceRows, _in_background
+    from .writer import SIDE_TABLES, SourceRows, _parsing
 
-    rows = SourceRows(_in_background(records), 0, 0)
+    rows = SourceRows(_parsing(records), 0, 0)
     written: list[Path] = []
 
     def place(table: ShardTable) -> tuple[Path, Path]:

@@ -87,3 +87,18 @@ def test_fixture_digest(rel, fmt, parsed):
             GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=1) + "\n")
             continue
         assert got == golden_digests()[rel], fixtures.parser
+
+
+def test_the_formats_marked_compiled_are_those_whose_ingest_asks_for_the_core(parsed):
+    """FormatSpec.compiled (the writer then parses in a thread: store/writer.py _parsing)
+    holds for a format exactly where its parser asks for the compiled core: every fixture
+    of it did, and no fixture of another format did."""
+    from tlview.ingest import formats
+
+    if not native_built():
+        pytest.skip("the compiled core is not built: no ingest asks for it")
+    asked: dict[str, set[bool]] = {}
+    compiled = next(p for p in parsed[INPUTS[0][0]] if p.parser == "compiled")
+    for rel, fmt in INPUTS:
+        asked.setdefault(fmt, set()).add(compiled.asked_core[rel])
+    assert {fmt: {formats()[fmt].compiled} for fmt in asked} == asked

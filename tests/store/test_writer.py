@@ -198,3 +198,34 @@ def test_a_shard_set_has_each_kind_as_a_view_in_its_tables_columns(tmp_path):
             assert [c[0] for c in s.sql(q).description] == schema.names, kind
             assert s.sql(q).fetchall() == d.sql(q).fetchall(), kind
         assert d.sql("SELECT count(DISTINCT kind) FROM events").fetchone()[0] >= 6
+
+
+def test_a_python_parser_runs_in_the_writers_thread_a_compiled_twin_beside_it(
+        db_path, monkeypatch):
+    """The writer parses in a thread of its own only where a compiled twin reads the file
+    (FormatSpec.compiled): it releases the GIL, so the parse overlaps the database's work.
+    A Python parser runs in the writer's thread, reading what the thread would (columns
+    accepted while it reads, and only then)."""
+    import threading
+
+    from tlview.ingest import records_for
+    from tlview.ingest.records import columns_wanted
+
+    from tests.conftest import FIXTURES
+
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def spy(self):
+        started.append(self.name)
+        return start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", spy)
+    with open_database(db_path) as db:
+        log = FIXTURES / "seeds" / "004_11560de70615f418.txt"  # a torch log: Python only
+        assert write_records(db, records_for(log)).counts["node_scheduled"] > 0
+        assert "tlview-parse" not in started
+        assert not columns_wanted()  # the flag is not left on in this thread
+        trace = FIXTURES / "profile" / "coll" / "rank0" / "rank0.pt.trace.json.gz"
+        assert sum(write_records(db, records_for(trace)).counts.values()) > 0
+        assert started.count("tlview-parse") == 1
