@@ -102,7 +102,23 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
     meta: dict[str, Any] | None = None
     in_traceback = False
     after_warning = False
+    # The glog prefix of the last line (its text up to the match's end) and what could
+    # still follow it in a longer match (the optional compile id and artifact): a line
+    # that begins with the same prefix, not followed by that, matches it the same way, so
+    # it continues the record without the match (the lines of one record repeat its
+    # prefix: ~6 us a line otherwise, a fifth of a glog log's parse).
+    prefix: str | None = None
+    longer = ""
     for number, raw in lines:
+        if prefix is not None and raw.startswith(prefix) and not (
+                longer and raw.startswith(longer, len(prefix))):
+            text = raw[len(prefix):]
+            if text.startswith(" "):
+                text = text[1:]
+            in_traceback = after_warning = False
+            yield LogLine(number, text, record, meta, False)
+            continue
+        prefix = None
         if raw[:1] in "[VIWEC" and raw[:1]:
             m = _GLOG.match(raw)
             if m:
@@ -115,6 +131,9 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
                 if starts:
                     record += 1
                     key, dress, meta = new_key, "glog", _glog_meta(m)
+                prefix = raw[:m.end()]
+                longer = ("" if m["artifact"] is not None
+                          else " [__" if m["cid"] is not None else " [")
                 in_traceback = after_warning = False
                 yield LogLine(number, text, record, meta, starts)
                 continue

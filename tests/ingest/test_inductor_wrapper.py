@@ -290,6 +290,29 @@ def test_undress_prefixes():
     assert lines[2].record == lines[1].record and not lines[2].starts_record
 
 
+
+def test_a_line_that_repeats_the_prefix_and_adds_a_field_is_a_new_record():
+    """A line that begins with the last line's glog prefix continues its record unless
+    the prefix would match further there (a compile id or an artifact the last one had
+    not): then it is a record of its own, with what it adds."""
+    head = "I1121 23:39:08.467000 597 torch/_inductor/graph.py:2045]"
+    lines = list(undress(enumerate([
+        f"{head} first",
+        f"{head} second",  # the same prefix: the same record
+        f"{head} [0/0] with a compile id",
+        f"{head} [0/0] same again",
+        f"{head} [0/0] [__output_code] with an artifact",
+        f"{head} [0/0] [__output_code] [1/1] not a field past the artifact",
+        f"{head} [not an id] text in brackets",  # not a compile id: the first prefix
+    ], 1)))
+    assert [ln.text for ln in lines] == [
+        "first", "second", "with a compile id", "same again", "with an artifact",
+        "[1/1] not a field past the artifact", "[not an id] text in brackets"]
+    assert [ln.record for ln in lines] == [1, 1, 2, 2, 3, 3, 4]
+    assert [ln.starts_record for ln in lines] == [True, False, True, False, True, False, True]
+    assert [(ln.meta.get("compile_id"), ln.meta.get("log")) for ln in lines] == [
+        (None, None)] * 2 + [("0/0", None)] * 2 + [("0/0", "output_code")] * 2 + [(None, None)]
+
 def test_truncated_log_is_an_error_naming_file_and_line(tmp_path, db_path):
     lines = SEED_004.read_text().splitlines()
     cut = next(n for n, ln in enumerate(lines) if "buf13 = reinterpret_tensor" in ln)
