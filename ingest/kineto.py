@@ -441,8 +441,7 @@ def _specs() -> list[Any]:
                    description="PyTorch profiler (Kineto) Chrome trace, .json or .json.gz",
                    sniff=sniff_kineto, parse=_parse_kineto, compiled=True),
         FormatSpec(name=FORMAT_JAX, description="jax.profiler Chrome trace (*.trace.json.gz)",
-                   sniff=sniff_jax, parse=_parse_jax,
-                   compiled=True),
+                   sniff=sniff_jax, parse=_parse_jax, compiled=True),
     ]
 
 

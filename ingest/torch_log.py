@@ -110,21 +110,12 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
     prefix: str | None = None
     longer = ""
     for number, raw in lines:
-        if prefix is not None and raw.startswith(prefix) and not (
+        starts = False
+        if prefix is None or not raw.startswith(prefix) or (
                 longer and raw.startswith(longer, len(prefix))):
-            text = raw[len(prefix):]
-            if text.startswith(" "):
-                text = text[1:]
-            in_traceback = after_warning = False
-            yield LogLine(number, text, record, meta, False)
-            continue
-        prefix = None
-        if raw[:1] in "[VIWEC" and raw[:1]:
-            m = _GLOG.match(raw)
+            prefix = None
+            m = _GLOG.match(raw) if raw[:1] in "[VIWEC" and raw[:1] else None
             if m:
-                text = raw[m.end():]
-                if text.startswith(" "):
-                    text = text[1:]
                 new_key = (m["rank"], m["level"], m["time"], m["pid"], m["src"], m["lineno"],
                            m["cid"], m["artifact"])
                 starts = new_key != key
@@ -134,9 +125,13 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
                 prefix = raw[:m.end()]
                 longer = ("" if m["artifact"] is not None
                           else " [__" if m["cid"] is not None else " [")
-                in_traceback = after_warning = False
-                yield LogLine(number, text, record, meta, starts)
-                continue
+        if prefix is not None:  # a glog line: its text after the prefix
+            text = raw[len(prefix):]
+            if text.startswith(" "):
+                text = text[1:]
+            in_traceback = after_warning = False
+            yield LogLine(number, text, record, meta, starts)
+            continue
         if raw[:1] in "DIWEC" and raw[:1]:
             m = _SHORT.match(raw)
             if m:

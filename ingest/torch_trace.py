@@ -140,8 +140,8 @@ class _Payload:
     (~1M payload lines per 100 MB of log). A payload kept up to a cap counts its bytes
     line by line (its cap is checked at each)."""
 
-    __slots__ = ("kind", "name", "expect", "md5", "n", "_nbytes", "_hashed", "pending",
-                 "start", "sink", "keep", "cap", "done")
+    __slots__ = ("kind", "name", "expect", "md5", "n", "_nbytes", "pending", "start",
+                 "sink", "keep", "cap", "done")
 
     PENDING = 512
 
@@ -152,8 +152,7 @@ class _Payload:
         self.md5 = hashlib.md5(usedforsecurity=False)
         self.n = 0  # payload lines read
         self._nbytes = 0  # bytes of the lines hashed (newlines between lines included)
-        self._hashed = 0  # lines hashed
-        self.pending: list[str] = []  # lines read, not hashed yet
+        self.pending: list[str] = []  # lines read, not hashed yet (the last of the n)
         self.sink = sink
         self.keep: list[str] | None = [] if keep else None
         self.cap = cap
@@ -170,12 +169,11 @@ class _Payload:
         if not self.pending:
             return
         raw = "\n".join(self.pending).encode()
-        if self._hashed:
+        if self.n > len(self.pending):  # lines hashed before these: a newline between
             self.md5.update(b"\n")
             self._nbytes += 1
         self.md5.update(raw)
         self._nbytes += len(raw)
-        self._hashed += len(self.pending)
         self.pending.clear()
 
     @property
@@ -187,8 +185,7 @@ class _Payload:
     @property
     def md5_ok(self) -> bool:
         """No payload announced, or the one read has the announced md5."""
-        self._hash()
-        return self.expect is None or self.md5.hexdigest() == self.expect
+        return self.expect is None or self.hexdigest() == self.expect
 
     def hexdigest(self) -> str:
         self._hash()
