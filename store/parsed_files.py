@@ -70,6 +70,7 @@ def write_parsed(records: Iterable[Any], folder: str | Path) -> Parsed:
                                                       KIND_SCHEMAS[kind])
             w.write_batch(batch)
     finally:
+        rows.close()
         for w in writers.values():
             w.close()
     for attr, _, names, types in SIDE_TABLES:

@@ -182,6 +182,7 @@ def write_rows(records: Iterable[Any], folder: str | Path, key: int) -> None:
         os.replace(part, path)
         written.append(path)
     except BaseException:
+        rows.close()
         for p in written:
             p.unlink(missing_ok=True)
         raise

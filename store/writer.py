@@ -194,6 +194,7 @@ def _write(db: Database, txn: IngestTransaction, records: Iterable[Record], batc
             con.unregister("_tlview_batch")
         except duckdb.Error:
             pass  # an aborted transaction refuses it; the rollback clears it anyway
+        rows.close()
         if rows.failed and not isinstance(rows.failed[0], KeyboardInterrupt):
             raise rows.failed[0] from None
         raise
@@ -240,6 +241,15 @@ class SourceRows:
         self.stacks: list[tuple[Any, ...]] = []
         self.failed: list[BaseException] = []
         self.stop = threading.Event()  # set on Ctrl-C: the batch generator stops
+
+    def close(self) -> None:
+        """Stop reading the records; a parse thread is told to stop and joined. Called
+        where an ingest ends early (an error, an interrupt): otherwise the records' end
+        waits for the garbage collector (the exception kept in ``failed`` holds this
+        object in a cycle), which may run in the parse thread itself."""
+        close = getattr(self._it, "close", None)
+        if close is not None:
+            close()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Every event of the source as batches of the events view's columns (a shard
@@ -556,8 +566,11 @@ def _parsing(records: Iterable[Record]) -> Iterator[Record]:
     the core releases the GIL while it reads. A Python parser holds the GIL throughout,
     so in a thread it would only take turns with the writer's own Python: it runs in
     this thread (1-4% less time on 50-100 MB torch logs and TORCH_TRACE logs, medians of
-    3-5 runs: docs/benchmarks.md)."""
+    3-5 runs: docs/benchmarks.md). Whichever thread reads the records closes them: a
+    generator closed from another thread while it runs there raises (an interrupted
+    ingest's, finalized as it ends)."""
     it = iter(records)
+    mine = True  # this thread reads, and closes, ``it``
     try:
         with columns_accepted():
             first = next(it, None)
@@ -565,13 +578,14 @@ def _parsing(records: Iterable[Record]) -> Iterator[Record]:
             return
         yield first
         if getattr(records, "compiled_twin", False):
+            mine = False  # the parse thread's from here on (_in_background closes it)
             yield from _in_background(it)
             return
         while buf := _pull(it):
             yield from buf
     finally:
         close = getattr(it, "close", None)
-        if close is not None:
+        if mine and close is not None:
             close()
 
 
@@ -606,17 +620,29 @@ def _in_background(records: Iterable[Record]) -> Iterator[Record]:
     q: queue.Queue[Any] = queue.Queue(maxsize=4)
     stop = threading.Event()
 
+    def hand(item: Any) -> bool:
+        """``item`` to the caller; False once it has stopped taking them (a full queue
+        waits only while it may still take them)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
     def produce() -> None:
         it = iter(records)
         try:
             while not stop.is_set():
                 buf = _pull(it)
                 if not buf:
-                    q.put(_DONE)
+                    hand(_DONE)
                     return
-                q.put(buf)
+                if not hand(buf):
+                    return
         except BaseException as e:  # handed to the caller's thread
-            q.put(_Failed(e))
+            hand(_Failed(e))
         finally:
             close = getattr(it, "close", None)
             if close is not None:
@@ -634,7 +660,9 @@ def _in_background(records: Iterable[Record]) -> Iterator[Record]:
             yield from item
     finally:
         stop.set()
-        while thread.is_alive():
+        # Closed by the garbage collector in the parse thread itself (an interrupted
+        # ingest's records): it stops at its next chunk, and closes them.
+        while thread.is_alive() and thread is not threading.current_thread():
             try:
                 q.get_nowait()
             except queue.Empty:

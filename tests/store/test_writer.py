@@ -229,3 +229,89 @@ def test_a_python_parser_runs_in_the_writers_thread_a_compiled_twin_beside_it(
         trace = FIXTURES / "profile" / "coll" / "rank0" / "rank0.pt.trace.json.gz"
         assert sum(write_records(db, records_for(trace)).counts.values()) > 0
         assert started.count("tlview-parse") == 1
+
+
+def test_records_closed_in_their_parse_thread_stop_there_without_an_error():
+    """An ingest that ends early leaves its records to the garbage collector (the error
+    SourceRows keeps holds them in a cycle), which may close them in the parse thread
+    itself, inside the parser. That closing raises nothing (it printed "cannot join
+    current thread" and "generator already executing" under an interrupted ingest's one
+    line), and the parse stops there: the thread ends, its records closed once, by it."""
+    import threading
+
+    from tlview.ingest.records import Source, Timeline
+
+    chain: list = []
+    raised: list[BaseException] = []
+    closed: list[str] = []
+    idle = threading.Event()
+
+    def parse():
+        yield Source(path="x", size=0, sha256="0" * 64, format="kineto")
+        for n in range(100_000):
+            if n == 600:  # the caller takes no more: a collection in this thread
+                idle.wait(5)
+                try:
+                    chain[0].close()
+                except BaseException as e:
+                    raised.append(e)
+            yield Timeline(key=f"t{n}", name="t", format="kineto")
+
+    class Twin:  # a compiled twin's records (ingest.source.Records)
+        compiled_twin = True
+
+        def __init__(self):
+            self.it = parse()
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return next(self.it)
+
+        def close(self):
+            closed.append(threading.current_thread().name)
+            self.it.close()
+
+    chain.append(w._parsing(Twin()))
+    assert isinstance(next(chain[0]), Source)
+    assert next(chain[0]).key == "t0"
+    parse_thread = next(t for t in threading.enumerate() if t.name == "tlview-parse")
+    idle.set()
+    parse_thread.join(10)
+    assert not parse_thread.is_alive()
+    assert raised == [] and closed == ["tlview-parse"]
+
+
+def test_an_ingest_that_fails_stops_its_parse_thread_at_once(db_path):
+    """A compiled twin's parse runs in a thread; where the write fails (here an event of an
+    undeclared timeline, found while DuckDB pulls the rows) the writer closes the records
+    before it raises, so the thread ends now, not whenever a garbage collection finds
+    them (it sat blocked on its full queue with the file open). The collector is off."""
+    import gc
+    import threading
+
+    class Twin:  # a compiled twin's records (ingest.source.Records)
+        compiled_twin = True
+
+        def __init__(self, records):
+            self.it = iter(records)
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return next(self.it)
+
+    records = _events(5_000)
+    records.insert(300, BufferFreed("undeclared", 1, "buf0"))
+    gc.disable()
+    try:
+        with open_database(db_path) as db, pytest.raises(ValueError, match="undeclared"):
+            write_records(db, Twin(records))
+        parse = [t for t in threading.enumerate() if t.name == "tlview-parse"]
+        for t in parse:
+            t.join(2)
+        assert not any(t.is_alive() for t in parse)
+    finally:
+        gc.enable()
