@@ -53,7 +53,7 @@ QUERIES = {
 
 
 def cores() -> int:
-    from tlview.parallel_ingest import default_jobs
+    from tlview.workers import default_jobs
 
     return default_jobs()
 

@@ -20,17 +20,15 @@ from tlview.store import DatabaseLocked, SchemaError, open_database
 from tlview.store.db import threads_setting
 from tlview.store.diff import DiffError
 from tlview.store.schema import migrate
-from tlview.store.shards import ShardError
 from tlview.store.storage import STORAGE_VERSION
 
 from . import cluster, diff_command, plot_command, report_command, shard_command
-from .ingest_command import cmd_ingest
 from .interrupts import as_interrupt, exit_code, signal_name
 from .locking import DEFAULT_WAIT_S, lock_wait_s, say_waiting
 from .output import SIGPIPE_EXIT, silence_stdout
-from .parallel_ingest import default_jobs
 from .sql_command import UsageError, cmd_sql
 from .summary import print_info
+from .workers import default_jobs
 
 DEFAULT_DB = "tlview.duckdb"
 COMMANDS = {"ingest", "shard", "export", "sql", "info", "migrate", "diff", "plot", "report",
@@ -173,6 +171,8 @@ def _run(argv: list[str]) -> int:
         return 2
     try:
         if args.command == "ingest":
+            from .ingest_command import cmd_ingest  # (the writer, pyarrow: ~0.3 s of start)
+
             return cmd_ingest(args)
         if args.command == "shard":
             return shard_command.cmd_shard(args)
@@ -192,8 +192,8 @@ def _run(argv: list[str]) -> int:
             return report_command.cmd_report(args)
         return cmd_tui(args)
     except (IngestError, DatabaseLocked, SchemaError, UsageError, FileNotFoundError,
-            DiffError, plot_command.PlotError, ShardError, cluster.ClusterUnavailable,
-            report_command.ReportError) as e:
+            DiffError, plot_command.PlotError, cluster.ClusterUnavailable,
+            report_command.ReportError, *_shard_error()) as e:
         print(f"tlview: {e}", file=sys.stderr)
         return 2
     except duckdb.Error as e:
@@ -206,6 +206,14 @@ def _run(argv: list[str]) -> int:
         print(f"tlview: interrupted ({signal_name(interrupt)}); nothing of the unfinished "
               "ingest was written", file=sys.stderr)
         return exit_code(interrupt)
+
+
+def _shard_error() -> tuple[type[BaseException], ...]:
+    """ShardError, where store/shards.py was loaded (with pyarrow's Parquet, which a command
+    that only reads never loads): it cannot have been raised elsewhere, and an except
+    clause's tuple is made only when an exception reaches it."""
+    shards = sys.modules.get("tlview.store.shards")
+    return (shards.ShardError,) if shards is not None else ()
 
 
 def cmd_info(args: argparse.Namespace) -> int:

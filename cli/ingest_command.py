@@ -43,13 +43,13 @@ from .output import say
 from .parallel_ingest import (
     Outcome,
     can_fork,
-    default_jobs,
     ingest_files,
     local_pool,
     say_err,
 )
 from .rank_report import print_rank_report
 from .summary import print_ingested
+from .workers import default_jobs
 
 
 @attrs.frozen

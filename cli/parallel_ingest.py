@@ -39,14 +39,6 @@ from .output import say
 from .shard_task import error_of, parse_file, shard_file
 
 
-def default_jobs() -> int:
-    """Every core this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 @attrs.define
 class Outcome:
     ingested: int = 0

@@ -14,13 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from tlview.store.shards import MANIFEST, init_set, known_sources, shard_bytes, shard_keys
-
 from . import cluster
-from .ingest_command import _plan
 from .output import say
-from .parallel_ingest import default_jobs, local_pool
-from .shard_task import error_of, shard_file
+from .workers import default_jobs
 
 
 def add_parser(sub: argparse._SubParsersAction, add_parallel_options) -> None:  # type: ignore[type-arg]
@@ -59,7 +55,7 @@ def add_export_parser(sub: argparse._SubParsersAction, db_help: str) -> None:  #
 
 def cmd_export(args: argparse.Namespace) -> int:
     from tlview.store import open_database
-    from tlview.store.shards import export_database
+    from tlview.store.shards import MANIFEST, export_database, shard_bytes, shard_keys
 
     from .locking import lock_wait_s, say_waiting
 
@@ -77,6 +73,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_shard(args: argparse.Namespace) -> int:
+    from tlview.store.shards import init_set, known_sources, shard_bytes, shard_keys
+
+    from .ingest_command import _plan
+    from .parallel_ingest import local_pool
+    from .shard_task import error_of, shard_file
+
     jobs = args.jobs or default_jobs()
     if jobs < 1:
         print(f"tlview: -j {jobs}: expected 1 or more worker processes", file=sys.stderr)

@@ -16,8 +16,7 @@ import sys
 from typing import Any
 
 import duckdb
-from tlview.store import Database, caches, open_database
-from tlview.store.shards import open_shards
+from tlview.store import Database, open_database
 
 from .locking import lock_wait_s, say_waiting
 
@@ -57,6 +56,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
     parquet = getattr(args, "parquet", None)
     if parquet and args.write:
         raise UsageError("--parquet reads a shard set; --write changes only a database")
+    if parquet:
+        from tlview.store.shards import open_shards  # (pyarrow: only for a shard set)
     opened = (open_shards(parquet) if parquet else
               open_database(args.db, read_only=not args.write, wait_s=lock_wait_s(),
                             on_wait=say_waiting))
@@ -94,6 +95,8 @@ def _run_writing(db: Database, query: str,
         raise UsageError("tlview sql --write runs the statements in one transaction of its "
                          "own: leave out BEGIN/COMMIT/ROLLBACK")
     checked = not kinds <= _READS
+    from tlview.store import caches  # (pyarrow: only where a query writes)
+
     db.con.execute("BEGIN TRANSACTION")
     try:
         before = caches.events_fingerprint(db) if checked else {}

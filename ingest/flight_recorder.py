@@ -37,6 +37,7 @@ place.
 
 from __future__ import annotations
 
+import functools
 import gc
 import gzip
 import json
@@ -51,9 +52,7 @@ from contextlib import contextmanager
 from itertools import chain, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from . import native
 from .cuda_snapshot import Frame, InternedStack, Interner, _clean, frame_record
@@ -71,6 +70,9 @@ from .records import (
     columns_wanted,
     dumps,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FORMAT = "flight_recorder"
 KNOWN_MAJORS = (1, 2)
@@ -255,15 +257,23 @@ _TIME_FIELDS = (("started_ns", "time_discovered_started_ns"),
 _TEXT_FIELDS = (("in_sizes", "input_sizes"), ("out_sizes", "output_sizes"),
                 ("in_dtypes", "input_dtypes"), ("out_dtypes", "output_dtypes"))
 _BOOL_FIELDS = (("is_p2p", "is_p2p"), ("retired", "retired"))
-# The columns of collective_recorded events and their Arrow types (its table's).
-_I64, _STR, _BOOL = pa.int64(), pa.string(), pa.bool_()
+# The columns of collective_recorded events and their Arrow types' names (its table's):
+# pyarrow is loaded where the columns are made (_arrow_types), not where formats are listed.
+_I64, _STR, _BOOL = "int64", "string", "bool_"
 _TYPES = (("step", _I64), ("op", _STR), ("ts_ns", _I64), ("dur_ns", _I64), ("attrs", _STR),
-          ("stack_id", pa.int32()), ("process_group", _STR), ("pg_desc", _STR),
+          ("stack_id", "int32"), ("process_group", _STR), ("pg_desc", _STR),
           ("pg_id", _I64), ("seq_id", _I64), ("p2p_seq_id", _I64), ("op_id", _I64),
           ("is_p2p", _BOOL), ("state", _STR), ("started_ns", _I64), ("completed_ns", _I64),
           ("in_sizes", _STR), ("out_sizes", _STR), ("in_dtypes", _STR), ("out_dtypes", _STR),
           ("timeout_ms", _I64), ("retired", _BOOL))
 _ATTRS: dict[tuple[tuple[str, Any, type], ...], str] = {}  # an entry's other keys repeat
+
+
+@functools.cache
+def _arrow_types() -> tuple[tuple[str, pa.DataType], ...]:
+    import pyarrow as pa
+
+    return tuple((name, getattr(pa, t)()) for name, t in _TYPES)
 
 
 def _attrs_text(extra: dict[str, Any]) -> str:
@@ -465,8 +475,10 @@ class _Dump:
         out: list[Record] = list(self.interner.take())
         n = len(self.cols["op"])
         if n:
+            import pyarrow as pa
+
             cols = {"kind": pa.repeat(pa.scalar("collective_recorded"), n)}
-            cols.update((name, pa.array(self.cols[name], type=t)) for name, t in _TYPES)
+            cols.update((name, pa.array(self.cols[name], type=t)) for name, t in _arrow_types())
             self.cols = {name: [] for name, _ in _TYPES}
             batch = EventColumns(timelines=(self.key,), n=n, columns=cols)
             if columns_wanted():
@@ -481,9 +493,11 @@ class _Dump:
         out = self.rows()
         n, got = native.arrow_columns(batch)
         self.n_entries += n
+        import pyarrow as pa
+
         cols = {"kind": pa.repeat(pa.scalar("collective_recorded"), n)}
         cols.update((name, got[name] if name in got else pa.nulls(n, type=t))
-                    for name, t in _TYPES)
+                    for name, t in _arrow_types())
         columns = EventColumns(timelines=(self.key,), n=n, columns=cols)
         if columns_wanted():
             out.append(columns)

@@ -17,9 +17,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from .errors import IngestError
 from .lines import ProgressFn, open_binary
@@ -72,15 +70,23 @@ def feed_file(parser: Any, path: str, progress: ProgressFn | None) -> Iterator[l
                 f.close()
 
 
-_TYPES = {"i64": pa.int64(), "i32": pa.int32(), "bool": pa.bool_(), "str": pa.string()}
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Exported column kinds and their Arrow types' names: pyarrow (a quarter of a second) is
+# loaded where columns are made, not where the formats are listed (`tlview --help`, sql).
+_TYPES = {"i64": "int64", "i32": "int32", "bool": "bool_", "str": "string"}
 
 
 def arrow_array(spec: tuple[Any, ...]) -> pa.Array:
     """One exported column (kind, length, nulls, validity, buffers...) as an Arrow array."""
+    import pyarrow as pa
+
     kind, n, nulls, validity = spec[:4]
     valid = pa.py_buffer(validity) if validity is not None else None
     if kind in ("i64", "i32", "bool"):
-        return pa.Array.from_buffers(_TYPES[kind], n, [valid, pa.py_buffer(spec[4])], nulls)
+        return pa.Array.from_buffers(getattr(pa, _TYPES[kind])(), n,
+                                     [valid, pa.py_buffer(spec[4])], nulls)
     if kind == "str":
         return pa.Array.from_buffers(pa.string(), n, [valid, pa.py_buffer(spec[4]),
                                                       pa.py_buffer(spec[5])], nulls)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from . import storage
 from .locks import DatabaseLocked, lock_error
@@ -237,6 +236,8 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, query: str, name: str, table: A
     curve's ranges of a large snapshot grew the process by their size). It is handed over as a
     stream whose batches are let go as they are read, so only the spent stream stays.
     """
+    import pyarrow as pa  # only where rows are written: a reader's start goes without it
+
     batches = collections.deque(table.to_batches())
     schema = table.schema
     del table

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 from attrs import frozen
 
 from . import align
@@ -110,6 +109,8 @@ def ensure_alignment(db: Database, a: int, b: int) -> AlignmentInfo:
     if row is not None:
         return _info(sa, sb, row, stored=not temp)
     steps, counts = _compute(db, a, b)
+    import pyarrow as pa  # only where an alignment is stored: a diff read goes without it
+
     table = pa.table({
         "a_timeline_id": pa.array([a] * len(steps), pa.int32()),
         "b_timeline_id": pa.array([b] * len(steps), pa.int32()),

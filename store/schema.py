@@ -16,7 +16,7 @@ from pathlib import Path
 import attrs
 import duckdb
 
-from . import caches, runs, storage
+from . import runs, storage
 from .db import (
     _QUERIES,
     SCHEMA_VERSION,
@@ -213,6 +213,8 @@ def _ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
         if wide:
             _split_events(con, path)
         con.execute(_QUERIES["set_schema_version"], [str(SCHEMA_VERSION), _views_sha()])
+        from . import caches  # (pyarrow: only where a schema is written)
+
         caches.rebuild_all(Database(path, con, read_only=False))
         runs.assign_unassigned(Database(path, con, read_only=False))  # a database before runs
         con.execute("COMMIT")

@@ -558,7 +558,7 @@ def test_an_interrupted_ingest_says_so_on_a_line_of_its_own(monkeypatch, capsys)
         report(10_000_000, 40_000_000)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_module, "cmd_ingest", interrupted)
+    monkeypatch.setattr("tlview.ingest_command.cmd_ingest", interrupted)  # (loaded on use)
     assert cli_module.main(["ingest", "x"]) == 130
     progress, said, end = err.getvalue().split("\n")
     assert progress.startswith("\rbig.json: 10.0/40.0 MB ( 25%)") and end == ""
