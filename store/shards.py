@@ -37,7 +37,6 @@ from typing import Any
 import attrs
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 from tlview.ingest.records import dumps
 
 from . import caches, diff, runs
@@ -141,6 +140,8 @@ def write_rows(records: Iterable[Any], folder: str | Path, key: int) -> None:
     no database, so no caches (``commit_shards`` computes them in the database, as an
     ingest does). The lean shard of ``tlview ingest -j``'s workers; a shard set that
     DuckDB reads in place needs ``export_source``'s complete shards."""
+    import pyarrow.parquet as pq  # (a quarter of a second: only where shards are written)
+
     from .writer import SIDE_TABLES, SourceRows, _parsing
 
     rows = SourceRows(_parsing(records), 0, 0)

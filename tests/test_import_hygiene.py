@@ -71,3 +71,20 @@ def test_reading_commands_never_load_pyarrow(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-800:]
     assert proc.stdout.splitlines()[-1] == "[]", proc.stdout[-800:]
+
+
+def test_an_ingest_never_loads_parquet(tmp_path):
+    """`tlview ingest` of a file leaves pyarrow's Parquet (and its filesystems, S3's among
+    them) unloaded: only shards are written as Parquet by pyarrow (store/shards.py
+    write_rows), and loading it cost every ingest ~0.2 s of start."""
+    from tests.conftest import SEED_002
+
+    code = ("import sys\n"
+            "from tlview.cli import main\n"
+            "assert main(['ingest', '--db', sys.argv[1], '-j', '1', sys.argv[2]]) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('pyarrow.parquet', "
+            "'pyarrow.fs', 'pyarrow._s3fs')))[:5])\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.duckdb"),
+                           str(SEED_002)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    assert proc.stdout.splitlines()[-1] == "[]", proc.stdout[-800:]
