@@ -171,7 +171,7 @@ def _run(argv: list[str]) -> int:
         return 2
     try:
         if args.command == "ingest":
-            from .ingest_command import cmd_ingest  # (the writer, pyarrow: ~0.3 s of start)
+            from .ingest_command import cmd_ingest  # (the writer and pyarrow: loaded to write)
 
             return cmd_ingest(args)
         if args.command == "shard":

@@ -73,8 +73,8 @@ def feed_file(parser: Any, path: str, progress: ProgressFn | None) -> Iterator[l
 if TYPE_CHECKING:
     import pyarrow as pa
 
-# Exported column kinds and their Arrow types' names: pyarrow (a quarter of a second) is
-# loaded where columns are made, not where the formats are listed (`tlview --help`, sql).
+# Exported column kinds and their Arrow types' names: pyarrow is loaded where columns are
+# made, not where the formats are listed (`tlview --help`, sql; docs/benchmarks.md).
 _TYPES = {"i64": "int64", "i32": "int32", "bool": "bool_", "str": "string"}
 
 

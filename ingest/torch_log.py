@@ -106,7 +106,7 @@ def undress(lines: Iterable[tuple[int, str]]) -> Iterator[LogLine]:
     # still follow it in a longer match (the optional compile id and artifact): a line
     # that begins with the same prefix, not followed by that, matches it the same way, so
     # it continues the record without the match (the lines of one record repeat its
-    # prefix: ~6 us a line otherwise, a fifth of a glog log's parse).
+    # prefix; the figures: docs/benchmarks.md, `undress`).
     prefix: str | None = None
     longer = ""
     for number, raw in lines:

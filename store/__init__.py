@@ -3,7 +3,8 @@
 It knows events and timelines, never dump formats.
 
 Its names are imported on first use: a command that only reads (``tlview sql``,
-``info``) never loads the writer, and with it pyarrow (a third of a second of start).
+``info``) never loads the writer, and with it pyarrow (docs/benchmarks.md, "Figures
+behind choices in the code").
 """
 
 from __future__ import annotations

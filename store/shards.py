@@ -140,7 +140,7 @@ def write_rows(records: Iterable[Any], folder: str | Path, key: int) -> None:
     no database, so no caches (``commit_shards`` computes them in the database, as an
     ingest does). The lean shard of ``tlview ingest -j``'s workers; a shard set that
     DuckDB reads in place needs ``export_source``'s complete shards."""
-    import pyarrow.parquet as pq  # (a quarter of a second: only where shards are written)
+    import pyarrow.parquet as pq  # (only where shards are written: not every ingest's start)
 
     from .writer import SIDE_TABLES, SourceRows, _parsing
 

@@ -52,9 +52,8 @@ def test_store_never_imports_textual():
 
 def test_reading_commands_never_load_pyarrow(tmp_path):
     """`tlview --version`, `sql` and `info` (and every parser listed for the help) leave
-    pyarrow and numpy unloaded: a third of a second of each command's start (`tlview sql`
-    0.92-1.18 s before, 0.64-0.68 s after, 2026-11-29). The writer and the Arrow columns
-    load them where rows are made."""
+    pyarrow and numpy unloaded (what that saves of each command's start: docs/benchmarks.md).
+    The writer and the Arrow columns load them where rows are made."""
     from tests.conftest import SEED_002, ingest_into
 
     db = tmp_path / "t.duckdb"
@@ -76,7 +75,7 @@ def test_reading_commands_never_load_pyarrow(tmp_path):
 def test_an_ingest_never_loads_parquet(tmp_path):
     """`tlview ingest` of a file leaves pyarrow's Parquet (and its filesystems, S3's among
     them) unloaded: only shards are written as Parquet by pyarrow (store/shards.py
-    write_rows), and loading it cost every ingest ~0.2 s of start."""
+    write_rows), and every ingest's start paid for loading it (docs/benchmarks.md)."""
     from tests.conftest import SEED_002
 
     code = ("import sys\n"
