@@ -7,9 +7,10 @@ import functools
 import gc
 import io
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,17 @@ def alone(tmp_path_factory) -> Callable[[Path], tuple[Path, list[int]]]:
         return made[dump]
 
     return get
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """SIGINT as Python sets it up when started from a terminal, in this process and so in
+    the processes it starts: a shell running the tests in the background (`cmd &` in a
+    script, nohup) starts them with SIGINT ignored, children inherit that, and Python then
+    keeps it ignored (a tlview started so ignores Ctrl-C, as a background job should)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -100,15 +99,6 @@ def test_many_files_with_workers(sig, tmp_path):
     time.sleep(0.5)
     assert _workers_left(str(db)) == []
     assert list(tmp.iterdir()) == []
-
-
-@pytest.fixture
-def ctrl_c() -> Iterator[None]:
-    """SIGINT as Python sets it up when started from a terminal (a test runner, or a shell
-    running it in the background, may have it ignored)."""
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, before)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

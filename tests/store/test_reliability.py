@@ -71,7 +71,7 @@ def wait_until_writing(proc: subprocess.Popen[str], db: Path, timeout: float = 3
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_interrupted_ingest_leaves_database_unchanged(tmp_path, big, sig):
+def test_interrupted_ingest_leaves_database_unchanged(tmp_path, big, sig, ctrl_c):
     db = tmp_path / "k.duckdb"
     ingest_into(db, SEED_002)
     before = snapshot(db)
