@@ -188,8 +188,12 @@ INSERT OR REPLACE INTO tlview_meta VALUES ('schema_version', ?), ('views_sha', ?
 DELETE FROM _cache_buffers WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_buffers
+-- In the events' order (each refresh appends its timelines' rows), not sorted: an ORDER BY
+-- alloc_step sorted every wide row (attrs and all) under the ingest's memory cap, 7-8 s of
+-- a 1 GB XLA dump's 45 s, and the queries by step (live_at, the TUI's holders) take the
+-- same milliseconds either way (docs/benchmarks.md, "Ingest").
 INSERT INTO _cache_buffers BY NAME
-SELECT * FROM _buffers_derived WHERE timeline_id BETWEEN ? AND ? ORDER BY timeline_id, alloc_step, buffer;
+SELECT * FROM _buffers_derived WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_clear_memory_curve
 DELETE FROM _cache_memory_curve WHERE timeline_id BETWEEN ? AND ?;

@@ -39,17 +39,11 @@ def assert_caches_are_the_views(con) -> None:
     for cached, derived in PAIRS:
         assert con.execute(f"SELECT count(*) FROM {cached}").fetchone()[0] > 0, cached
         assert differences(con, cached, derived) == 0, cached
-    # The order the cache is stored in (zone maps of alloc_step and step serve live_at and
-    # the curve's windows): per timeline, by alloc_step (no step last), then buffer.
-    rows = con.execute("SELECT timeline_id, alloc_step, buffer FROM _cache_buffers "
-                       "ORDER BY rowid").fetchall()
-    by_tl: dict[int, list] = {}
-    for tid, step, buf in rows:
-        by_tl.setdefault(tid, []).append((step is None, step or 0, buf))
-    assert all(keys == sorted(keys) for keys in by_tl.values())
+    # The order the curve is stored in (zone maps of step serve its windows and ranges):
+    # per timeline, by step.
     steps = con.execute("SELECT timeline_id, step FROM _cache_memory_curve "
                         "ORDER BY rowid").fetchall()
-    by_tl = {}
+    by_tl: dict[int, list] = {}
     for tid, step in steps:
         by_tl.setdefault(tid, []).append(step)
     assert all(s == sorted(s) for s in by_tl.values())
