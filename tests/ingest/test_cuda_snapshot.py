@@ -461,12 +461,17 @@ def _same_rows(con, a: str, b: str) -> bool:
                     f"UNION ALL (FROM {b} EXCEPT ALL FROM {a}))")[0] == 0
 
 
+# Ranges of this many entries: three or more in every real fixture's timeline (61 entries
+# the fewest), ~75 boundaries in all, each a statement or two.
+RANGE = 29
+
+
 def test_curve_and_blocks_filled_in_ranges_are_the_derived_views(real_db, tmp_path):
     """The store fills the curve's ranges with running sums in Arrow, not the view's
-    window: on every real fixture, refilled in ranges of 7 entries (each from the row
-    before it), and with some sizes NULL (SQL's sum skips them; a range that has seen
+    window: on every real fixture, refilled in ranges of RANGE entries (each from the
+    row before it), and with some sizes NULL (SQL's sum skips them; a range that has seen
     only NULLs so far is NULL), the cache holds exactly what _allocator_curve_derived
-    computes; the blocks' cache, filled in ranges of 7 allocating entries, exactly what
+    computes; the blocks' cache, filled in ranges of RANGE allocating entries, exactly what
     _allocator_blocks_derived does."""
     import shutil
 
@@ -481,17 +486,17 @@ def test_curve_and_blocks_filled_in_ranges_are_the_derived_views(real_db, tmp_pa
             n = one(con, "SELECT count(*) FROM allocator_events WHERE timeline_id = ?", tid)[0]
             con.execute("DELETE FROM _cache_allocator_curve WHERE timeline_id = ? "
                         "AND event_index >= 0", [tid])
-            for lo in range(0, n, 7):
-                caches.fill_allocator_curve(db, tid, lo, lo + 6)
+            for lo in range(0, n, RANGE):
+                caches.fill_allocator_curve(db, tid, lo, lo + RANGE - 1)
         assert _same_rows(con, "_cache_allocator_curve", "_allocator_curve_derived")
-        # the blocks' cache, filled in ranges of 7 allocating entries, is its view too
+        # the blocks' cache, filled in ranges of RANGE allocating entries, is its view too
         assert _same_rows(con, "_cache_allocator_blocks", "_allocator_blocks_derived")
         for tid in real_db[1].values():
             n = one(con, "SELECT count(*) FROM allocator_events WHERE timeline_id = ?", tid)[0]
             con.execute("DELETE FROM _cache_allocator_blocks WHERE timeline_id = ?", [tid])
-            for lo in (-1, *range(0, n, 7)):
+            for lo in (-1, *range(0, n, RANGE)):
                 con.execute(db.queries["cache_fill_allocator_blocks"],
-                            [tid, lo, -1 if lo < 0 else lo + 6])
+                            [tid, lo, -1 if lo < 0 else lo + RANGE - 1])
         assert one(con, "SELECT count(*) FROM _cache_allocator_blocks")[0] > 100
         assert _same_rows(con, "_cache_allocator_blocks", "_allocator_blocks_derived")
         # entries of unknown size: the first alloc of each timeline and every 5th event
