@@ -189,9 +189,9 @@ DELETE FROM _cache_buffers WHERE timeline_id BETWEEN ? AND ?;
 
 -- name: cache_fill_buffers
 -- In the events' order (each refresh appends its timelines' rows), not sorted: an ORDER BY
--- alloc_step sorted every wide row (attrs and all) under the ingest's memory cap, 7-8 s of
--- a 1 GB XLA dump's 45 s, and the queries by step (live_at, the TUI's holders) take the
--- same milliseconds either way (docs/benchmarks.md, "Ingest").
+-- alloc_step sorted every wide row (attrs and all) under the ingest's memory cap, most of
+-- the fill on a large XLA dump, and the queries by step (live_at, the TUI's holders) are
+-- as fast either way (figures: docs/benchmarks.md, the table of choices).
 INSERT INTO _cache_buffers BY NAME
 SELECT * FROM _buffers_derived WHERE timeline_id BETWEEN ? AND ?;
 
