@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import diff
-from .db import insert_arrow
+from .db import insert_arrow, restoring
 
 # Dependency order: buffers, then the curve computed from them, then its peak; the
 # allocator snapshot caches (schemas/50_allocator_events.sql) and the Flight Recorder dumps'
@@ -228,10 +228,8 @@ def _memory_at_least(db: Any, nbytes: int) -> Iterator[None]:
         yield
         return
     db.con.execute(f"SET memory_limit = '{nbytes}B'")
-    try:
+    with restoring(db.con, f"SET memory_limit = '{before}'"):
         yield
-    finally:
-        db.con.execute(f"SET memory_limit = '{before}'")
 
 
 CURVE_SUMS = ("allocated_bytes", "reserved_bytes", "active_blocks", "block_bytes")

@@ -211,10 +211,8 @@ class Database:
         thread can fail on two (the rank report of 256 ranks at 256MB did)."""
         threads = self.scalar("current_threads")
         self.con.execute("SET threads = 1")
-        try:
+        with restoring(self.con, f"SET threads = {int(threads)}"):
             yield
-        finally:
-            self.con.execute(f"SET threads = {int(threads)}")
 
     def scalar(self, name: str, *params: Any) -> Any:
         """The first column of the first row of a named query, or None."""
@@ -223,6 +221,23 @@ class Database:
 
     def meta(self, key: str) -> str | None:
         return self.scalar("get_meta", key)
+
+
+@contextmanager
+def restoring(con: duckdb.DuckDBPyConnection, restore: str) -> Iterator[None]:
+    """Run the statement ``restore`` (a SET) after the block. Where the block raised, a
+    refusal of it does not hide the block's error: a failed statement aborts the open
+    transaction, which refuses even a SET until its rollback (an ingest's rank caches out
+    of memory at 10,000 ranks were reported as "Current transaction is aborted")."""
+    try:
+        yield
+    except BaseException:
+        try:
+            con.execute(restore)
+        except duckdb.TransactionException:
+            pass
+        raise
+    con.execute(restore)
 
 
 _QUERIES = _load_named_queries()

@@ -147,6 +147,7 @@ class IngestTransaction:
             self.con.execute("ROLLBACK")
         except Exception:
             pass
+        self.lowered = True  # and where a failed block left them lowered (db.one_thread)
         self._restore()
 
     def _restore(self) -> None:

@@ -164,3 +164,35 @@ def test_corner_cases(tmp_path):
         assert con.execute("SELECT count(*) FROM _cache_buffers WHERE timeline_id = "
                            "(SELECT timeline_id FROM timeline_records WHERE key = 'w')"
                            ).fetchone()[0] == 43
+
+
+
+@pytest.mark.parametrize("block", ["one_thread", "memory_at_least"])
+def test_a_statement_failing_under_a_setting_is_the_error_raised(db_path, block):
+    """A statement that fails inside an ingest's transaction aborts it, and DuckDB then
+    refuses the SET that puts the setting back: the statement's error is the one raised
+    (the rank caches out of memory at 10,000 ranks said "Current transaction is aborted"),
+    and the rollback puts the threads and the memory limit back as they were."""
+    import duckdb
+    from tlview.store import caches, open_database
+    from tlview.store.writer import IngestTransaction
+
+    with open_database(db_path) as db:
+        before = (db.scalar("current_threads"), db.scalar("current_memory_limit"))
+        txn = IngestTransaction(db)
+        setting = (db.one_thread() if block == "one_thread"
+                   else caches._memory_at_least(db, 1 << 40))
+        with pytest.raises(duckdb.ConversionException), setting:
+            db.con.execute("SELECT CAST('x' AS INTEGER)")
+        txn.rollback()
+        assert db.scalar("current_threads") == before[0]
+        # (DuckDB states the limit rounded: set back from its text it may read 0.1 GiB less)
+        assert _bytes(db.scalar("current_memory_limit")) == pytest.approx(_bytes(before[1]),
+                                                                           rel=0.01)
+
+
+def _bytes(limit: str) -> float:
+    from tlview.store.caches import _UNITS
+
+    number, _, unit = limit.partition(" ")
+    return float(number) * _UNITS[unit]
