@@ -257,6 +257,7 @@ class GroupWriter:
                 f.summary = summary
         except WRITE_ERRORS:
             self._rollback()
+            raise_dropped()  # a Ctrl-C whose exception DuckDB dropped: not a write error
             self.broken = True
         self.tick("append", t)
 
@@ -291,6 +292,7 @@ class GroupWriter:
                 self._commit(files)
             except WRITE_ERRORS:
                 self._rollback()
+                raise_dropped()
                 self.broken = True
         if self.broken:
             self._one_by_one(files)
@@ -333,6 +335,7 @@ class GroupWriter:
                 self._commit([f])
             except WRITE_ERRORS as e:
                 self._rollback()
+                raise_dropped()  # else each file after it would be tried again
                 f.summary = None
                 f.error = IngestError(f.result["path"], None, f"not written: {_first_line(e)}")
 

@@ -6,6 +6,7 @@ each ingest takes a fraction of a second."""
 from __future__ import annotations
 
 import shutil
+import signal
 from pathlib import Path
 
 import duckdb
@@ -87,6 +88,34 @@ def test_a_transaction_that_fails_is_written_again_file_by_file(dumps, tmp_path,
     serial = ingest(capsys, dumps, tmp_path / "s.duckdb", "1")
     assert (0, out, "") == serial
     assert tables(tmp_path / "p.duckdb") == tables(tmp_path / "s.duckdb")
+
+
+
+def test_a_signal_behind_a_write_error_stops_the_ingest(dumps, tmp_path, capsys, monkeypatch):
+    """A Ctrl-C whose exception DuckDB dropped (cli/interrupts.py), seen as a statement's
+    error, stops the ingest as an interrupt, not as one file's write error after which
+    the next files are tried (a 10,000-rank ingest went on so after SIGTERM)."""
+    from tlview import interrupts
+
+    monkeypatch.setattr(interrupts, "_received", [])  # this test's signals alone
+    monkeypatch.setattr(interrupts, "_taken", 0)
+    real = parallel_ingest.append_parsed
+    failing: list[int] = []
+
+    def append(db, files: list[tuple[Path, Parsed]]):
+        # from DUMPS[2] on every write fails, as every file failed there, before its commit
+        if failing or any(p.source[0].endswith(DUMPS[2]) for _, p in files):
+            if not failing:
+                interrupts._received.append(signal.SIGINT)  # its handler ran; DuckDB dropped it
+            failing.append(1)
+            raise duckdb.InvalidInputException("the statement's error (a test)")
+        return real(db, files)
+
+    monkeypatch.setattr(parallel_ingest, "append_parsed", append)
+    code, _, err = ingest(capsys, dumps, tmp_path / "p.duckdb", "2")
+    assert len(failing) == 1  # stopped at the first
+    assert code == 130
+    assert "interrupted (SIGINT)" in err and "not written" not in err, err
 
 
 def test_the_caches_of_the_kinds_written_are_those_of_a_full_refresh(tmp_path, capsys,
