@@ -215,16 +215,21 @@ _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 <
           "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 
 
+def limit_bytes(limit: Any) -> float:
+    """A memory limit as DuckDB states it (``18.6 GiB``) in bytes; infinite where it
+    states no size (e.g. no limit)."""
+    number, _, unit = str(limit).partition(" ")
+    try:
+        return float(number) * _UNITS.get(unit, 1)
+    except ValueError:
+        return float("inf")
+
+
 @contextmanager
 def _memory_at_least(db: Any, nbytes: int) -> Iterator[None]:
     """DuckDB's memory limit raised to ``nbytes`` for the block where it is lower."""
     before = db.scalar("current_memory_limit")
-    number, _, unit = str(before).partition(" ")
-    try:
-        current = float(number) * _UNITS.get(unit, 1)
-    except ValueError:
-        current = float("inf")  # not a size DuckDB states (e.g. no limit): left as it is
-    if current >= nbytes:
+    if limit_bytes(before) >= nbytes:
         yield
         return
     db.con.execute(f"SET memory_limit = '{nbytes}B'")

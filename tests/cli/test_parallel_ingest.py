@@ -90,7 +90,6 @@ def test_a_transaction_that_fails_is_written_again_file_by_file(dumps, tmp_path,
     assert tables(tmp_path / "p.duckdb") == tables(tmp_path / "s.duckdb")
 
 
-
 def test_a_signal_behind_a_write_error_stops_the_ingest(dumps, tmp_path, capsys, monkeypatch):
     """A Ctrl-C whose exception DuckDB dropped (cli/interrupts.py), seen as a statement's
     error, stops the ingest as an interrupt, not as one file's write error after which

@@ -166,7 +166,6 @@ def test_corner_cases(tmp_path):
                            ).fetchone()[0] == 43
 
 
-
 @pytest.mark.parametrize("block", ["one_thread", "memory_at_least"])
 def test_a_statement_failing_under_a_setting_is_the_error_raised(db_path, block):
     """A statement that fails inside an ingest's transaction aborts it, and DuckDB then
@@ -187,12 +186,5 @@ def test_a_statement_failing_under_a_setting_is_the_error_raised(db_path, block)
         txn.rollback()
         assert db.scalar("current_threads") == before[0]
         # (DuckDB states the limit rounded: set back from its text it may read 0.1 GiB less)
-        assert _bytes(db.scalar("current_memory_limit")) == pytest.approx(_bytes(before[1]),
-                                                                           rel=0.01)
-
-
-def _bytes(limit: str) -> float:
-    from tlview.store.caches import _UNITS
-
-    number, _, unit = limit.partition(" ")
-    return float(number) * _UNITS[unit]
+        assert caches.limit_bytes(db.scalar("current_memory_limit")) == pytest.approx(
+            caches.limit_bytes(before[1]), rel=0.01)
